@@ -598,3 +598,13 @@ impl<F: Fn(AgentEvent) + Send + Sync> EventSink for F {
         self(event)
     }
 }
+
+/// Told about every change to a session's history, in order, so a front
+/// door can keep a copy (the session file). Called on the engine's task:
+/// implementations must be quick and must not block for long.
+pub trait HistoryObserver: Send + Sync {
+    /// `items` were appended to the end of history.
+    fn appended(&self, items: &[HistoryItem]);
+    /// History was replaced as a whole (compaction, the context stack).
+    fn replaced(&self, history: &[HistoryItem]);
+}

@@ -118,7 +118,8 @@ impl Session {
         };
         let keep = items_to_keep(&self.history, |name| self.tools.is_read_only(name));
         let environment = self.ctx.environment();
-        self.history = compacted_history(&self.history, &keep, environment.render(), &summary);
+        let compacted = compacted_history(&self.history, &keep, environment.render(), &summary);
+        self.replace_history(compacted);
         self.environment = environment;
         self.context_tokens = tokens::estimate_items(self.history.clone()).await;
         self.metrics.record_compaction();
@@ -146,7 +147,7 @@ impl Session {
 
     /// Ask the model for a summary of the history; returns its text and the
     /// request's usage.
-    async fn write_summary(
+    pub(super) async fn write_summary(
         &self,
     ) -> Result<(String, Option<Usage>), crate::provider::ProviderError> {
         let mut input = self.history.clone();

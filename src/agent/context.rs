@@ -144,11 +144,11 @@ impl Session {
         let now = self.ctx.environment();
         match now.diff(&self.environment) {
             Some(diff) => {
-                self.history.push(HistoryItem::tagged(
+                self.append(vec![HistoryItem::tagged(
                     Role::User,
                     MessageTag::Environment,
                     diff,
-                ));
+                )]);
                 self.environment = now;
                 true
             }

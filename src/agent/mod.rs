@@ -10,6 +10,7 @@ pub mod limits;
 pub mod output;
 pub mod prompt;
 pub mod session;
+pub mod stack;
 pub mod turn;
 
 pub use context::{build_initial_context, EnvironmentContext};
@@ -19,6 +20,7 @@ pub use session::{
     start_session, start_session_with_provider, AuthMode, CompactionConfig, Features,
     PendingInputs, Sampling, Session, SessionConfig, SessionError, TurnContext,
 };
+pub use stack::StackError;
 pub use turn::{AgentError, ToolCallRecord, TurnResult};
 
 #[cfg(test)]

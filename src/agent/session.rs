@@ -5,7 +5,8 @@ use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
 use crate::metrics::Metrics;
 use crate::protocol::{
-    ApprovalPolicy, Approver, HistoryItem, NonInteractive, SandboxPolicy, ToolSpec,
+    ApprovalPolicy, Approver, HistoryItem, HistoryObserver, MessageTag, NonInteractive, Role,
+    SandboxPolicy, ToolSpec,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo};
@@ -218,6 +219,13 @@ pub struct Session {
     pub(crate) stop: StopHandle,
     /// Calls the user approved for the rest of the session, by call key.
     pub(crate) session_approved: Mutex<HashSet<String>>,
+    /// Told about every history change (the session file).
+    pub(crate) observer: Option<Arc<dyn HistoryObserver>>,
+    /// Named snapshots of history (the context stack).
+    pub(crate) checkpoints: Vec<(String, Vec<HistoryItem>)>,
+    /// History changed without a model request (context stack, resume):
+    /// `context_tokens` is re-estimated before the next request.
+    pub(crate) tokens_stale: bool,
     pub id: String,
 }
 
@@ -314,6 +322,9 @@ pub fn start_session_with_provider(
             .is_none()
             .then_some(config.compaction.context_fraction),
         session_approved: Mutex::new(HashSet::new()),
+        observer: None,
+        checkpoints: Vec::new(),
+        tokens_stale: false,
         id: new_session_id(),
     })
 }
@@ -431,6 +442,82 @@ impl Session {
     /// question is answered no at once).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
         self.approver = approver;
+    }
+
+    /// Set who is told about history changes (e.g. the session file).
+    /// It sees only changes made from now on.
+    pub fn set_history_observer(&mut self, observer: Arc<dyn HistoryObserver>) {
+        self.observer = Some(observer);
+    }
+
+    /// Append to history, telling the observer.
+    pub(crate) fn append(&mut self, items: Vec<HistoryItem>) {
+        if items.is_empty() {
+            return;
+        }
+        if let Some(observer) = &self.observer {
+            observer.appended(&items);
+        }
+        self.history.extend(items);
+    }
+
+    /// Replace history as a whole, telling the observer.
+    pub(crate) fn replace_history(&mut self, history: Vec<HistoryItem>) {
+        if let Some(observer) = &self.observer {
+            observer.replaced(&history);
+        }
+        self.history = history;
+    }
+
+    /// Append a note from the front door (e.g. "plan only" when the REPL
+    /// switches to plan mode); the model sees it with the next request.
+    pub fn append_note(&mut self, role: Role, text: impl Into<String>) {
+        self.append(vec![HistoryItem::text(role, text)]);
+    }
+
+    /// Continue a saved conversation: `history` (whose calls must all have
+    /// outputs) replaces the fresh one. When the environment it last showed
+    /// the model differs from this session's, a full environment block is
+    /// appended. The observer is not told about the restored items.
+    pub fn restore_history(&mut self, history: Vec<HistoryItem>) {
+        self.history = history;
+        self.tokens_stale = true;
+        let now = self.ctx.environment();
+        let rendered = now.render();
+        let shown = self
+            .history
+            .iter()
+            .rev()
+            .find(|i| i.tag() == Some(MessageTag::Environment))
+            .and_then(|i| i.as_text());
+        if shown != Some(rendered.as_str()) {
+            self.append(vec![HistoryItem::tagged(
+                Role::User,
+                MessageTag::Environment,
+                rendered,
+            )]);
+        }
+        self.environment = now;
+    }
+
+    /// Switch to a new configuration (another model, an agent card's
+    /// instructions and tools) and keep the conversation: the new initial
+    /// context replaces the old one, everything after it stays. The
+    /// provider, metrics, approver, stop handle, observer and checkpoints
+    /// are kept.
+    pub fn reconfigure(&mut self, config: SessionConfig) -> Result<(), SessionError> {
+        let fresh = start_session_with_provider(config, self.provider.clone())?;
+        let mut history = fresh.history;
+        history.extend_from_slice(&self.history[self.initial_len()..]);
+        self.ctx = fresh.ctx;
+        self.tools = fresh.tools;
+        self.tool_ctx = fresh.tool_ctx;
+        self.output_schema = fresh.output_schema;
+        self.compaction_fraction = fresh.compaction_fraction;
+        self.environment = fresh.environment;
+        self.tokens_stale = true;
+        self.replace_history(history);
+        Ok(())
     }
 
     /// Replace the registry (e.g. to add tools beyond the built-ins).

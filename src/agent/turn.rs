@@ -82,7 +82,7 @@ impl Session {
         tracing::info!(session = %self.id, turn, model = %self.ctx.model, "turn started");
         self.metrics.start_turn();
         sink.emit(AgentEvent::TurnStarted { turn });
-        self.history.push(HistoryItem::text(Role::User, user_text));
+        self.append(vec![HistoryItem::text(Role::User, user_text)]);
         match self.turn_loop(turn, sink).await {
             Ok(result) => {
                 tracing::info!(
@@ -276,17 +276,21 @@ impl Session {
             );
             // The response and its outputs enter history together, so an
             // interrupted turn never leaves a call without its output.
-            self.push_response(&response);
-            for call in &response.tool_calls {
-                self.history.push(HistoryItem::tool_call(call.clone()));
-            }
-            for record in &results {
-                self.history.push(HistoryItem::tool_output(ToolOutput {
+            let mut items = response_items(&response);
+            items.extend(
+                response
+                    .tool_calls
+                    .iter()
+                    .map(|call| HistoryItem::tool_call(call.clone())),
+            );
+            items.extend(results.iter().map(|record| {
+                HistoryItem::tool_output(ToolOutput {
                     call_id: record.id.clone(),
                     content: record.result.clone(),
                     is_error: record.is_error,
-                }));
-            }
+                })
+            }));
+            self.append(items);
             records.extend(results);
 
             if let Some(halt) = halt {
@@ -436,24 +440,22 @@ impl Session {
 
     /// The response's reasoning and text enter history (before its calls).
     fn push_response(&mut self, response: &ModelResponse) {
-        for r in &response.reasoning {
-            self.history.push(HistoryItem {
-                role: Role::Assistant,
-                content: Content::Reasoning(r.clone()),
-            });
-        }
-        if !response.text.is_empty() {
-            self.history
-                .push(HistoryItem::text(Role::Assistant, &response.text));
-        }
+        self.append(response_items(response));
     }
 
     /// Before each model request: queued user input joins the history, and
     /// history is compacted when over the limit. Returns whether automatic
     /// compaction may run again this turn.
     async fn prepare_iteration(&mut self, sink: &dyn EventSink, compaction_allowed: bool) -> bool {
-        for text in self.pending.drain() {
-            self.history.push(HistoryItem::text(Role::User, text));
+        let pending = self.pending.drain();
+        self.append(
+            pending
+                .into_iter()
+                .map(|text| HistoryItem::text(Role::User, text))
+                .collect(),
+        );
+        if std::mem::take(&mut self.tokens_stale) {
+            self.context_tokens = tokens::estimate_items(self.history.clone()).await;
         }
         if compaction_allowed && self.context_tokens > self.ctx.compaction_limit {
             self.compact(sink).await;
@@ -612,4 +614,20 @@ impl Session {
             ..Usage::default()
         }
     }
+}
+
+/// A response's reasoning and text as history items (before its calls).
+fn response_items(response: &ModelResponse) -> Vec<HistoryItem> {
+    let mut items: Vec<HistoryItem> = response
+        .reasoning
+        .iter()
+        .map(|r| HistoryItem {
+            role: Role::Assistant,
+            content: Content::Reasoning(r.clone()),
+        })
+        .collect();
+    if !response.text.is_empty() {
+        items.push(HistoryItem::text(Role::Assistant, &response.text));
+    }
+    items
 }
