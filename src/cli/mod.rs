@@ -2,7 +2,9 @@
 
 mod approve;
 mod models;
+mod persist;
 mod render;
+mod repl;
 mod run;
 mod setup;
 
@@ -24,19 +26,80 @@ pub mod exit {
     name = "cogni",
     version,
     about = "A coding agent: talks to a model, runs tools in a sandbox, stops when the work is done.",
-    propagate_version = true
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+
+    /// Without a command on a terminal: the interactive REPL.
+    #[command(flatten)]
+    pub repl: ReplArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one task non-interactively and exit with a code that says how it went.
     Run(RunArgs),
+    /// The interactive REPL (also: `cogni` with no command on a terminal).
+    Repl(ReplArgs),
+    /// Continue a saved session in the REPL.
+    Resume(ResumeArgs),
+    /// List saved sessions: id, start time, tokens, cwd, first prompt.
+    Sessions(SessionsArgs),
     /// List the models the provider serves and the built-in model catalog.
     Models(ModelsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplArgs {
+    #[command(flatten)]
+    pub common: ConfigArgs,
+
+    /// Sandbox mode: read-only, workspace-write, danger-full-access.
+    #[arg(short, long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<crate::protocol::SandboxMode>,
+
+    /// Approval policy: untrusted, on-failure, on-request, never.
+    #[arg(short, long, value_name = "POLICY", value_parser = parse_approval)]
+    pub approval: Option<crate::protocol::ApprovalPolicy>,
+
+    /// Start in this mode: plan, act or auto.
+    #[arg(long, value_name = "MODE", value_parser = ["plan", "act", "auto"])]
+    pub mode: Option<String>,
+
+    /// No colors (also: NO_COLOR, TERM=dumb).
+    #[arg(long)]
+    pub no_color: bool,
+
+    /// Do not save the session under $COGNI_HOME/sessions.
+    #[arg(long)]
+    pub no_persist: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The session id (or a unique prefix of it); see `cogni sessions`.
+    #[arg(required_unless_present = "last", conflicts_with = "last")]
+    pub id: Option<String>,
+
+    /// The session saved most recently.
+    #[arg(long)]
+    pub last: bool,
+
+    /// Continue in a copy (a new session), e.g. when the session is in use.
+    #[arg(long)]
+    pub fork: bool,
+
+    #[command(flatten)]
+    pub repl: ReplArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    pub common: ConfigArgs,
 }
 
 #[derive(Debug, Args)]
@@ -112,6 +175,18 @@ pub struct RunArgs {
     /// No colors on stderr (also: NO_COLOR).
     #[arg(long)]
     pub no_color: bool,
+
+    /// Continue the saved session ID (see `cogni sessions`) with this task.
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+
+    /// With --resume: continue in a copy (a new session).
+    #[arg(long, requires = "resume")]
+    pub fork: bool,
+
+    /// Do not save the session under $COGNI_HOME/sessions.
+    #[arg(long)]
+    pub no_persist: bool,
 }
 
 fn parse_sandbox(s: &str) -> Result<crate::protocol::SandboxMode, String> {
@@ -126,7 +201,25 @@ fn parse_approval(s: &str) -> Result<crate::protocol::ApprovalPolicy, String> {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run(args) => ExitCode::from(run::run(args)),
-        Command::Models(args) => ExitCode::from(models::run(args)),
+        Some(Command::Run(args)) => ExitCode::from(run::run(args)),
+        Some(Command::Repl(args)) => ExitCode::from(repl::run(args, None, false)),
+        Some(Command::Resume(args)) => {
+            let resume = match args.id {
+                Some(id) => persist::Resume::Id(id),
+                None => persist::Resume::Last,
+            };
+            ExitCode::from(repl::run(args.repl, Some(resume), args.fork))
+        }
+        Some(Command::Sessions(args)) => ExitCode::from(persist::list(args)),
+        Some(Command::Models(args)) => ExitCode::from(models::run(args)),
+        None => {
+            use std::io::IsTerminal;
+            if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+                ExitCode::from(repl::run(cli.repl, None, false))
+            } else {
+                eprintln!("cogni: no command given and no terminal for the REPL: use `cogni run \"<task>\"` (see `cogni --help`), or `cogni repl` to read input from a pipe");
+                ExitCode::from(exit::USAGE)
+            }
+        }
     }
 }

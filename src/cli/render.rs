@@ -36,6 +36,105 @@ fn one_line(text: &str, max: usize) -> String {
     clip(flat.trim(), max)
 }
 
+/// `text` in the SGR color `code` when `color` is on.
+pub(super) fn paint(color: bool, code: &str, text: &str) -> String {
+    if color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// The one-line report of a tool call, retry, approval decision, warning,
+/// compaction or finished turn; `None` for other events. Shared by the
+/// `cogni run` renderer and the REPL.
+pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
+    let paint = |code: &str, text: &str| paint(color, code, text);
+    let text = match event {
+        AgentEvent::ItemStarted {
+            item: Item::ToolCall {
+                name, arguments, ..
+            },
+        } => format!("{} {name} {}", paint("36", "→"), one_line(arguments, 100)),
+        AgentEvent::ItemCompleted {
+            item:
+                Item::ToolCall {
+                    name,
+                    status,
+                    exit_code,
+                    duration_ms,
+                    output,
+                    ..
+                },
+        } => {
+            let ms = duration_ms.unwrap_or(0);
+            match status {
+                ToolStatus::Failed => {
+                    let code = exit_code
+                        .map(|c| format!("exit {c} · "))
+                        .unwrap_or_default();
+                    let first = output
+                        .as_deref()
+                        .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
+                        .map(|l| format!(": {}", one_line(l, 100)))
+                        .unwrap_or_default();
+                    format!("  {} {name} {code}{ms} ms{first}", paint("31", "✗"))
+                }
+                _ => format!("  {} {name} {ms} ms", paint("32", "✓")),
+            }
+        }
+        AgentEvent::Retry {
+            attempt,
+            delay_ms,
+            reason,
+        } => paint(
+            "33",
+            &format!(
+                "↻ retry {attempt} in {:.1}s: {}",
+                *delay_ms as f64 / 1000.0,
+                one_line(reason, 160)
+            ),
+        ),
+        AgentEvent::Approval {
+            tool,
+            summary,
+            status,
+            reason,
+            ..
+        } if *status != ApprovalStatus::Asked => {
+            let mark = match status {
+                ApprovalStatus::Denied => paint("31", "✗ denied"),
+                ApprovalStatus::AutoApproved => paint("2", "✓ auto-approved"),
+                _ => paint("32", "✓ approved"),
+            };
+            format!("  {mark} {tool} {} ({reason})", one_line(summary, 80))
+        }
+        AgentEvent::Warning { message } => paint("33", &format!("warning: {message}")),
+        AgentEvent::Compacted {
+            items_before,
+            items_after,
+            tokens_before,
+        } => paint(
+            "2",
+            &format!("compacted history: {items_before} → {items_after} items ({tokens_before} tokens before)"),
+        ),
+        AgentEvent::TurnCompleted {
+            usage, iterations, ..
+        } => paint(
+            "2",
+            &format!(
+                "tokens: {} in ({} cached) · {} out{} · {iterations} model requests",
+                usage.input_tokens,
+                usage.cached_input_tokens,
+                usage.output_tokens,
+                if usage.estimated { " (estimated)" } else { "" }
+            ),
+        ),
+        _ => return None,
+    };
+    Some(text)
+}
+
 /// Verbose diagnostics shared by both renderers.
 fn verbose_line(options: &RenderOptions, event: &AgentEvent) -> Option<String> {
     if !options.verbose {
@@ -152,11 +251,7 @@ impl Human {
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.options.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
+        paint(self.options.color, code, text)
     }
 
     fn line(&self, state: &mut HumanState, text: &str) {
@@ -234,109 +329,20 @@ impl EventSink for Human {
                 }
             }
             AgentEvent::ItemStarted {
-                item: Item::ToolCall {
-                    name, arguments, ..
-                },
+                item: Item::ToolCall { .. },
             } => {
                 if let Some(text) = state.held_message.take() {
                     self.line(&mut state, text.trim_end());
                 }
-                let text = format!(
-                    "{} {name} {}",
-                    self.paint("36", "→"),
-                    one_line(&arguments, 100)
-                );
-                self.line(&mut state, &text);
+                if let Some(text) = status_line(self.options.color, &event) {
+                    self.line(&mut state, &text);
+                }
             }
-            AgentEvent::ItemCompleted {
-                item:
-                    Item::ToolCall {
-                        name,
-                        status,
-                        exit_code,
-                        duration_ms,
-                        output,
-                        ..
-                    },
-            } => {
-                let ms = duration_ms.unwrap_or(0);
-                let text = match status {
-                    ToolStatus::Failed => {
-                        let code = exit_code
-                            .map(|c| format!("exit {c} · "))
-                            .unwrap_or_default();
-                        let first = output
-                            .as_deref()
-                            .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
-                            .map(|l| format!(": {}", one_line(l, 100)))
-                            .unwrap_or_default();
-                        format!("  {} {name} {code}{ms} ms{first}", self.paint("31", "✗"))
-                    }
-                    _ => format!("  {} {name} {ms} ms", self.paint("32", "✓")),
-                };
-                self.line(&mut state, &text);
+            event => {
+                if let Some(text) = status_line(self.options.color, &event) {
+                    self.line(&mut state, &text);
+                }
             }
-            AgentEvent::Retry {
-                attempt,
-                delay_ms,
-                reason,
-            } => {
-                let text = self.paint(
-                    "33",
-                    &format!(
-                        "↻ retry {attempt} in {:.1}s: {}",
-                        delay_ms as f64 / 1000.0,
-                        one_line(&reason, 160)
-                    ),
-                );
-                self.line(&mut state, &text);
-            }
-            AgentEvent::Approval {
-                tool,
-                summary,
-                status,
-                reason,
-                ..
-            } if status != ApprovalStatus::Asked => {
-                let mark = match status {
-                    ApprovalStatus::Denied => self.paint("31", "✗ denied"),
-                    ApprovalStatus::AutoApproved => self.paint("2", "✓ auto-approved"),
-                    _ => self.paint("32", "✓ approved"),
-                };
-                let text = format!("  {mark} {tool} {} ({reason})", one_line(&summary, 80));
-                self.line(&mut state, &text);
-            }
-            AgentEvent::Warning { message } => {
-                let text = self.paint("33", &format!("warning: {message}"));
-                self.line(&mut state, &text);
-            }
-            AgentEvent::Compacted {
-                items_before,
-                items_after,
-                tokens_before,
-            } => {
-                let text = self.paint(
-                    "2",
-                    &format!("compacted history: {items_before} → {items_after} items ({tokens_before} tokens before)"),
-                );
-                self.line(&mut state, &text);
-            }
-            AgentEvent::TurnCompleted {
-                usage, iterations, ..
-            } => {
-                let text = self.paint(
-                    "2",
-                    &format!(
-                        "tokens: {} in ({} cached) · {} out{} · {iterations} model requests",
-                        usage.input_tokens,
-                        usage.cached_input_tokens,
-                        usage.output_tokens,
-                        if usage.estimated { " (estimated)" } else { "" }
-                    ),
-                );
-                self.line(&mut state, &text);
-            }
-            _ => {}
         }
     }
 }

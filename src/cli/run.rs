@@ -2,11 +2,13 @@
 
 use super::approve::TerminalApprover;
 use super::exit;
+use super::persist::{self, Persist, Resume};
 use super::render::{Human, Jsonl, RenderOptions};
 use super::{setup, RunArgs};
 use crate::agent::{start_session, AgentError, Session};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
+use crate::store::{SessionFile, Store};
 use crate::tools::fs::write_atomic;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -15,7 +17,9 @@ use std::sync::Arc;
 /// Run the command and return its exit code.
 pub fn run(args: RunArgs) -> u8 {
     match prepare(&args) {
-        Ok((session, task, verbose_max_bytes)) => execute(session, task, &args, verbose_max_bytes),
+        Ok((session, task, verbose_max_bytes, file)) => {
+            execute(session, task, &args, verbose_max_bytes, file)
+        }
         Err(message) => {
             eprintln!("cogni: {message}");
             exit::USAGE
@@ -25,7 +29,9 @@ pub fn run(args: RunArgs) -> u8 {
 
 /// Everything that can fail before the first request: arguments, config,
 /// session. Failures here are usage or config errors (exit 2).
-fn prepare(args: &RunArgs) -> Result<(Session, String, usize), String> {
+type Prepared = (Session, String, usize, Option<Arc<SessionFile>>);
+
+fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
     let task = read_task(&args.task)?;
     let output_schema = match &args.output_schema {
@@ -57,8 +63,17 @@ fn prepare(args: &RunArgs) -> Result<(Session, String, usize), String> {
     session_config.verbose = args.verbose;
     session_config.output_schema = output_schema;
     init_logging(&home);
-    let session = start_session(session_config).map_err(|e| e.to_string())?;
-    Ok((session, task, loaded.verbose_max_bytes))
+    let persist = Persist {
+        store: Store::new(&home),
+        enabled: !args.no_persist,
+        resume: args.resume.clone().map(Resume::Id),
+        fork: args.fork,
+    };
+    persist.prepare(&mut session_config)?;
+    let secrets = persist::secrets(&session_config);
+    let mut session = start_session(session_config).map_err(|e| e.to_string())?;
+    let file = persist.attach(&mut session, secrets)?;
+    Ok((session, task, loaded.verbose_max_bytes, file))
 }
 
 fn read_task(task: &str) -> Result<String, String> {
@@ -115,7 +130,13 @@ pub(super) fn init_logging(home: &Path) {
         .try_init();
 }
 
-fn execute(mut session: Session, task: String, args: &RunArgs, verbose_max_bytes: usize) -> u8 {
+fn execute(
+    mut session: Session,
+    task: String,
+    args: &RunArgs,
+    verbose_max_bytes: usize,
+    file: Option<Arc<SessionFile>>,
+) -> u8 {
     let options = RenderOptions {
         color: !args.no_color
             && std::env::var_os("NO_COLOR").is_none()
@@ -173,6 +194,10 @@ fn execute(mut session: Session, task: String, args: &RunArgs, verbose_max_bytes
         });
         session.run_turn(&task, sink).await
     });
+    if let (Some(file), Ok(turn)) = (&file, &result) {
+        file.record_usage(&turn.usage);
+    }
+    persist::report_failure(file.as_deref(), &mut false);
     match result {
         Err(AgentError::Provider(e)) => {
             eprintln!("cogni: {e}");
