@@ -33,39 +33,58 @@ impl Approver for TerminalApprover {
     }
 }
 
+/// The question about `request`, on its own lines.
+pub fn question(request: &ApprovalRequest) -> String {
+    format!(
+        "\n? Allow {}: {}\n  ({})",
+        request.tool, request.summary, request.reason
+    )
+}
+
+/// The choices, shown before the answer.
+pub const CHOICES: &str =
+    "  [y] yes once  [a] yes for this session  [n] no  [m] no, and tell the model why > ";
+
+/// What an answer means; `None` for "m" (a message follows) and for
+/// answers that mean nothing.
+pub fn decision(answer: &str) -> Option<ApprovalDecision> {
+    match answer.to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(ApprovalDecision::Approve),
+        "a" | "always" => Some(ApprovalDecision::ApproveForSession),
+        "n" | "no" | "" => Some(ApprovalDecision::Deny),
+        _ => None,
+    }
+}
+
+/// Ask for the message to the model that goes with a "no".
+pub fn deny_with_message(input: &mut dyn BufRead, out: &mut dyn Write) -> ApprovalDecision {
+    let _ = write!(out, "  message to the model > ");
+    let _ = out.flush();
+    match read_line(input) {
+        Some(m) if !m.is_empty() => ApprovalDecision::DenyWithMessage(m),
+        _ => ApprovalDecision::Deny,
+    }
+}
+
 /// The question and answer loop, on any reader and writer (tested below).
 pub fn ask_blocking(
     request: &ApprovalRequest,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> ApprovalDecision {
-    let _ = writeln!(
-        out,
-        "\n? Allow {}: {}\n  ({})",
-        request.tool, request.summary, request.reason
-    );
+    let _ = writeln!(out, "{}", question(request));
     for _ in 0..MAX_TRIES {
-        let _ = write!(
-            out,
-            "  [y] yes once  [a] yes for this session  [n] no  [m] no, and tell the model why > "
-        );
+        let _ = write!(out, "{CHOICES}");
         let _ = out.flush();
         let Some(answer) = read_line(input) else {
             return ApprovalDecision::Deny;
         };
-        match answer.to_ascii_lowercase().as_str() {
-            "y" | "yes" => return ApprovalDecision::Approve,
-            "a" | "always" => return ApprovalDecision::ApproveForSession,
-            "n" | "no" | "" => return ApprovalDecision::Deny,
-            "m" => {
-                let _ = write!(out, "  message to the model > ");
-                let _ = out.flush();
-                return match read_line(input) {
-                    Some(m) if !m.is_empty() => ApprovalDecision::DenyWithMessage(m),
-                    _ => ApprovalDecision::Deny,
-                };
-            }
-            _ => {
+        if answer.eq_ignore_ascii_case("m") {
+            return deny_with_message(input, out);
+        }
+        match decision(&answer) {
+            Some(d) => return d,
+            None => {
                 let _ = writeln!(out, "  please answer y, a, n or m");
             }
         }

@@ -91,6 +91,8 @@ pub struct ConfigFile {
     pub project_doc_max_bytes: Option<usize>,
     /// Verbose logs cut each logged payload to this many bytes.
     pub verbose_max_bytes: Option<usize>,
+    /// Cap on what `@path` mentions attach to one REPL message, in bytes.
+    pub max_context_bytes: Option<usize>,
     pub sandbox_workspace_write: Option<SandboxWorkspaceWrite>,
     pub features: Option<FeaturesFile>,
     pub tools: Option<ToolsFile>,
@@ -199,6 +201,7 @@ impl ConfigFile {
         pick(&mut self.reasoning_effort, over.reasoning_effort);
         pick(&mut self.project_doc_max_bytes, over.project_doc_max_bytes);
         pick(&mut self.verbose_max_bytes, over.verbose_max_bytes);
+        pick(&mut self.max_context_bytes, over.max_context_bytes);
         if let Some(o) = over.sandbox_workspace_write {
             let s = self
                 .sandbox_workspace_write
@@ -314,7 +317,12 @@ pub struct Config {
     /// Things the user should know (e.g. a plaintext key in a config file).
     pub warnings: Vec<String>,
     pub verbose_max_bytes: usize,
+    /// Cap on `@path` attachments per REPL message.
+    pub max_context_bytes: usize,
 }
+
+/// Default cap on `@path` attachments per REPL message.
+pub const DEFAULT_MAX_CONTEXT_BYTES: usize = 64 * 1024;
 
 /// `$COGNI_HOME`, or `~/.cogni`.
 pub fn cogni_home(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
@@ -448,6 +456,7 @@ pub fn resolve(
         session,
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(2000),
+        max_context_bytes: c.max_context_bytes.unwrap_or(DEFAULT_MAX_CONTEXT_BYTES),
     })
 }
 

@@ -1,9 +1,406 @@
-//! The interactive REPL.
+//! The interactive REPL: `cogni` on a terminal, or `cogni repl`.
+//!
+//! The line editor runs on its own thread ([`editor`]); the engine runs on
+//! a current-thread tokio runtime; events are rendered by [`sink`].
+//! Ctrl-C during a turn stops it through the session's `StopHandle` (the
+//! stream is dropped, running commands are killed, every call gets an
+//! output) and returns to the prompt; Ctrl-C twice within a second on an
+//! empty prompt, Ctrl-D, `/exit` or `/quit` leave. Slash commands live in a
+//! registry ([`commands`]). See docs/repl.md.
 
-use super::persist::Resume;
+mod agents;
+mod approver;
+mod commands;
+mod editor;
+mod markdown;
+mod mentions;
+mod sink;
+mod term;
+
+use super::exit;
+use super::persist::{self, Persist, Resume};
 use super::ReplArgs;
+use crate::agent::{start_session, Session, SessionConfig, StopHandle};
+use crate::config::ConfigFile;
+use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
+use crate::store::{SessionFile, Store};
+use commands::{Flow, Registry};
+use editor::{Completions, Editor, Input, Prompt};
+use sink::ReplSink;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+/// Told to the model when plan mode starts and ends.
+const PLAN_NOTE: &str = "Plan mode: the sandbox is read-only. Do not change files or run commands that change anything. Investigate with read-only tools and answer with a plan: the steps, the files to change, the risks. The user switches to act mode to carry it out.";
+const PLAN_OVER_NOTE: &str = "Plan mode is over: you may change files and run commands again, within the sandbox and approval policy.";
+
+/// How much the agent may do on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Read-only sandbox; the model is told to plan.
+    Plan,
+    /// Workspace-write; ask before anything not known to be safe.
+    Act,
+    /// Workspace-write; never ask.
+    Auto,
+}
+
+impl Mode {
+    fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "plan" => Some(Mode::Plan),
+            "act" => Some(Mode::Act),
+            "auto" => Some(Mode::Auto),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Plan => "plan",
+            Mode::Act => "act",
+            Mode::Auto => "auto",
+        }
+    }
+
+    fn policies(self) -> (ApprovalPolicy, SandboxMode) {
+        match self {
+            Mode::Plan => (ApprovalPolicy::Untrusted, SandboxMode::ReadOnly),
+            Mode::Act => (ApprovalPolicy::Untrusted, SandboxMode::WorkspaceWrite),
+            Mode::Auto => (ApprovalPolicy::Never, SandboxMode::WorkspaceWrite),
+        }
+    }
+
+    /// The mode the configured policies come closest to.
+    fn of(config: &SessionConfig) -> Mode {
+        match (config.sandbox_policy.mode, config.approval_policy) {
+            (SandboxMode::ReadOnly, _) => Mode::Plan,
+            (_, ApprovalPolicy::Never) => Mode::Auto,
+            _ => Mode::Act,
+        }
+    }
+
+    /// `config` with this mode's policies.
+    fn apply(self, config: &mut SessionConfig) {
+        let (approval, sandbox) = self.policies();
+        config.approval_policy = approval;
+        config.sandbox_policy.mode = sandbox;
+    }
+}
+
+/// The REPL's state between inputs.
+pub(super) struct Repl {
+    session: Session,
+    /// The configuration at start (flags, files): agent cards apply to it.
+    original: SessionConfig,
+    /// The configuration now (model, mode, agent card applied).
+    current: SessionConfig,
+    sink: ReplSink,
+    file: Option<Arc<SessionFile>>,
+    store: Store,
+    persist: bool,
+    secrets: Vec<String>,
+    mode: Mode,
+    agent: Option<String>,
+    home: PathBuf,
+    max_context_bytes: usize,
+    registry: Arc<Registry>,
+    /// The running session's stop handle, for the Ctrl-C listener.
+    stop: Arc<Mutex<StopHandle>>,
+    approver: Arc<approver::ReplApprover>,
+    save_failure_reported: bool,
+}
+
+/// Run the REPL; returns the exit code.
 pub fn run(args: ReplArgs, resume: Option<Resume>, fork: bool) -> u8 {
-    let _ = (args, resume, fork);
-    0
+    match prepare(args, resume, fork) {
+        Ok((repl, completions)) => interact(repl, completions),
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            exit::USAGE
+        }
+    }
+}
+
+fn prepare(
+    args: ReplArgs,
+    resume: Option<Resume>,
+    fork: bool,
+) -> Result<(Repl, Completions), String> {
+    let (launch_dir, cwd) = super::setup::dirs(&args.common)?;
+    let flags = ConfigFile {
+        sandbox_mode: args.sandbox,
+        approval_policy: args.approval,
+        ..Default::default()
+    };
+    let loaded = super::setup::load(&args.common, &launch_dir, cwd.clone(), flags)?;
+    let home = loaded.home;
+    super::run::init_logging(&home);
+    let mut config = loaded.config.session;
+    let start_mode = args.mode.as_deref().and_then(Mode::parse);
+    if let Some(mode) = start_mode {
+        mode.apply(&mut config);
+    }
+    let store = Store::new(&home);
+    let persist = Persist {
+        store: store.clone(),
+        enabled: !args.no_persist,
+        resume,
+        fork,
+    };
+    persist.prepare(&mut config)?;
+    let secrets = persist::secrets(&config);
+    let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
+    let file = persist.attach(&mut session, secrets.clone())?;
+    let mode = Mode::of(&config);
+    if start_mode == Some(Mode::Plan) {
+        session.append_note(Role::Developer, PLAN_NOTE);
+    }
+    let sink = ReplSink::new(term::Caps::detect(args.no_color));
+    let stop = Arc::new(Mutex::new(session.stop_handle()));
+    let approver = Arc::new(approver::ReplApprover::new(stop.clone(), sink.caps()));
+    session.set_approver(approver.clone());
+    let (registry, problems) = Registry::load(&cwd, &home);
+    for p in problems {
+        sink.error(&format!("warning: {p}"));
+    }
+    let registry = Arc::new(registry);
+    let completions = Completions {
+        commands: Arc::new(Mutex::new(registry.completion_names())),
+        cwd,
+    };
+    let repl = Repl {
+        session,
+        original: config.clone(),
+        current: config,
+        sink,
+        file,
+        store,
+        persist: !args.no_persist,
+        secrets,
+        mode,
+        agent: None,
+        home,
+        max_context_bytes: loaded.config.max_context_bytes,
+        registry,
+        stop,
+        approver,
+        save_failure_reported: false,
+    };
+    Ok((repl, completions))
+}
+
+fn interact(mut repl: Repl, completions: Completions) -> u8 {
+    term::guard_panics();
+    let history = repl.home.join("history");
+    let editor = match Editor::start(Some(history), completions) {
+        Ok(editor) => editor,
+        Err(e) => {
+            eprintln!("cogni: {e}");
+            return exit::USAGE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cogni: cannot start the async runtime: {e}");
+            return exit::TASK_FAILED;
+        }
+    };
+    runtime.block_on(async {
+        listen_for_ctrl_c(repl.stop.clone());
+        repl.banner();
+        repl.main_loop(&editor).await;
+    });
+    drop(editor);
+    term::restore();
+    exit::DONE
+}
+
+/// Ctrl-C while a turn runs (the terminal is not in the editor's raw
+/// mode then) arrives as SIGINT: it stops the turn, not the program.
+fn listen_for_ctrl_c(stop: Arc<Mutex<StopHandle>>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
+        return;
+    };
+    tokio::spawn(async move {
+        while interrupts.recv().await.is_some() {
+            if let Ok(stop) = stop.lock() {
+                stop.stop();
+            }
+        }
+    });
+}
+
+impl Repl {
+    fn banner(&self) {
+        let ctx = self.session.context();
+        let resumed = self.session.history().len() > self.session.initial_len();
+        self.sink.note(&format!(
+            "cogni · {} · {} · {} mode · session {}{}",
+            self.session.provider_id(),
+            ctx.model,
+            self.mode.name(),
+            self.session.id,
+            if resumed { " (resumed)" } else { "" }
+        ));
+        self.sink.note(
+            "/help lists commands · @path attaches a file · Ctrl-C stops a turn · Ctrl-D quits",
+        );
+    }
+
+    fn prompt(&self) -> Prompt {
+        let mode = self.mode.name();
+        let raw = format!("{mode} › ");
+        let styled = if self.sink.caps().color {
+            let code = match self.mode {
+                Mode::Plan => "34",
+                Mode::Act => "32",
+                Mode::Auto => "33",
+            };
+            format!("\x1b[{code}m{mode}\x1b[0m › ")
+        } else {
+            raw.clone()
+        };
+        Prompt { raw, styled }
+    }
+
+    async fn main_loop(&mut self, editor: &Editor) {
+        let mut last_interrupt: Option<Instant> = None;
+        loop {
+            let text = match editor.read(self.prompt()).await {
+                Input::Eof => break,
+                Input::Interrupted => {
+                    if last_interrupt.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                        break;
+                    }
+                    last_interrupt = Some(Instant::now());
+                    self.sink.note("(Ctrl-C again to quit, or /exit)");
+                    continue;
+                }
+                Input::Line(text) => text,
+            };
+            last_interrupt = None;
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let flow = if text.starts_with('/') {
+                self.command(text).await
+            } else {
+                Flow::Submit(text.to_string())
+            };
+            match flow {
+                Flow::Exit => break,
+                Flow::Continue => {}
+                Flow::Submit(message) => self.turn(message).await,
+            }
+        }
+    }
+
+    /// Run a slash command.
+    async fn command(&mut self, text: &str) -> Flow {
+        let (name, args) = match text[1..].split_once(char::is_whitespace) {
+            Some((name, args)) => (name, args.trim()),
+            None => (&text[1..], ""),
+        };
+        let registry = self.registry.clone();
+        match registry.find(name) {
+            Some(commands::Found::Builtin(cmd)) => (cmd.run)(self, args).await,
+            Some(commands::Found::User(cmd)) => Flow::Submit(cmd.expand(args)),
+            None => {
+                self.sink
+                    .error(&format!("unknown command /{name}; /help lists them"));
+                Flow::Continue
+            }
+        }
+    }
+
+    /// One turn for a user message.
+    async fn turn(&mut self, text: String) {
+        let cwd = self.session.context().cwd.clone();
+        let (message, attached) = mentions::expand(&text, &cwd, self.max_context_bytes);
+        if !attached.is_empty() {
+            self.sink
+                .note(&format!("attached: {}", attached.join(", ")));
+        }
+        let spinner = self.sink.spawn_spinner();
+        let result = self.session.run_turn(&message, &self.sink).await;
+        if let Some(spinner) = spinner {
+            spinner.abort();
+        }
+        if let (Some(file), Ok(turn)) = (&self.file, &result) {
+            file.record_usage(&turn.usage);
+        }
+        self.report_save_failure();
+        if let Ok(turn) = result {
+            if turn.outcome == TurnOutcome::Interrupted {
+                self.sink.note("(interrupted; back at the prompt)");
+            }
+        }
+    }
+
+    fn report_save_failure(&mut self) {
+        if let Some(failure) = self.file.as_ref().and_then(|f| f.failure()) {
+            if !self.save_failure_reported {
+                self.sink.error(&format!("error: {failure}"));
+                self.save_failure_reported = true;
+            }
+        }
+    }
+
+    /// Switch mode: new policies (told to the model as an environment
+    /// diff), and the plan note when plan mode starts or ends.
+    fn set_mode(&mut self, mode: Mode) {
+        let (approval, sandbox) = mode.policies();
+        let mut policy = self.current.sandbox_policy.clone();
+        policy.mode = sandbox;
+        self.session
+            .update_environment(None, Some(approval), Some(policy));
+        mode.apply(&mut self.current);
+        if mode == Mode::Plan && self.mode != Mode::Plan {
+            self.session.append_note(Role::Developer, PLAN_NOTE);
+        } else if mode != Mode::Plan && self.mode == Mode::Plan {
+            self.session.append_note(Role::Developer, PLAN_OVER_NOTE);
+        }
+        self.mode = mode;
+    }
+
+    /// Replace the session (after `/resume`), keeping the REPL's approver
+    /// and the Ctrl-C listener pointed at it.
+    fn install_session(&mut self, mut session: Session, file: Option<Arc<SessionFile>>) {
+        session.set_approver(self.approver.clone());
+        if let Ok(mut stop) = self.stop.lock() {
+            *stop = session.stop_handle();
+        }
+        self.session = session;
+        self.file = file;
+        self.save_failure_reported = false;
+    }
+
+    fn resume(&mut self, id: &str) -> Result<(), String> {
+        let id = self.store.resolve(id).map_err(|e| e.to_string())?;
+        if id == self.session.id {
+            return Err(format!("session {id} is the one open"));
+        }
+        let persist = Persist {
+            store: self.store.clone(),
+            enabled: self.persist,
+            resume: Some(Resume::Id(id)),
+            fork: false,
+        };
+        let mut config = self.current.clone();
+        config.model_override = None;
+        persist.prepare(&mut config)?;
+        let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
+        let file = persist.attach(&mut session, self.secrets.clone())?;
+        self.current = config;
+        self.install_session(session, file);
+        Ok(())
+    }
 }

@@ -1,0 +1,174 @@
+//! Agent cards for `/agent`: markdown files with TOML front matter
+//! (between `+++` lines, or `---` lines), looked up in `.cogni/agents/` of
+//! the working directory, then `$COGNI_HOME/agents/` (the project's card
+//! wins on a name clash). The body is the card's instructions (after
+//! `instructions` from the front matter, if both are given).
+//!
+//! ```markdown
+//! +++
+//! name = "reviewer"
+//! description = "Reviews changes, never edits"
+//! model = "gpt-4.1"
+//! tools = ["read_file", "grep", "glob", "list_dir"]
+//! mode = "plan"
+//! +++
+//! Review the diff for bugs and missing tests.
+//! ```
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrontMatter {
+    name: Option<String>,
+    description: Option<String>,
+    model: Option<String>,
+    instructions: Option<String>,
+    tools: Option<Vec<String>>,
+    mode: Option<String>,
+}
+
+/// One agent card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentCard {
+    pub name: String,
+    pub description: String,
+    pub model: Option<String>,
+    pub instructions: String,
+    pub tools: Option<Vec<String>>,
+    /// `plan`, `act` or `auto`.
+    pub mode: Option<String>,
+    pub path: PathBuf,
+}
+
+/// Parse a card; `stem` names it when the front matter does not.
+pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("agent")
+        .to_string();
+    let fail = |m: String| format!("agent card {}: {m}", path.display());
+    let text = text.trim_start_matches('\u{feff}');
+    let (front, body) = match ["+++", "---"]
+        .iter()
+        .find(|d| text.lines().next().is_some_and(|l| l.trim_end() == **d))
+    {
+        Some(delim) => {
+            let after = &text[text.find('\n').map_or(text.len(), |i| i + 1)..];
+            let close = after
+                .match_indices(delim)
+                .find(|(i, _)| *i == 0 || after[..*i].ends_with('\n'))
+                .map(|(i, _)| i)
+                .ok_or_else(|| fail(format!("the front matter has no closing `{delim}`")))?;
+            let body_start = after[close..]
+                .find('\n')
+                .map_or(after.len(), |i| close + i + 1);
+            (&after[..close], &after[body_start..])
+        }
+        None => ("", text),
+    };
+    let meta: FrontMatter = toml::from_str(front).map_err(|e| fail(e.message().to_string()))?;
+    if let Some(mode) = &meta.mode {
+        if !["plan", "act", "auto"].contains(&mode.as_str()) {
+            return Err(fail(format!(
+                "mode `{mode}` is not one of: plan, act, auto"
+            )));
+        }
+    }
+    let instructions = [meta.instructions.as_deref(), Some(body.trim())]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Ok(AgentCard {
+        name: meta.name.unwrap_or(stem),
+        description: meta.description.unwrap_or_default(),
+        model: meta.model,
+        instructions,
+        tools: meta.tools,
+        mode: meta.mode,
+        path: path.to_path_buf(),
+    })
+}
+
+/// The markdown files of the given directories, earlier ones winning on a
+/// name clash, as (name, path); missing directories are skipped.
+pub fn markdown_files(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+            .collect();
+        files.sort();
+        for path in files {
+            let Some(name) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            if !out.iter().any(|(n, _)| n == name) {
+                out.push((name.to_string(), path));
+            }
+        }
+    }
+    out
+}
+
+/// Every card in `.cogni/agents/` under `cwd` and in `home/agents/`, and
+/// the problems with the ones that could not be read.
+pub fn load(cwd: &Path, home: &Path) -> (Vec<AgentCard>, Vec<String>) {
+    let dirs = [cwd.join(".cogni/agents"), home.join("agents")];
+    let mut cards: Vec<AgentCard> = Vec::new();
+    let mut problems = Vec::new();
+    for (_, path) in markdown_files(&dirs) {
+        match std::fs::read_to_string(&path)
+            .map_err(|e| format!("agent card {}: {e}", path.display()))
+            .and_then(|text| parse(&path, &text))
+        {
+            Ok(card) if cards.iter().any(|c| c.name == card.name) => {}
+            Ok(card) => cards.push(card),
+            Err(e) => problems.push(e),
+        }
+    }
+    (cards, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cards_have_toml_front_matter_and_a_markdown_body() {
+        let card = parse(
+            Path::new("/x/reviewer.md"),
+            "+++\ndescription = \"Reviews\"\nmodel = \"gpt-4.1\"\ntools = [\"grep\"]\nmode = \"plan\"\n+++\nReview carefully.\n",
+        )
+        .unwrap();
+        assert_eq!(card.name, "reviewer");
+        assert_eq!(card.description, "Reviews");
+        assert_eq!(card.model.as_deref(), Some("gpt-4.1"));
+        assert_eq!(card.tools, Some(vec!["grep".to_string()]));
+        assert_eq!(card.mode.as_deref(), Some("plan"));
+        assert_eq!(card.instructions, "Review carefully.");
+        let dashed = parse(Path::new("a.md"), "---\nname = \"b\"\n---\nbody").unwrap();
+        assert_eq!(dashed.name, "b");
+        let plain = parse(Path::new("c.md"), "Just instructions").unwrap();
+        assert_eq!(plain.instructions, "Just instructions");
+    }
+
+    #[test]
+    fn bad_cards_name_their_file() {
+        let e = parse(Path::new("/x/bad.md"), "+++\nmodle = \"x\"\n+++\n").unwrap_err();
+        assert!(e.contains("/x/bad.md") && e.contains("modle"), "{e}");
+        let e = parse(Path::new("m.md"), "+++\nmode = \"yolo\"\n+++\n").unwrap_err();
+        assert!(e.contains("yolo"), "{e}");
+        let e = parse(Path::new("o.md"), "+++\nname = \"x\"\n").unwrap_err();
+        assert!(e.contains("closing"), "{e}");
+    }
+}

@@ -1,0 +1,119 @@
+//! Approval questions inside the REPL: asked inline, answered with one key
+//! (y, a, n, m; Enter or Esc is no). Ctrl-C answers no and stops the turn.
+//! When stdin is not a terminal, answers are read as lines.
+
+use super::term::{self, Caps};
+use crate::agent::StopHandle;
+use crate::cli::approve::{self, ask_blocking, CHOICES};
+use crate::cli::render::paint;
+use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
+use futures::future::BoxFuture;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+
+pub struct ReplApprover {
+    stop: Arc<Mutex<StopHandle>>,
+    caps: Caps,
+}
+
+impl ReplApprover {
+    pub fn new(stop: Arc<Mutex<StopHandle>>, caps: Caps) -> Self {
+        ReplApprover { stop, caps }
+    }
+}
+
+/// What a key means; `None` for keys that mean nothing.
+fn key_decision(key: u8) -> Option<Key> {
+    Some(match key.to_ascii_lowercase() {
+        b'y' => Key::Answer(ApprovalDecision::Approve, "yes"),
+        b'a' => Key::Answer(ApprovalDecision::ApproveForSession, "yes, for this session"),
+        b'n' | b'\r' | b'\n' | 0x1b => Key::Answer(ApprovalDecision::Deny, "no"),
+        b'm' => Key::Message,
+        0x03 | 0x04 => Key::Stop,
+        _ => return None,
+    })
+}
+
+enum Key {
+    Answer(ApprovalDecision, &'static str),
+    Message,
+    Stop,
+}
+
+impl Approver for ReplApprover {
+    fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        let request = request.clone();
+        let stop = self.stop.clone();
+        let color = self.caps.color;
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let mut out = std::io::stdout().lock();
+                if !std::io::stdin().is_terminal() {
+                    return ask_blocking(&request, &mut std::io::stdin().lock(), &mut out);
+                }
+                let _ = writeln!(out, "{}", paint(color, "33", &approve::question(&request)));
+                for _ in 0..3 {
+                    let _ = write!(out, "{CHOICES}");
+                    let _ = out.flush();
+                    let Some(key) = term::read_key() else {
+                        return ApprovalDecision::Deny;
+                    };
+                    match key_decision(key) {
+                        Some(Key::Answer(decision, label)) => {
+                            let _ = writeln!(out, "{label}");
+                            return decision;
+                        }
+                        Some(Key::Message) => {
+                            let _ = writeln!(out, "m");
+                            return approve::deny_with_message(
+                                &mut std::io::stdin().lock(),
+                                &mut out,
+                            );
+                        }
+                        Some(Key::Stop) => {
+                            let _ = writeln!(out, "no (stopping the turn)");
+                            if let Ok(stop) = stop.lock() {
+                                stop.stop();
+                            }
+                            return ApprovalDecision::Deny;
+                        }
+                        None => {
+                            let _ = writeln!(out, "\n  please press y, a, n or m");
+                        }
+                    }
+                }
+                ApprovalDecision::Deny
+            })
+            .await
+            .unwrap_or(ApprovalDecision::Deny)
+        })
+    }
+
+    fn is_interactive(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_key_answers() {
+        assert!(matches!(
+            key_decision(b'Y'),
+            Some(Key::Answer(ApprovalDecision::Approve, _))
+        ));
+        assert!(matches!(
+            key_decision(b'a'),
+            Some(Key::Answer(ApprovalDecision::ApproveForSession, _))
+        ));
+        assert!(matches!(
+            key_decision(b'\r'),
+            Some(Key::Answer(ApprovalDecision::Deny, _))
+        ));
+        assert!(matches!(key_decision(b'm'), Some(Key::Message)));
+        assert!(matches!(key_decision(3), Some(Key::Stop)));
+        assert!(key_decision(b'x').is_none());
+    }
+}

@@ -1,0 +1,713 @@
+//! Slash commands: a registry of built-ins (name, usage, one line of help,
+//! a handler) and user commands (markdown files in `.cogni/commands/` and
+//! `$COGNI_HOME/commands/`, the file is the prompt with `$ARGUMENTS`
+//! replaced). A user command that takes a built-in's name wins as `/name`;
+//! the built-in stays reachable as `/cogni:name`. The reserved commands
+//! (`/exit`, `/quit`, `/help`, `/clear`) cannot be taken.
+
+use super::agents::{self, AgentCard};
+use super::{Mode, Repl};
+use crate::metrics::tokens;
+use crate::protocol::{Content, EditTool, HistoryItem, Role};
+use futures::future::BoxFuture;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// What the REPL does after a command.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Exit,
+    /// Send this as a user message.
+    Submit(String),
+}
+
+type Handler = for<'a> fn(&'a mut Repl, &'a str) -> BoxFuture<'a, Flow>;
+
+pub struct Builtin {
+    pub name: &'static str,
+    pub usage: &'static str,
+    pub help: &'static str,
+    pub run: Handler,
+}
+
+/// A prompt file that became a command.
+#[derive(Debug, Clone)]
+pub struct UserCommand {
+    pub name: String,
+    pub path: PathBuf,
+    template: String,
+}
+
+impl UserCommand {
+    /// The prompt with `$ARGUMENTS` replaced (appended when the file does
+    /// not mention it).
+    pub fn expand(&self, args: &str) -> String {
+        if self.template.contains("$ARGUMENTS") {
+            self.template.replace("$ARGUMENTS", args)
+        } else if args.is_empty() {
+            self.template.clone()
+        } else {
+            format!("{}\n\n{args}", self.template.trim_end())
+        }
+    }
+
+    fn summary(&self) -> String {
+        let first = self
+            .template
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let mut line: String = first
+            .trim()
+            .trim_start_matches('#')
+            .trim()
+            .chars()
+            .take(60)
+            .collect();
+        if line.is_empty() {
+            line = "(empty prompt)".into();
+        }
+        format!("{line}  [{}]", self.path.display())
+    }
+}
+
+pub enum Found<'a> {
+    Builtin(&'a Builtin),
+    User(&'a UserCommand),
+}
+
+const RESERVED: &[&str] = &["exit", "quit", "help", "clear"];
+
+pub struct Registry {
+    builtins: Vec<Builtin>,
+    user: Vec<UserCommand>,
+}
+
+macro_rules! handler {
+    ($f:ident) => {
+        |r, a| Box::pin($f(r, a))
+    };
+}
+
+fn builtins() -> Vec<Builtin> {
+    vec![
+        Builtin {
+            name: "help",
+            usage: "",
+            help: "list every command",
+            run: handler!(help),
+        },
+        Builtin {
+            name: "exit",
+            usage: "",
+            help: "leave (also /quit, Ctrl-D)",
+            run: handler!(exit),
+        },
+        Builtin {
+            name: "quit",
+            usage: "",
+            help: "leave",
+            run: handler!(exit),
+        },
+        Builtin {
+            name: "clear",
+            usage: "",
+            help: "clear the screen",
+            run: handler!(clear),
+        },
+        Builtin {
+            name: "model",
+            usage: "[NAME]",
+            help: "show or switch the model (the conversation is kept)",
+            run: handler!(model),
+        },
+        Builtin {
+            name: "provider",
+            usage: "",
+            help: "the provider, its endpoint and wire API",
+            run: handler!(provider),
+        },
+        Builtin {
+            name: "tools",
+            usage: "",
+            help: "the tools the model can call",
+            run: handler!(tools),
+        },
+        Builtin {
+            name: "metrics",
+            usage: "",
+            help: "tokens, cost and timings so far",
+            run: handler!(metrics),
+        },
+        Builtin {
+            name: "status",
+            usage: "",
+            help: "model, mode, sandbox, cwd, context used of the window",
+            run: handler!(status),
+        },
+        Builtin {
+            name: "mode",
+            usage: "[plan|act|auto]",
+            help: "plan: read-only, plan only; act: ask before unsafe actions; auto: never ask",
+            run: handler!(mode),
+        },
+        Builtin {
+            name: "compact",
+            usage: "",
+            help: "compact the history now",
+            run: handler!(compact),
+        },
+        Builtin {
+            name: "context",
+            usage: "[pop [N]|checkpoint NAME|rollback NAME|reset|summarize]",
+            help: "show or edit the context stack",
+            run: handler!(context),
+        },
+        Builtin {
+            name: "agent",
+            usage: "[NAME]",
+            help: "list agent cards or switch to one",
+            run: handler!(agent),
+        },
+        Builtin {
+            name: "sessions",
+            usage: "",
+            help: "list saved sessions",
+            run: handler!(sessions),
+        },
+        Builtin {
+            name: "resume",
+            usage: "ID",
+            help: "reopen a saved session",
+            run: handler!(resume),
+        },
+    ]
+}
+
+impl Registry {
+    /// The built-ins and the user commands found for `cwd` and `home`,
+    /// with problems to report.
+    pub fn load(cwd: &Path, home: &Path) -> (Registry, Vec<String>) {
+        let dirs = [cwd.join(".cogni/commands"), home.join("commands")];
+        let mut problems = Vec::new();
+        let mut user = Vec::new();
+        for (name, path) in agents::markdown_files(&dirs) {
+            if RESERVED.contains(&name.as_str()) {
+                problems.push(format!(
+                    "{}: /{name} is reserved; the file is ignored",
+                    path.display()
+                ));
+                continue;
+            }
+            match std::fs::read_to_string(&path) {
+                Ok(template) => user.push(UserCommand {
+                    name,
+                    path,
+                    template,
+                }),
+                Err(e) => problems.push(format!("{}: {e}", path.display())),
+            }
+        }
+        (
+            Registry {
+                builtins: builtins(),
+                user,
+            },
+            problems,
+        )
+    }
+
+    /// The command `/name` names: a user command before a built-in;
+    /// `cogni:name` is always the built-in.
+    pub fn find(&self, name: &str) -> Option<Found<'_>> {
+        if let Some(name) = name.strip_prefix("cogni:") {
+            return self.builtin(name).map(Found::Builtin);
+        }
+        if let Some(cmd) = self.user.iter().find(|c| c.name == name) {
+            return Some(Found::User(cmd));
+        }
+        self.builtin(name).map(Found::Builtin)
+    }
+
+    fn builtin(&self, name: &str) -> Option<&Builtin> {
+        self.builtins.iter().find(|b| b.name == name)
+    }
+
+    fn shadowed(&self, name: &str) -> bool {
+        self.user.iter().any(|u| u.name == name)
+    }
+
+    /// Everything Tab may complete to.
+    pub fn completion_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .builtins
+            .iter()
+            .map(|b| {
+                if self.shadowed(b.name) {
+                    format!("/cogni:{}", b.name)
+                } else {
+                    format!("/{}", b.name)
+                }
+            })
+            .collect();
+        names.extend(self.user.iter().map(|u| format!("/{}", u.name)));
+        names
+    }
+
+    /// One line per command, built-in and user-defined.
+    pub fn help_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for b in &self.builtins {
+            let name = if self.shadowed(b.name) {
+                format!("/cogni:{}", b.name)
+            } else {
+                format!("/{}", b.name)
+            };
+            lines.push(format!("{:<40} {}", format!("{name} {}", b.usage), b.help));
+        }
+        for u in &self.user {
+            lines.push(format!(
+                "{:<40} {}",
+                format!("/{} [ARGS]", u.name),
+                u.summary()
+            ));
+        }
+        lines
+    }
+}
+
+async fn help(r: &mut Repl, _: &str) -> Flow {
+    let mut text = String::from("commands:\n");
+    for line in r.registry.help_lines() {
+        let _ = writeln!(text, "  {line}");
+    }
+    text.push_str("input: @path attaches a file or directory listing · a line ending in \\ continues · Tab completes · Ctrl-C stops a turn");
+    r.sink.say(&text);
+    Flow::Continue
+}
+
+async fn exit(_: &mut Repl, _: &str) -> Flow {
+    Flow::Exit
+}
+
+async fn clear(r: &mut Repl, _: &str) -> Flow {
+    if r.sink.caps().ansi {
+        r.sink.say("\x1b[2J\x1b[H");
+    }
+    Flow::Continue
+}
+
+async fn model(r: &mut Repl, args: &str) -> Flow {
+    if args.is_empty() {
+        let ctx = r.session.context();
+        r.sink.say(&format!(
+            "model: {} (family {}, context window {} tokens)",
+            ctx.model, ctx.model_family.family, ctx.model_family.context_window
+        ));
+        return Flow::Continue;
+    }
+    let mut config = r.current.clone();
+    config.model_override = Some(args.to_string());
+    match r.session.reconfigure(config.clone()) {
+        Ok(()) => {
+            r.current = config;
+            r.sink.note(&format!("model: {args}"));
+        }
+        Err(e) => r.sink.error(&e.to_string()),
+    }
+    Flow::Continue
+}
+
+async fn provider(r: &mut Repl, _: &str) -> Flow {
+    let p = &r.current.provider;
+    r.sink.say(&format!(
+        "provider: {} ({}) · {} · wire API {:?}",
+        p.id,
+        p.name,
+        if p.base_url.is_empty() {
+            "-"
+        } else {
+            &p.base_url
+        },
+        p.wire_api
+    ));
+    Flow::Continue
+}
+
+async fn tools(r: &mut Repl, _: &str) -> Flow {
+    let mut text = String::from("tools:\n");
+    for t in &r.session.context().tools {
+        let first = t.description.split(['.', '\n']).next().unwrap_or("");
+        let ro = if t.read_only { " (read-only)" } else { "" };
+        let _ = writeln!(text, "  {:<14} {}{ro}", t.name, first.trim());
+    }
+    r.sink.say(text.trim_end());
+    Flow::Continue
+}
+
+async fn metrics(r: &mut Repl, _: &str) -> Flow {
+    let s = r.session.metrics().snapshot().session;
+    let mut text = format!(
+        "tokens: {} in ({} cached) · {} out{}\nmodel requests: {} · model time {} ms · retries {} · compactions {}",
+        s.usage.input_tokens,
+        s.usage.cached_input_tokens,
+        s.usage.output_tokens,
+        if s.usage.estimated { " (estimated)" } else { "" },
+        s.model_requests,
+        s.model_ms,
+        s.retries,
+        s.compactions
+    );
+    if let Some(cost) = s.cost_usd {
+        let _ = write!(text, "\ncost: ${cost:.4}");
+    }
+    if !s.time_to_first_token_ms.is_empty() {
+        let n = s.time_to_first_token_ms.len() as u64;
+        let mean = s.time_to_first_token_ms.iter().sum::<u64>() / n;
+        let _ = write!(text, "\ntime to first token: {mean} ms on average");
+    }
+    for (name, t) in &s.tools {
+        let _ = write!(
+            text,
+            "\n  {name}: {} calls, {} failed, {} ms total, {} ms max",
+            t.calls, t.failures, t.total_ms, t.max_ms
+        );
+    }
+    r.sink.say(&text);
+    Flow::Continue
+}
+
+/// Tokens of each item, off the runtime.
+async fn item_tokens(items: Vec<HistoryItem>) -> Vec<u64> {
+    tokio::task::spawn_blocking(move || {
+        items
+            .iter()
+            .map(|i| tokens::count_items(std::iter::once(i)))
+            .collect()
+    })
+    .await
+    .unwrap_or_default()
+}
+
+async fn status(r: &mut Repl, _: &str) -> Flow {
+    let used: u64 = item_tokens(r.session.history().to_vec()).await.iter().sum();
+    let ctx = r.session.context();
+    let window = ctx.model_family.context_window;
+    let file = r
+        .file
+        .as_ref()
+        .map_or("not saved".to_string(), |f| f.path().display().to_string());
+    r.sink.say(&format!(
+        "model: {} · provider {}\nmode: {} · sandbox {} · approval {}{}\ncwd: {}\ncontext: {used} of {window} tokens ({:.0}%) · {} items\nsession: {} ({file})",
+        ctx.model,
+        r.session.provider_id(),
+        r.mode.name(),
+        ctx.sandbox_policy.mode.as_str(),
+        ctx.approval_policy.as_str(),
+        r.agent.as_ref().map(|a| format!(" · agent {a}")).unwrap_or_default(),
+        ctx.cwd.display(),
+        used as f64 * 100.0 / window.max(1) as f64,
+        r.session.history().len(),
+        r.session.id,
+    ));
+    Flow::Continue
+}
+
+async fn mode(r: &mut Repl, args: &str) -> Flow {
+    match Mode::parse(args) {
+        Some(mode) => {
+            r.set_mode(mode);
+            let ctx = r.session.context();
+            r.sink.note(&format!(
+                "mode: {} (sandbox {}, approval {})",
+                mode.name(),
+                ctx.sandbox_policy.mode.as_str(),
+                ctx.approval_policy.as_str()
+            ));
+        }
+        None if args.is_empty() => r.sink.say(&format!("mode: {}", r.mode.name())),
+        None => r.sink.error("usage: /mode plan|act|auto"),
+    }
+    Flow::Continue
+}
+
+async fn compact(r: &mut Repl, _: &str) -> Flow {
+    let sink = r.sink.clone();
+    r.session.compact(&sink).await;
+    Flow::Continue
+}
+
+fn describe(item: &HistoryItem) -> String {
+    let text = match &item.content {
+        Content::Text { text, .. } => text.clone(),
+        Content::ToolCall(c) => format!("{} {}", c.name, c.arguments),
+        Content::ToolOutput(o) => o.content.clone(),
+        Content::Reasoning(r) => format!("(reasoning) {}", r.text),
+    };
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(70)
+        .collect();
+    flat.trim().to_string()
+}
+
+fn role(item: &HistoryItem) -> &'static str {
+    match (&item.content, item.role) {
+        (Content::ToolCall(_), _) => "call",
+        (Content::ToolOutput(_), _) => "output",
+        (Content::Reasoning(_), _) => "reasoning",
+        (_, Role::User) if item.tag().is_some() => "context",
+        (_, Role::User) => "user",
+        (_, Role::Assistant) => "assistant",
+        (_, Role::Developer) => "developer",
+        (_, Role::Tool) => "tool",
+    }
+}
+
+async fn context(r: &mut Repl, args: &str) -> Flow {
+    let (sub, rest) = args.split_once(' ').unwrap_or((args, ""));
+    let rest = rest.trim();
+    match sub {
+        "" => show_context(r).await,
+        "pop" => {
+            let n = if rest.is_empty() {
+                Ok(1)
+            } else {
+                rest.parse::<usize>()
+            };
+            match n {
+                Ok(n) => {
+                    let removed = r.session.pop(n);
+                    r.sink.note(&format!("removed {removed} items"));
+                }
+                Err(_) => r.sink.error("usage: /context pop [N]"),
+            }
+        }
+        "checkpoint" if !rest.is_empty() => {
+            r.session.checkpoint(rest);
+            r.sink.note(&format!("checkpoint `{rest}` saved"));
+        }
+        "rollback" if !rest.is_empty() => match r.session.rollback(rest) {
+            Ok(()) => r.sink.note(&format!(
+                "rolled back to `{rest}` ({} items)",
+                r.session.history().len()
+            )),
+            Err(e) => r.sink.error(&e.to_string()),
+        },
+        "reset" => {
+            r.session.reset();
+            r.sink.note("context reset to the initial context");
+        }
+        "summarize" => match r.session.summarize().await {
+            Ok(()) => r.sink.note(&format!(
+                "history replaced by a summary ({} items)",
+                r.session.history().len()
+            )),
+            Err(e) => r.sink.error(&e.to_string()),
+        },
+        _ => r
+            .sink
+            .error("usage: /context [pop [N]|checkpoint NAME|rollback NAME|reset|summarize]"),
+    }
+    Flow::Continue
+}
+
+async fn show_context(r: &mut Repl) {
+    let history = r.session.history().to_vec();
+    let counts = item_tokens(history.clone()).await;
+    let initial = r.session.initial_len();
+    let initial_tokens: u64 = counts[..initial.min(counts.len())].iter().sum();
+    let mut text = format!("  initial context: {initial} items, {initial_tokens} tokens\n");
+    for (i, (item, n)) in history.iter().zip(&counts).enumerate().skip(initial) {
+        let _ = writeln!(
+            text,
+            "  {i:>4} {:<9} {n:>6}  {}",
+            role(item),
+            describe(item)
+        );
+    }
+    let total: u64 = counts.iter().sum();
+    let window = r.session.context().model_family.context_window;
+    let checkpoints: Vec<&str> = r.session.checkpoints().collect();
+    let _ = write!(text, "  total: {total} of {window} tokens");
+    if !checkpoints.is_empty() {
+        let _ = write!(text, " · checkpoints: {}", checkpoints.join(", "));
+    }
+    r.sink.say(&text);
+}
+
+async fn agent(r: &mut Repl, args: &str) -> Flow {
+    let cwd = r.original.cwd.clone();
+    let (cards, problems) = agents::load(&cwd, &r.home);
+    for p in problems {
+        r.sink.error(&format!("warning: {p}"));
+    }
+    if args.is_empty() {
+        if cards.is_empty() {
+            r.sink.say(
+                "no agent cards (add markdown files to .cogni/agents/ or $COGNI_HOME/agents/)",
+            );
+        }
+        for c in &cards {
+            let mark = if r.agent.as_deref() == Some(c.name.as_str()) {
+                "*"
+            } else {
+                " "
+            };
+            let extra: Vec<String> = [c.model.clone(), c.mode.clone()]
+                .into_iter()
+                .flatten()
+                .collect();
+            r.sink.say(&format!(
+                "{mark} {:<16} {}{}",
+                c.name,
+                c.description,
+                if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", extra.join(", "))
+                }
+            ));
+        }
+        return Flow::Continue;
+    }
+    match cards.iter().find(|c| c.name == args) {
+        Some(card) => match switch_agent(r, card) {
+            Ok(()) => r.sink.note(&format!(
+                "agent: {} · model {}",
+                card.name,
+                r.session.context().model
+            )),
+            Err(e) => r.sink.error(&e),
+        },
+        None => r
+            .sink
+            .error(&format!("no agent card named `{args}`; /agent lists them")),
+    }
+    Flow::Continue
+}
+
+/// The session as the card says: its model, instructions and tools, then
+/// its mode.
+fn switch_agent(r: &mut Repl, card: &AgentCard) -> Result<(), String> {
+    let mut config = r.original.clone();
+    config.approval_policy = r.current.approval_policy;
+    config.sandbox_policy = r.current.sandbox_policy.clone();
+    if let Some(model) = &card.model {
+        config.model_override = Some(model.clone());
+    }
+    if !card.instructions.is_empty() {
+        config.developer_instructions = Some(
+            [
+                config.developer_instructions.as_deref(),
+                Some(card.instructions.as_str()),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        );
+    }
+    if let Some(tools) = &card.tools {
+        let edit = ["apply_patch", "edit_file"];
+        config.tool_config.enabled = tools
+            .iter()
+            .filter(|t| !edit.contains(&t.as_str()))
+            .cloned()
+            .collect();
+        if !tools.iter().any(|t| edit.contains(&t.as_str())) {
+            config.tool_config.edit_tool = Some(EditTool::None);
+        }
+    }
+    r.session
+        .reconfigure(config.clone())
+        .map_err(|e| format!("agent {}: {e}", card.name))?;
+    r.current = config;
+    r.agent = Some(card.name.clone());
+    if let Some(mode) = card.mode.as_deref().and_then(Mode::parse) {
+        r.set_mode(mode);
+    }
+    Ok(())
+}
+
+async fn sessions(r: &mut Repl, _: &str) -> Flow {
+    match r.store.list() {
+        Ok(list) if list.is_empty() => r.sink.say("no saved sessions"),
+        Ok(list) => {
+            for s in &list {
+                let mark = if s.id == r.session.id { "*" } else { " " };
+                r.sink
+                    .say(&format!("{mark} {}", crate::cli::persist::summary_line(s)));
+            }
+        }
+        Err(e) => r.sink.error(&e.to_string()),
+    }
+    Flow::Continue
+}
+
+async fn resume(r: &mut Repl, args: &str) -> Flow {
+    if args.is_empty() {
+        r.sink.error("usage: /resume ID (see /sessions)");
+        return Flow::Continue;
+    }
+    match r.resume(args) {
+        Ok(()) => r.sink.note(&format!(
+            "resumed session {} ({} items)",
+            r.session.id,
+            r.session.history().len()
+        )),
+        Err(e) => r.sink.error(&e),
+    }
+    Flow::Continue
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_commands_shadow_builtins_which_stay_reachable() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmds = dir.path().join(".cogni/commands");
+        std::fs::create_dir_all(&cmds).unwrap();
+        std::fs::write(cmds.join("review.md"), "Review $ARGUMENTS carefully.").unwrap();
+        std::fs::write(cmds.join("status.md"), "# Git status\nShow git status.").unwrap();
+        std::fs::write(cmds.join("help.md"), "nope").unwrap();
+        let (reg, problems) = Registry::load(dir.path(), &dir.path().join("home"));
+        assert!(problems[0].contains("/help is reserved"), "{problems:?}");
+        match reg.find("review") {
+            Some(Found::User(c)) => assert_eq!(c.expand("src/a.rs"), "Review src/a.rs carefully."),
+            _ => panic!("review is a user command"),
+        }
+        assert!(matches!(reg.find("status"), Some(Found::User(_))));
+        assert!(matches!(reg.find("cogni:status"), Some(Found::Builtin(b)) if b.name == "status"));
+        assert!(matches!(reg.find("help"), Some(Found::Builtin(_))));
+        assert!(reg.find("nope").is_none());
+        let help = reg.help_lines().join("\n");
+        assert!(
+            help.contains("/cogni:status") && help.contains("/status [ARGS]"),
+            "{help}"
+        );
+        assert!(reg.completion_names().contains(&"/review".to_string()));
+        match reg.find("status") {
+            Some(Found::User(c)) => {
+                assert_eq!(c.expand("now"), "# Git status\nShow git status.\n\nnow")
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn every_builtin_has_help_and_a_unique_name() {
+        let list = builtins();
+        for b in &list {
+            assert!(!b.help.is_empty(), "{}", b.name);
+            assert_eq!(list.iter().filter(|x| x.name == b.name).count(), 1);
+        }
+        for name in RESERVED {
+            assert!(list.iter().any(|b| b.name == *name));
+        }
+    }
+}

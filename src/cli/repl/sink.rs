@@ -1,0 +1,188 @@
+//! The REPL's view of engine events, on stdout: a spinner until the first
+//! token, answers as terminal markdown line by line, one status line per
+//! tool call, warnings, retries and the turn's tokens.
+
+use super::markdown::MarkdownStream;
+use super::term::{self, Caps};
+use crate::cli::render::{paint, status_line};
+use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+struct Screen {
+    markdown: MarkdownStream,
+    /// Waiting for the model since this instant: the spinner shows.
+    waiting: Option<Instant>,
+    /// The spinner is on screen and must be erased before other output.
+    spinner_drawn: bool,
+    frame: usize,
+}
+
+/// Renders events for the REPL. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct ReplSink {
+    caps: Caps,
+    screen: Arc<Mutex<Screen>>,
+}
+
+fn write_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+impl ReplSink {
+    pub fn new(caps: Caps) -> Self {
+        ReplSink {
+            caps,
+            screen: Arc::new(Mutex::new(Screen {
+                markdown: MarkdownStream::new(caps.color, term::width()),
+                waiting: None,
+                spinner_drawn: false,
+                frame: 0,
+            })),
+        }
+    }
+
+    pub fn caps(&self) -> Caps {
+        self.caps
+    }
+
+    /// Draw the spinner while waiting for the model (on a terminal only).
+    /// Runs until the returned task is aborted.
+    pub fn spawn_spinner(&self) -> Option<tokio::task::JoinHandle<()>> {
+        if !self.caps.ansi {
+            return None;
+        }
+        let sink = self.clone();
+        Some(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(80));
+            loop {
+                tick.tick().await;
+                sink.draw_spinner();
+            }
+        }))
+    }
+
+    fn draw_spinner(&self) {
+        let Ok(mut s) = self.screen.lock() else {
+            return;
+        };
+        let Some(since) = s.waiting else {
+            return;
+        };
+        // Not for quick answers: only after a moment of silence.
+        if since.elapsed() < Duration::from_millis(80) {
+            return;
+        }
+        s.frame = (s.frame + 1) % FRAMES.len();
+        let text = format!(
+            "\r{} {}",
+            paint(self.caps.color, "36", FRAMES[s.frame]),
+            paint(
+                self.caps.color,
+                "2",
+                &format!("thinking… {}s", since.elapsed().as_secs())
+            )
+        );
+        s.spinner_drawn = true;
+        write_out(&text);
+    }
+
+    /// A line for the user outside of a turn (slash commands).
+    pub fn say(&self, text: &str) {
+        let Ok(mut s) = self.screen.lock() else {
+            return;
+        };
+        self.clear_spinner(&mut s);
+        let width = term::width();
+        let mut out = String::new();
+        for line in text.lines() {
+            out.push_str(&term::fit(line, width));
+            out.push('\n');
+        }
+        write_out(&out);
+    }
+
+    /// The same, dimmed.
+    pub fn note(&self, text: &str) {
+        self.say(&paint(self.caps.color, "2", text));
+    }
+
+    pub fn error(&self, text: &str) {
+        self.say(&paint(self.caps.color, "31", text));
+    }
+
+    fn clear_spinner(&self, s: &mut Screen) {
+        if s.spinner_drawn {
+            write_out("\r\x1b[K");
+            s.spinner_drawn = false;
+        }
+    }
+
+    /// Stop waiting (the spinner goes away).
+    fn stop_waiting(&self, s: &mut Screen) {
+        s.waiting = None;
+        self.clear_spinner(s);
+    }
+}
+
+impl EventSink for ReplSink {
+    fn emit(&self, event: AgentEvent) {
+        let Ok(mut s) = self.screen.lock() else {
+            return;
+        };
+        match &event {
+            AgentEvent::TurnStarted { .. } | AgentEvent::ModelRequest { .. } => {
+                s.waiting = Some(Instant::now());
+            }
+            AgentEvent::ItemStarted {
+                item: Item::AgentMessage { .. },
+            } => {
+                self.stop_waiting(&mut s);
+                s.markdown.reset();
+            }
+            AgentEvent::ItemUpdated { delta, .. } => {
+                self.stop_waiting(&mut s);
+                let text = s.markdown.push(delta);
+                if !text.is_empty() {
+                    write_out(&text);
+                }
+            }
+            AgentEvent::ItemCompleted {
+                item: Item::AgentMessage { .. },
+            } => {
+                let text = s.markdown.finish();
+                write_out(&text);
+            }
+            AgentEvent::ItemDiscarded { .. } => {
+                s.markdown.reset();
+                let text = paint(
+                    self.caps.color,
+                    "33",
+                    "[the stream broke; the answer starts over]",
+                );
+                write_out(&format!("\n{text}\n"));
+            }
+            AgentEvent::ModelResponse { .. } => self.stop_waiting(&mut s),
+            AgentEvent::Approval {
+                status: ApprovalStatus::Asked,
+                ..
+            } => self.stop_waiting(&mut s),
+            AgentEvent::TurnFailed { error, .. } => {
+                self.stop_waiting(&mut s);
+                let text = paint(self.caps.color, "31", &format!("error: {error}"));
+                write_out(&format!("{}\n", term::fit(&text, term::width())));
+            }
+            event => {
+                if let Some(text) = status_line(self.caps.color, event) {
+                    self.clear_spinner(&mut s);
+                    write_out(&format!("{}\n", term::fit(&text, term::width())));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The terminal: what it can show, its width, one-key reads, and putting
+//! it back the way it was on every way out (panics included).
+
+use std::io::IsTerminal;
+use std::sync::OnceLock;
+
+/// What the output may contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// SGR colors and styles.
+    pub color: bool,
+    /// Cursor control (`\r`, erase line): a spinner can be drawn.
+    pub ansi: bool,
+}
+
+impl Caps {
+    /// From the environment: stdout a terminal, `TERM` not `dumb`, and for
+    /// color also no `NO_COLOR` and no `--no-color`.
+    pub fn detect(no_color: bool) -> Self {
+        let tty = std::io::stdout().is_terminal();
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        let ansi = tty && !dumb;
+        Caps {
+            ansi,
+            color: ansi && !no_color && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+}
+
+/// Columns of the terminal on stdout (80 when unknown).
+pub fn width() -> usize {
+    // SAFETY: TIOCGWINSZ fills a winsize we own.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    if rc == 0 && size.ws_col > 0 {
+        usize::from(size.ws_col)
+    } else {
+        80
+    }
+}
+
+/// `text` cut to `width` visible characters (escape sequences do not
+/// count), with `…` where it was cut.
+pub fn fit(text: &str, width: usize) -> String {
+    let width = width.max(8);
+    let mut out = String::new();
+    let mut visible = 0;
+    let mut chars = text.chars().peekable();
+    let mut styled = false;
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            out.push(c);
+            styled = true;
+            for e in chars.by_ref() {
+                out.push(e);
+                if e.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        if visible + 1 == width && chars.peek().is_some() {
+            out.push('…');
+            if styled {
+                out.push_str("\x1b[0m");
+            }
+            return out;
+        }
+        out.push(c);
+        visible += 1;
+    }
+    out
+}
+
+/// The terminal settings of stdin at start, restored on every exit.
+static SAVED: OnceLock<libc::termios> = OnceLock::new();
+
+fn get_attr() -> Option<libc::termios> {
+    // SAFETY: tcgetattr fills a termios we own.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    (unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut t) } == 0).then_some(t)
+}
+
+fn set_attr(t: &libc::termios) {
+    // SAFETY: tcsetattr reads a termios we own.
+    unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
+}
+
+/// Remember the terminal's settings and restore them if cogni panics.
+pub fn guard_panics() {
+    if let Some(t) = get_attr() {
+        let _ = SAVED.set(t);
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+}
+
+/// Put the terminal back as it was at start.
+pub fn restore() {
+    if let Some(t) = SAVED.get() {
+        set_attr(t);
+    }
+}
+
+/// Read one key from stdin without waiting for Enter and without echo;
+/// `None` when stdin is not a terminal or at end of input. Blocking.
+pub fn read_key() -> Option<u8> {
+    let before = get_attr()?;
+    let mut raw = before;
+    raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
+    raw.c_cc[libc::VMIN] = 1;
+    raw.c_cc[libc::VTIME] = 0;
+    set_attr(&raw);
+    struct Restore(libc::termios);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_attr(&self.0);
+        }
+    }
+    let _restore = Restore(before);
+    let mut byte = 0u8;
+    // SAFETY: reads one byte into a local.
+    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
+    (n == 1).then_some(byte)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_counts_visible_characters_only() {
+        assert_eq!(fit("short", 80), "short");
+        assert_eq!(fit("abcdefghijkl", 10), "abcdefghi…");
+        let painted = "\x1b[32m✓\x1b[0m shell 12 ms and a long tail";
+        let out = fit(painted, 12);
+        assert!(out.starts_with("\x1b[32m✓\x1b[0m shell"), "{out:?}");
+        assert!(out.ends_with("…\x1b[0m"), "{out:?}");
+    }
+}
