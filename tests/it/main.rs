@@ -8,5 +8,7 @@ mod cli;
 mod common;
 mod engine_mock;
 mod ollama_provider;
+mod repl;
 mod responses_provider;
+mod sessions;
 mod shell;

@@ -1,0 +1,322 @@
+//! The REPL as a person uses it: the real binary on a pseudo-terminal,
+//! against the loopback mock provider (or the scripted one).
+
+use crate::cli::Env;
+use crate::common::mock::{chat, MockResponse, MockServer};
+use crate::common::pty::{processes_with, Pty};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// `cogni <args>` in the workspace, against `server` as the OpenAI provider.
+fn cogni(env: &Env, server: Option<&MockServer>, args: &[&str]) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cogni"));
+    cmd.current_dir(env.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path().join("home"))
+        .env("COGNI_HOME", env.dir.path().join("home"))
+        .env("TERM", "xterm-256color")
+        .args(args);
+    if let Some(server) = server {
+        cmd.env("OPENAI_BASE_URL", server.base_url())
+            .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
+            .args(["--model", "gpt-4.1"]);
+    }
+    cmd
+}
+
+fn repl(env: &Env, server: &MockServer, args: &[&str]) -> Pty {
+    let mut all = vec!["repl"];
+    all.extend_from_slice(args);
+    Pty::spawn(cogni(env, Some(server), &all), 100)
+}
+
+#[test]
+fn a_streamed_answer_appears_and_ctrl_d_leaves_with_the_terminal_restored() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response(
+        "# Title\nHello **world**, from the mock.\n",
+    ));
+    let mut pty = repl(&env, &server, &[]);
+    let before = pty.modes();
+    pty.expect("› ", WAIT);
+    pty.send("say hello\r");
+    pty.expect("Title", WAIT);
+    pty.expect("Hello world, from the mock.", WAIT);
+    assert!(
+        pty.raw().contains("\x1b[1mworld\x1b[0m"),
+        "bold is rendered, not shown as markup: {:?}",
+        pty.raw()
+    );
+    pty.expect("tokens:", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    assert_eq!(pty.modes(), before, "terminal modes restored");
+    server.assert_invariants();
+    let body = server.requests()[0].body_text();
+    assert!(body.contains("say hello"), "{body}");
+}
+
+#[test]
+fn ctrl_c_during_a_slow_stream_returns_to_the_prompt_and_the_next_question_works() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(
+        MockResponse::sse([chat::role(), chat::text("first line of a long answer\n")])
+            .stall_forever(),
+    );
+    server.enqueue(chat::text_response("second answer"));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("tell me a long story\r");
+    pty.expect("first line of a long answer", WAIT);
+    let pressed = Instant::now();
+    pty.send("\x03");
+    pty.expect("interrupted", WAIT);
+    pty.expect("› ", WAIT);
+    assert!(
+        pressed.elapsed() < Duration::from_secs(5),
+        "the stop took {:?}",
+        pressed.elapsed()
+    );
+    pty.send("and now?\r");
+    pty.expect("second answer", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    server.assert_invariants();
+    let second = server.requests()[1].body_text();
+    assert!(
+        second.contains("tell me a long story") && second.contains("and now?"),
+        "{second}"
+    );
+}
+
+#[test]
+fn ctrl_c_during_a_sleep_tool_leaves_no_process_behind() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::tool_calls_response(&[(
+        "call_1",
+        "shell",
+        r#"{"command":"sleep 313"}"#,
+    )]));
+    server.enqueue(chat::text_response("stopped as asked"));
+    let mut pty = repl(&env, &server, &["--mode", "auto"]);
+    pty.expect("auto › ", WAIT);
+    pty.send("wait a while\r");
+    pty.expect("sleep 313", WAIT);
+    let deadline = Instant::now() + WAIT;
+    while processes_with("sleep 313").is_empty() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.send("\x03");
+    pty.expect("interrupted", WAIT);
+    pty.expect("› ", WAIT);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with("sleep 313").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the command outlived the stop: {:?}",
+            processes_with("sleep 313")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pty.send("what happened?\r");
+    pty.expect("stopped as asked", WAIT);
+    pty.send("/quit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    // The second request carries the call with its "interrupted" output.
+    server.assert_invariants();
+    let second = server.requests()[1].body_text();
+    assert!(second.contains("Interrupted by the user"), "{second}");
+}
+
+#[test]
+fn slash_commands_do_what_they_say() {
+    let env = Env::new();
+    let commands = env.work().join(".cogni/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(commands.join("greet.md"), "Say hello to $ARGUMENTS.").unwrap();
+    std::fs::write(commands.join("status.md"), "Show the git status.").unwrap();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Hello, Bob."));
+    server.enqueue(chat::text_response("Planned."));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("act › ", WAIT);
+
+    pty.send("/help\r");
+    pty.expect("/greet [ARGS]", WAIT);
+    pty.expect("› ", WAIT);
+    let help = pty.screen();
+    for name in [
+        "/exit",
+        "/model",
+        "/mode",
+        "/context",
+        "/agent",
+        "/resume",
+        "/cogni:status",
+        "/status [ARGS]",
+    ] {
+        assert!(help.contains(name), "{name} missing from /help:\n{help}");
+    }
+
+    pty.send("/greet Bob\r");
+    pty.expect("Hello, Bob.", WAIT);
+    pty.expect("› ", WAIT);
+
+    pty.send("/mode plan\r");
+    pty.expect("sandbox read-only", WAIT);
+    pty.expect("plan › ", WAIT);
+    pty.send("/cogni:status\r");
+    pty.expect("mode: plan · sandbox read-only · approval untrusted", WAIT);
+    pty.expect("› ", WAIT);
+
+    pty.send("/context checkpoint start\r");
+    pty.expect("checkpoint `start` saved", WAIT);
+    pty.send("/context pop 2\r");
+    pty.expect("removed", WAIT);
+    pty.send("/context rollback start\r");
+    pty.expect("rolled back to `start`", WAIT);
+    pty.expect("› ", WAIT);
+
+    pty.send("/model gpt-4.1-mini\r");
+    pty.expect("model: gpt-4.1-mini", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("make a plan\r");
+    pty.expect("Planned.", WAIT);
+    pty.expect("› ", WAIT);
+
+    pty.send("/nonsense\r");
+    pty.expect("unknown command /nonsense", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+
+    server.assert_invariants();
+    let requests = server.requests();
+    assert!(requests[0].body_text().contains("Say hello to Bob."));
+    let second = requests[1].body_json();
+    assert_eq!(second["model"], "gpt-4.1-mini");
+    let text = requests[1].body_text();
+    assert!(
+        text.contains("<sandbox_mode>read-only</sandbox_mode>"),
+        "{text}"
+    );
+    assert!(text.contains("Plan mode"), "{text}");
+}
+
+#[test]
+fn approval_questions_take_one_key() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::tool_calls_response(&[(
+        "call_1",
+        "shell",
+        r#"{"command":"touch created.txt"}"#,
+    )]));
+    server.enqueue(chat::text_response("created"));
+    let mut pty = repl(&env, &server, &["--mode", "act"]);
+    pty.expect("act › ", WAIT);
+    pty.send("make the file\r");
+    pty.expect("Allow shell: touch created.txt", WAIT);
+    pty.expect("tell the model why >", WAIT);
+    pty.send("y");
+    pty.expect("created", WAIT);
+    pty.expect("› ", WAIT);
+    assert!(env.work().join("created.txt").exists());
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+}
+
+#[test]
+fn ctrl_c_twice_at_an_empty_prompt_leaves() {
+    let env = Env::new();
+    let server = MockServer::start();
+    let mut pty = repl(&env, &server, &[]);
+    let before = pty.modes();
+    pty.expect("› ", WAIT);
+    pty.send("some text");
+    pty.send("\x03");
+    pty.expect("› ", WAIT);
+    pty.send("\x03");
+    pty.expect("Ctrl-C again to quit", WAIT);
+    pty.send("\x03");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    assert_eq!(pty.modes(), before);
+    assert_eq!(server.request_count(), 0);
+}
+
+#[test]
+fn no_color_and_narrow_terminals_are_respected() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Some **bold** text\n"));
+    let mut cmd = cogni(&env, Some(&server), &["repl"]);
+    cmd.env("NO_COLOR", "1");
+    let mut pty = Pty::spawn(cmd, 30);
+    pty.expect("› ", WAIT);
+    pty.send("hi\r");
+    pty.expect("Some **bold** text", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/status\r");
+    pty.expect("› ", WAIT);
+    let raw = pty.raw();
+    assert!(
+        !raw.contains("\x1b[1m") && !raw.contains("\x1b[36m"),
+        "{raw:?}"
+    );
+    for line in pty.screen().lines().filter(|l| l.starts_with("cwd:")) {
+        assert!(
+            line.chars().count() <= 30,
+            "fits a 30-column terminal: {line}"
+        );
+    }
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+}
+
+#[test]
+fn without_a_terminal_there_is_no_ansi_and_no_prompt_hang() {
+    let env = Env::new();
+    let script = env.write(
+        "script.toml",
+        "[[turns]]\ntext = \"# Heading\\nplain **answer**\"\n",
+    );
+    let mut child = cogni(&env, None, &["repl", "--script"])
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello\n/status\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("plain **answer**"), "{stdout}");
+    assert!(stdout.contains("mode: act"), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "{stdout:?}");
+}
+
+#[test]
+fn cogni_without_a_command_and_without_a_terminal_is_a_usage_error() {
+    let env = Env::new();
+    let out = cogni(&env, None, &[])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cogni run"));
+}
