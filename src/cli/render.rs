@@ -28,7 +28,7 @@ fn clip(text: &str, max: usize) -> String {
     format!("{}… [{} more bytes]", &text[..cut], text.len() - cut)
 }
 
-fn one_line(text: &str, max: usize) -> String {
+pub(super) fn one_line(text: &str, max: usize) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -45,6 +45,36 @@ pub(super) fn paint(color: bool, code: &str, text: &str) -> String {
     }
 }
 
+/// How a finished tool call went: a mark (✓ or ✗) and the detail
+/// (exit code, duration, the first line of a failure's output).
+pub(super) fn tool_result(color: bool, item: &Item) -> Option<(String, String)> {
+    let Item::ToolCall {
+        status,
+        exit_code,
+        duration_ms,
+        output,
+        ..
+    } = item
+    else {
+        return None;
+    };
+    let ms = duration_ms.unwrap_or(0);
+    Some(match status {
+        ToolStatus::Failed => {
+            let code = exit_code
+                .map(|c| format!("exit {c} · "))
+                .unwrap_or_default();
+            let first = output
+                .as_deref()
+                .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
+                .map(|l| format!(": {}", one_line(l, 100)))
+                .unwrap_or_default();
+            (paint(color, "31", "✗"), format!("{code}{ms} ms{first}"))
+        }
+        _ => (paint(color, "32", "✓"), format!("{ms} ms")),
+    })
+}
+
 /// The one-line report of a tool call, retry, approval decision, warning,
 /// compaction or finished turn; `None` for other events. Shared by the
 /// `cogni run` renderer and the REPL.
@@ -57,31 +87,10 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             },
         } => format!("{} {name} {}", paint("36", "→"), one_line(arguments, 100)),
         AgentEvent::ItemCompleted {
-            item:
-                Item::ToolCall {
-                    name,
-                    status,
-                    exit_code,
-                    duration_ms,
-                    output,
-                    ..
-                },
+            item: item @ Item::ToolCall { name, .. },
         } => {
-            let ms = duration_ms.unwrap_or(0);
-            match status {
-                ToolStatus::Failed => {
-                    let code = exit_code
-                        .map(|c| format!("exit {c} · "))
-                        .unwrap_or_default();
-                    let first = output
-                        .as_deref()
-                        .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
-                        .map(|l| format!(": {}", one_line(l, 100)))
-                        .unwrap_or_default();
-                    format!("  {} {name} {code}{ms} ms{first}", paint("31", "✗"))
-                }
-                _ => format!("  {} {name} {ms} ms", paint("32", "✓")),
-            }
+            let (mark, detail) = tool_result(color, item)?;
+            format!("  {mark} {name} {detail}")
         }
         AgentEvent::Retry {
             attempt,

@@ -4,7 +4,7 @@
 
 use super::markdown::MarkdownStream;
 use super::term::{self, Caps};
-use crate::cli::render::{paint, status_line};
+use crate::cli::render::{one_line, paint, status_line, tool_result};
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -19,6 +19,9 @@ struct Screen {
     /// The spinner is on screen and must be erased before other output.
     spinner_drawn: bool,
     frame: usize,
+    /// The last line on screen is the "started" line of this call: its
+    /// result can replace it, so each call takes one line.
+    open_call: Option<String>,
 }
 
 /// Renders events for the REPL. Cheap to clone (shared state).
@@ -43,6 +46,7 @@ impl ReplSink {
                 waiting: None,
                 spinner_drawn: false,
                 frame: 0,
+                open_call: None,
             })),
         }
     }
@@ -135,6 +139,18 @@ impl EventSink for ReplSink {
         let Ok(mut s) = self.screen.lock() else {
             return;
         };
+        let prints = matches!(
+            event,
+            AgentEvent::ItemUpdated { .. }
+                | AgentEvent::ItemCompleted { .. }
+                | AgentEvent::ItemDiscarded { .. }
+                | AgentEvent::TurnFailed { .. }
+        ) || status_line(false, &event).is_some();
+        let open_call = if prints {
+            s.open_call.take()
+        } else {
+            s.open_call.clone()
+        };
         match &event {
             AgentEvent::TurnStarted { .. } | AgentEvent::ModelRequest { .. } => {
                 s.waiting = Some(Instant::now());
@@ -176,6 +192,34 @@ impl EventSink for ReplSink {
                 self.stop_waiting(&mut s);
                 let text = paint(self.caps.color, "31", &format!("error: {error}"));
                 write_out(&format!("{}\n", term::fit(&text, term::width())));
+            }
+            AgentEvent::ItemStarted {
+                item: Item::ToolCall { id, .. },
+            } => {
+                self.clear_spinner(&mut s);
+                if let Some(text) = status_line(self.caps.color, &event) {
+                    write_out(&format!("{}\n", term::fit(&text, term::width())));
+                }
+                s.open_call = Some(id.clone());
+                return;
+            }
+            AgentEvent::ItemCompleted {
+                item:
+                    item @ Item::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                        ..
+                    },
+            } if self.caps.ansi && open_call.as_deref() == Some(id.as_str()) => {
+                // Replace the call's "started" line with its result.
+                if let Some((mark, detail)) = tool_result(self.caps.color, item) {
+                    let text = format!("{mark} {name} {} · {detail}", one_line(arguments, 60));
+                    write_out(&format!(
+                        "\x1b[1A\r\x1b[K{}\n",
+                        term::fit(&text, term::width())
+                    ));
+                }
             }
             event => {
                 if let Some(text) = status_line(self.caps.color, event) {
