@@ -201,7 +201,6 @@ impl EventSink for ReplSink {
                     write_out(&format!("{}\n", term::fit(&text, term::width())));
                 }
                 s.open_call = Some(id.clone());
-                return;
             }
             AgentEvent::ItemCompleted {
                 item:
