@@ -51,9 +51,9 @@ impl Persist {
         let Some(id) = self.resume_id()? else {
             return Ok(());
         };
-        let loaded = self.store.load(&id).map_err(|e| e.to_string())?;
-        if config.model_override.is_none() && loaded.header.provider == config.provider.id {
-            config.model_override = Some(loaded.header.model);
+        let header = self.store.header(&id).map_err(|e| e.to_string())?;
+        if config.model_override.is_none() && header.provider == config.provider.id {
+            config.model_override = Some(header.model);
         }
         Ok(())
     }

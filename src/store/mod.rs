@@ -239,6 +239,20 @@ impl Store {
             .collect())
     }
 
+    /// The header of a session, reading only its first line.
+    pub fn header(&self, id: &str) -> Result<Header, StoreError> {
+        use std::io::BufRead;
+        let path = self.path(id);
+        let mut first = String::new();
+        File::open(&path)
+            .and_then(|f| io::BufReader::new(f).read_line(&mut first))
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => StoreError::NotFound(id.to_string()),
+                _ => io_error(&path)(e),
+            })?;
+        parse_header(&first).map_err(|message| StoreError::Invalid { path, message })
+    }
+
     /// Read a session without opening it for writing.
     pub fn load(&self, id: &str) -> Result<Loaded, StoreError> {
         let path = self.path(id);
@@ -358,6 +372,20 @@ fn lock(file: &File, path: &Path, id: &str) -> Result<(), StoreError> {
     }
 }
 
+fn parse_header(line: &str) -> Result<Header, String> {
+    if line.trim().is_empty() {
+        return Err("the session file is empty".into());
+    }
+    match serde_json::from_str::<Record>(line.trim_end()) {
+        Ok(Record::Session(h)) if h.version == VERSION => Ok(h),
+        Ok(Record::Session(h)) => Err(format!(
+            "session file version {} is not supported (this cogni reads version {VERSION})",
+            h.version
+        )),
+        _ => Err("not a cogni session file (the first line is not a session header)".into()),
+    }
+}
+
 /// Parse a whole file: the header, then records replayed in order.
 fn parse(text: &str) -> Result<Loaded, String> {
     if text.trim().is_empty() {
@@ -365,18 +393,7 @@ fn parse(text: &str) -> Result<Loaded, String> {
     }
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().unwrap_or_default();
-    let header = match serde_json::from_str::<Record>(first.trim_end()) {
-        Ok(Record::Session(h)) if h.version == VERSION => h,
-        Ok(Record::Session(h)) => {
-            return Err(format!(
-                "session file version {} is not supported (this cogni reads version {VERSION})",
-                h.version
-            ))
-        }
-        _ => {
-            return Err("not a cogni session file (the first line is not a session header)".into())
-        }
-    };
+    let header = parse_header(first)?;
     let mut loaded = Loaded {
         header,
         history: Vec::new(),

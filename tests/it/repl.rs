@@ -320,3 +320,78 @@ fn cogni_without_a_command_and_without_a_terminal_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cogni run"));
 }
+
+#[test]
+fn agent_cards_switch_model_instructions_and_mode() {
+    let env = Env::new();
+    let agents = env.work().join(".cogni/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("reviewer.md"),
+        "+++\ndescription = \"Reviews, never edits\"\nmodel = \"gpt-4.1-mini\"\ntools = [\"read_file\", \"grep\"]\nmode = \"plan\"\n+++\nYou review code for bugs.\n",
+    )
+    .unwrap();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Looks fine."));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("act › ", WAIT);
+    pty.send("/agent\r");
+    pty.expect("reviewer", WAIT);
+    pty.expect("Reviews, never edits [gpt-4.1-mini, plan]", WAIT);
+    pty.send("/agent reviewer\r");
+    pty.expect("agent: reviewer · model gpt-4.1-mini", WAIT);
+    pty.expect("plan › ", WAIT);
+    pty.send("/tools\r");
+    pty.expect("grep", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("review src\r");
+    pty.expect("Looks fine.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    let request = server.requests()[0].body_json().clone();
+    assert_eq!(request["model"], "gpt-4.1-mini");
+    let tools: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "grep"]);
+    assert!(server.requests()[0]
+        .body_text()
+        .contains("You review code for bugs."));
+}
+
+#[test]
+fn resume_last_reopens_the_conversation_and_sessions_lists_it() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Noted: blue."));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("my favourite color is blue\r");
+    pty.expect("Noted: blue.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+
+    server.enqueue(chat::text_response("You said blue."));
+    let mut pty = Pty::spawn(cogni(&env, Some(&server), &["resume", "--last"]), 100);
+    pty.expect("(resumed)", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/sessions\r");
+    pty.expect("my favourite", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("what is my favourite color?\r");
+    pty.expect("You said blue.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    server.assert_invariants();
+    let body = server.requests()[1].body_text();
+    assert!(
+        body.contains("my favourite color is blue") && body.contains("Noted: blue."),
+        "{body}"
+    );
+}

@@ -194,6 +194,7 @@ fn prepare(
 fn interact(mut repl: Repl, completions: Completions) -> u8 {
     term::guard_panics();
     let history = repl.home.join("history");
+    private_file(&history);
     let editor = match Editor::start(Some(history), completions) {
         Ok(editor) => editor,
         Err(e) => {
@@ -219,6 +220,17 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
     drop(editor);
     term::restore();
     exit::DONE
+}
+
+/// Create `path` readable by its owner only, if it does not exist: typed
+/// input may hold secrets.
+fn private_file(path: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path);
 }
 
 /// Ctrl-C while a turn runs (the terminal is not in the editor's raw
