@@ -43,7 +43,9 @@ fn a_streamed_answer_appears_and_ctrl_d_leaves_with_the_terminal_restored() {
     let mut pty = repl(&env, &server, &[]);
     let before = pty.modes();
     pty.expect("› ", WAIT);
-    pty.send("say hello\r");
+    // A trailing backslash continues the message on the next line.
+    pty.send("say \\\r");
+    pty.send("hello\r");
     pty.expect("Title", WAIT);
     pty.expect("Hello world, from the mock.", WAIT);
     assert!(
@@ -58,7 +60,12 @@ fn a_streamed_answer_appears_and_ctrl_d_leaves_with_the_terminal_restored() {
     assert_eq!(pty.modes(), before, "terminal modes restored");
     server.assert_invariants();
     let body = server.requests()[0].body_text();
-    assert!(body.contains("say hello"), "{body}");
+    assert!(body.contains(r"say \nhello"), "{body}");
+    let history = env.dir.path().join("home/history");
+    assert!(std::fs::read_to_string(&history).unwrap().contains("hello"));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&history).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "typed input may hold secrets");
 }
 
 #[test]
