@@ -416,6 +416,36 @@ text = "summary two"
     }
 
     #[test]
+    fn restored_history_shows_a_changed_environment_and_reconfigure_keeps_the_conversation() {
+        let mut saved = with_conversation();
+        saved.update_environment(Some(PathBuf::from("/elsewhere")), None, None);
+        let history = saved.history().to_vec();
+        let mut s = session("");
+        s.restore_history(history.clone());
+        assert_eq!(&s.history()[..history.len()], history.as_slice());
+        let last = s.history().last().unwrap();
+        assert_eq!(last.tag(), Some(MessageTag::Environment));
+        assert!(last.as_text().unwrap().contains("<cwd>/work/repo</cwd>"));
+
+        let mut config = SessionConfig::new(
+            ProviderInfo::new("fake", "", WireApi::Scripted),
+            PathBuf::from("/work/repo"),
+        );
+        config.model_override = Some("no-such-model".into());
+        config.developer_instructions = Some("new instructions".into());
+        config.tool_config.enabled = vec![];
+        config.tool_config.edit_tool = Some(EditTool::None);
+        let conversation = s.history()[s.initial_len()..].to_vec();
+        assert!(s.reconfigure(config.clone()).is_err());
+        assert_eq!(s.context().model, "scripted", "unchanged on error");
+        config.model_override = Some("gpt-4.1-mini".into());
+        s.reconfigure(config).unwrap();
+        assert_eq!(s.context().model, "gpt-4.1-mini");
+        assert_eq!(s.history()[0].as_text(), Some("new instructions"));
+        assert_eq!(&s.history()[s.initial_len()..], conversation.as_slice());
+    }
+
+    #[test]
     fn the_observer_sees_appends_and_replacements() {
         use crate::protocol::HistoryObserver;
         use std::sync::Mutex;
