@@ -73,8 +73,11 @@ fn ctrl_c_during_a_slow_stream_returns_to_the_prompt_and_the_next_question_works
     let env = Env::new();
     let server = MockServer::start();
     server.enqueue(
-        MockResponse::sse([chat::role(), chat::text("first line of a long answer\n")])
-            .stall_forever(),
+        MockResponse::sse([
+            chat::role(),
+            chat::text("first line of a long answer\nand a second "),
+        ])
+        .stall_forever(),
     );
     server.enqueue(chat::text_response("second answer"));
     let mut pty = repl(&env, &server, &[]);
@@ -83,6 +86,7 @@ fn ctrl_c_during_a_slow_stream_returns_to_the_prompt_and_the_next_question_works
     pty.expect("first line of a long answer", WAIT);
     let pressed = Instant::now();
     pty.send("\x03");
+    pty.expect("and a second", WAIT);
     pty.expect("interrupted", WAIT);
     pty.expect("› ", WAIT);
     assert!(

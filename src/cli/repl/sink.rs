@@ -190,6 +190,7 @@ impl EventSink for ReplSink {
             } => self.stop_waiting(&mut s),
             AgentEvent::TurnFailed { error, .. } => {
                 self.stop_waiting(&mut s);
+                flush_partial(&mut s);
                 let text = paint(self.caps.color, "31", &format!("error: {error}"));
                 write_out(&format!("{}\n", term::fit(&text, term::width())));
             }
@@ -223,9 +224,25 @@ impl EventSink for ReplSink {
             event => {
                 if let Some(text) = status_line(self.caps.color, event) {
                     self.clear_spinner(&mut s);
+                    // A stopped turn: show the unfinished line of its answer.
+                    if matches!(
+                        event,
+                        AgentEvent::Warning { .. } | AgentEvent::TurnCompleted { .. }
+                    ) {
+                        flush_partial(&mut s);
+                    }
                     write_out(&format!("{}\n", term::fit(&text, term::width())));
                 }
             }
         }
+    }
+}
+
+/// The part of a message still waiting for its line to end, shown as it
+/// is because the message will not go on.
+fn flush_partial(s: &mut Screen) {
+    let rest = s.markdown.finish();
+    if !rest.is_empty() {
+        write_out(&rest);
     }
 }
