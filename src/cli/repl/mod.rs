@@ -154,9 +154,6 @@ fn prepare(
     let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
     let file = persist.attach(&mut session, secrets.clone())?;
     let mode = Mode::of(&config);
-    if start_mode == Some(Mode::Plan) {
-        session.append_note(Role::Developer, PLAN_NOTE);
-    }
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
     let stop = Arc::new(Mutex::new(session.stop_handle()));
     let approver = Arc::new(approver::ReplApprover::new(stop.clone(), sink.caps()));
@@ -231,6 +228,27 @@ fn private_file(path: &std::path::Path) {
         .create(true)
         .mode(0o600)
         .open(path);
+}
+
+/// Tell the model whether it is in plan mode, unless its history already
+/// says so (mode switches, resumed sessions, a popped note).
+fn sync_plan_note(session: &mut Session, mode: Mode) {
+    let planning = session
+        .history()
+        .iter()
+        .rev()
+        .filter(|i| i.role == Role::Developer)
+        .find_map(|i| match i.as_text() {
+            Some(PLAN_NOTE) => Some(true),
+            Some(PLAN_OVER_NOTE) => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false);
+    match (mode == Mode::Plan, planning) {
+        (true, false) => session.append_note(Role::Developer, PLAN_NOTE),
+        (false, true) => session.append_note(Role::Developer, PLAN_OVER_NOTE),
+        _ => {}
+    }
 }
 
 /// Ctrl-C while a turn runs (the terminal is not in the editor's raw
@@ -335,6 +353,7 @@ impl Repl {
 
     /// One turn for a user message.
     async fn turn(&mut self, text: String) {
+        sync_plan_note(&mut self.session, self.mode);
         let cwd = self.session.context().cwd.clone();
         let (message, attached) = mentions::expand(&text, &cwd, self.max_context_bytes);
         if !attached.is_empty() {
@@ -366,8 +385,8 @@ impl Repl {
         }
     }
 
-    /// Switch mode: new policies (told to the model as an environment
-    /// diff), and the plan note when plan mode starts or ends.
+    /// Switch mode: new policies, told to the model as an environment
+    /// diff (the plan note follows with the next message).
     fn set_mode(&mut self, mode: Mode) {
         let (approval, sandbox) = mode.policies();
         let mut policy = self.current.sandbox_policy.clone();
@@ -375,11 +394,6 @@ impl Repl {
         self.session
             .update_environment(None, Some(approval), Some(policy));
         mode.apply(&mut self.current);
-        if mode == Mode::Plan && self.mode != Mode::Plan {
-            self.session.append_note(Role::Developer, PLAN_NOTE);
-        } else if mode != Mode::Plan && self.mode == Mode::Plan {
-            self.session.append_note(Role::Developer, PLAN_OVER_NOTE);
-        }
         self.mode = mode;
     }
 
@@ -414,5 +428,37 @@ impl Repl {
         self.current = config;
         self.install_session(session, file);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::start_session_with_provider;
+    use crate::provider::scripted::{Script, ScriptedProvider};
+    use crate::provider::{ProviderInfo, WireApi};
+
+    #[test]
+    fn the_plan_note_follows_the_mode_once() {
+        let mut info = ProviderInfo::new("scripted", "", WireApi::Scripted);
+        info.default_model = Some("scripted".into());
+        let config = SessionConfig::new(info, PathBuf::from("/repo"));
+        let provider = Arc::new(ScriptedProvider::new(Script::default()));
+        let mut session = start_session_with_provider(config, provider).unwrap();
+        let notes = |s: &Session| -> Vec<String> {
+            s.history()
+                .iter()
+                .filter(|i| i.role == Role::Developer)
+                .filter_map(|i| i.as_text().map(String::from))
+                .collect()
+        };
+        sync_plan_note(&mut session, Mode::Act);
+        assert!(notes(&session).is_empty());
+        sync_plan_note(&mut session, Mode::Plan);
+        sync_plan_note(&mut session, Mode::Plan);
+        assert_eq!(notes(&session), [PLAN_NOTE]);
+        sync_plan_note(&mut session, Mode::Auto);
+        sync_plan_note(&mut session, Mode::Act);
+        assert_eq!(notes(&session), [PLAN_NOTE, PLAN_OVER_NOTE]);
     }
 }
