@@ -10,5 +10,6 @@ pub mod config;
 pub mod metrics;
 pub mod protocol;
 pub mod provider;
+pub mod sandbox;
 pub mod store;
 pub mod tools;

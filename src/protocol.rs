@@ -328,6 +328,30 @@ pub struct SandboxPolicy {
     pub writable_roots: Vec<PathBuf>,
     /// The shell used for command strings, e.g. `/bin/bash`.
     pub shell: String,
+    /// Limits for commands run in the sandbox.
+    #[serde(default)]
+    pub limits: ResourceLimits,
+}
+
+/// Resource limits of sandboxed commands; `None` is no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceLimits {
+    /// Processes (and threads) at once, the command's own included.
+    pub max_processes: Option<u64>,
+    /// Largest file a command may write.
+    pub max_file_size_bytes: Option<u64>,
+    /// CPU seconds per process.
+    pub cpu_time_secs: Option<u64>,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        ResourceLimits {
+            max_processes: Some(1024),
+            max_file_size_bytes: None,
+            cpu_time_secs: None,
+        }
+    }
 }
 
 impl Default for SandboxPolicy {
@@ -337,6 +361,7 @@ impl Default for SandboxPolicy {
             network_access: false,
             writable_roots: Vec::new(),
             shell: "/bin/bash".to_string(),
+            limits: ResourceLimits::default(),
         }
     }
 }

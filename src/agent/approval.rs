@@ -127,6 +127,7 @@ pub(crate) fn looks_like_sandbox_denial(content: &str) -> bool {
         "sandbox is read-only",
         "outside the workspace",
         "outside the writable roots",
+        "protected by the sandbox",
         "Permission denied",
         "Operation not permitted",
         "Read-only file system",

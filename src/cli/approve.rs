@@ -4,6 +4,7 @@
 //! [`crate::protocol::NonInteractive`] answers "no" at once, so cogni never
 //! waits on stdin in CI.
 
+use super::render::show_controls;
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
 use futures::future::BoxFuture;
 use std::io::{BufRead, Write};
@@ -37,7 +38,9 @@ impl Approver for TerminalApprover {
 pub fn question(request: &ApprovalRequest) -> String {
     format!(
         "\n? Allow {}: {}\n  ({})",
-        request.tool, request.summary, request.reason
+        show_controls(&request.tool),
+        show_controls(&request.summary),
+        show_controls(&request.reason)
     )
 }
 

@@ -6,7 +6,9 @@ mod persist;
 mod render;
 mod repl;
 mod run;
+mod sandbox;
 mod setup;
+mod trust;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -50,6 +52,10 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// List the models the provider serves and the built-in model catalog.
     Models(ModelsArgs),
+    /// Check the sandbox (`cogni sandbox check`) or run one command in it (`cogni sandbox -- CMD`).
+    Sandbox(sandbox::SandboxArgs),
+    /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
+    Trust(trust::TrustArgs),
 }
 
 #[derive(Debug, Args)]
@@ -64,6 +70,11 @@ pub struct ReplArgs {
     /// Approval policy: untrusted, on-failure, on-request, never.
     #[arg(short, long, value_name = "POLICY", value_parser = parse_approval)]
     pub approval: Option<crate::protocol::ApprovalPolicy>,
+
+    /// Run commands without the kernel sandbox (act and auto modes run
+    /// unconfined; plan mode stays read-only).
+    #[arg(long, conflicts_with = "sandbox")]
+    pub no_sandbox: bool,
 
     /// Start in this mode: plan, act or auto.
     #[arg(long, value_name = "MODE", value_parser = ["plan", "act", "auto"])]
@@ -148,6 +159,10 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "MODE", value_parser = parse_sandbox)]
     pub sandbox: Option<crate::protocol::SandboxMode>,
 
+    /// Run commands without the kernel sandbox (same as --sandbox danger-full-access).
+    #[arg(long, conflicts_with = "sandbox")]
+    pub no_sandbox: bool,
+
     /// Approval policy: untrusted, on-failure, on-request, never.
     #[arg(short, long, value_name = "POLICY", value_parser = parse_approval)]
     pub approval: Option<crate::protocol::ApprovalPolicy>,
@@ -212,6 +227,8 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Sessions(args)) => ExitCode::from(persist::list(args)),
         Some(Command::Models(args)) => ExitCode::from(models::run(args)),
+        Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),
+        Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         None => {
             use std::io::IsTerminal;
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {

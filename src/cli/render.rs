@@ -3,8 +3,80 @@
 //! both modes and never change what runs or what stdout holds.
 
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item, ToolStatus};
+use std::borrow::Cow;
 use std::io::Write;
 use std::sync::Mutex;
+
+/// `text` without anything that would act on a terminal: escape sequences
+/// (CSI such as screen clears and cursor moves, OSC such as clipboard
+/// writes (52) and window titles (0, 2), DCS/SOS/PM/APC strings, their
+/// 8-bit C1 forms) and control characters other than newline and tab.
+/// What model and tool output may print goes through this; the colors
+/// cogni adds itself are added afterwards.
+pub(super) fn strip_terminal_controls(text: &str) -> Cow<'_, str> {
+    let is_unsafe = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let introducer = match c {
+            '\u{1b}' => chars.next_if(|n| "[]PX^_".contains(*n)),
+            '\u{9b}' => Some('['),
+            '\u{9d}' => Some(']'),
+            '\u{90}' => Some('P'),
+            '\u{98}' => Some('X'),
+            '\u{9e}' => Some('^'),
+            '\u{9f}' => Some('_'),
+            _ => None,
+        };
+        match introducer {
+            // CSI: parameters and intermediates up to a final byte.
+            Some('[') => {
+                for n in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            // Strings: up to BEL or ST (ESC \ or U+009C).
+            Some(_) => {
+                while let Some(n) = chars.next() {
+                    if n == '\u{7}' || n == '\u{9c}' {
+                        break;
+                    }
+                    if n == '\u{1b}' {
+                        chars.next_if_eq(&'\\');
+                        break;
+                    }
+                }
+            }
+            None if c == '\u{1b}' => {
+                // A two-character sequence (ESC c resets the terminal).
+                chars.next();
+            }
+            None if is_unsafe(c) => {}
+            None => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `text` with control characters (other than newline) shown as escapes
+/// instead of acting on the terminal: for approval questions, where the
+/// user must see exactly what would run.
+pub(super) fn show_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct RenderOptions {
@@ -209,7 +281,7 @@ impl Jsonl {
 impl EventSink for Jsonl {
     fn emit(&self, event: AgentEvent) {
         if let Some(line) = verbose_line(&self.options, &event) {
-            write_stderr(&format!("{line}\n"));
+            write_stderr(&format!("{}\n", strip_terminal_controls(&line)));
         }
         if let Ok(line) = serde_json::to_string(&event) {
             let mut out = std::io::stdout().lock();
@@ -268,10 +340,61 @@ impl Human {
         state.mid_line = false;
         write_stderr(&format!("{prefix}{text}\n"));
     }
+
+    /// Model or tool text for this renderer: terminal controls stripped.
+    fn clean(event: AgentEvent) -> AgentEvent {
+        let strip = |t: &mut String| {
+            if let Cow::Owned(clean) = strip_terminal_controls(t) {
+                *t = clean;
+            }
+        };
+        let mut event = event;
+        match &mut event {
+            AgentEvent::ItemUpdated { delta, .. } => strip(delta),
+            AgentEvent::ItemStarted { item } | AgentEvent::ItemCompleted { item } => match item {
+                Item::AgentMessage { text, .. } => strip(text),
+                Item::ToolCall {
+                    name,
+                    arguments,
+                    output,
+                    ..
+                } => {
+                    strip(name);
+                    strip(arguments);
+                    if let Some(output) = output.as_mut() {
+                        strip(output);
+                    }
+                }
+            },
+            AgentEvent::Retry { reason, .. } => strip(reason),
+            AgentEvent::Approval {
+                tool,
+                summary,
+                reason,
+                ..
+            } => {
+                strip(tool);
+                strip(summary);
+                strip(reason);
+            }
+            AgentEvent::Warning { message } => strip(message),
+            AgentEvent::TurnCompleted { final_text, .. } => strip(final_text),
+            AgentEvent::TurnFailed { error, .. } => strip(error),
+            AgentEvent::SessionStarted {
+                model, provider, ..
+            } => {
+                strip(model);
+                strip(provider);
+            }
+            _ => {}
+        }
+        event
+    }
 }
 
 impl EventSink for Human {
     fn emit(&self, event: AgentEvent) {
+        let event = Human::clean(event);
         let Ok(mut state) = self.state.lock() else {
             return;
         };
@@ -370,6 +493,37 @@ mod tests {
         );
         let diverged = after_restart("Hello wor", "Hi there").unwrap();
         assert!(diverged.contains("restarted") && diverged.ends_with("Hi there"));
+    }
+
+    #[test]
+    fn terminal_controls_are_stripped() {
+        let cases = [
+            ("plain\ttext\nline", "plain\ttext\nline"),
+            ("a\x1b]52;c;ZXZpbA==\x07b", "ab"),
+            ("a\x1b]0;title\x1b\\b", "ab"),
+            ("\x1b]2;title\x07x", "x"),
+            ("x\x1b[2J\x1b[H\x1b[3;4Hy", "xy"),
+            ("red \x1b[31mtext\x1b[0m", "red text"),
+            ("c\x1bcd", "cd"),
+            ("bell\x07 back\x08 cr\r", "bell back cr"),
+            ("\u{9b}2Jz \u{9d}52;c;x\u{9c}w", "z w"),
+            ("\x1bP+q\x1b\\ok", "ok"),
+            ("unterminated \x1b]52;c;AAAA", "unterminated "),
+            ("é ✓ 日本", "é ✓ 日本"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(strip_terminal_controls(input), want, "{input:?}");
+        }
+        assert!(matches!(
+            strip_terminal_controls("nothing to do\n"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn controls_are_shown_in_questions() {
+        assert_eq!(show_controls("rm -rf ~\r ls"), "rm -rf ~\\r ls");
+        assert_eq!(show_controls("a\x1b[2Kb\nc"), "a\\u{1b}[2Kb\nc");
     }
 
     #[test]

@@ -3,11 +3,12 @@
 use super::approve::TerminalApprover;
 use super::exit;
 use super::persist::{self, Persist, Resume};
-use super::render::{Human, Jsonl, RenderOptions};
+use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
 use super::{setup, RunArgs};
 use crate::agent::{start_session, AgentError, Session};
 use crate::config::ConfigFile;
-use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
+use crate::protocol::{AgentEvent, EventSink, SandboxMode, TurnOutcome};
+use crate::sandbox::{self, redact::redact};
 use crate::store::{SessionFile, Store};
 use crate::tools::fs::write_atomic;
 use std::io::{IsTerminal, Read, Write};
@@ -51,7 +52,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     }
 
     let flags = ConfigFile {
-        sandbox_mode: args.sandbox,
+        sandbox_mode: if args.no_sandbox {
+            Some(SandboxMode::DangerFullAccess)
+        } else {
+            args.sandbox
+        },
         approval_policy: args.approval,
         max_iterations: args.max_iterations,
         ..Default::default()
@@ -63,6 +68,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     session_config.verbose = args.verbose;
     session_config.output_schema = output_schema;
     init_logging(&home);
+    check_sandbox(session_config.sandbox_policy.mode, args.no_sandbox)?;
     let persist = Persist {
         store: Store::new(&home),
         enabled: !args.no_persist,
@@ -108,7 +114,48 @@ fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
     Ok(value)
 }
 
-/// Diagnostics go to `$COGNI_HOME/log/cogni.log`, filtered by RUST_LOG.
+/// Commands run confined, or the user chose otherwise and is told so.
+pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool) -> Result<(), String> {
+    if mode == SandboxMode::DangerFullAccess {
+        eprintln!(
+            "cogni: warning: {}: commands run unconfined, with your permissions and network",
+            if no_sandbox {
+                "--no-sandbox"
+            } else {
+                "sandbox danger-full-access"
+            }
+        );
+        return Ok(());
+    }
+    match sandbox::probe().backend() {
+        Ok(backend) => {
+            tracing::info!(%backend, mode = mode.as_str(), "sandbox");
+            Ok(())
+        }
+        Err(unavailable) => Err(unavailable.to_string()),
+    }
+}
+
+/// The log file, with known secret shapes redacted from every record.
+struct RedactedFile(std::fs::File);
+
+impl Write for RedactedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The formatter writes one whole record per call.
+        match std::str::from_utf8(buf) {
+            Ok(text) => self.0.write_all(redact(text).as_bytes())?,
+            Err(_) => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Diagnostics go to `$COGNI_HOME/log/cogni.log`, filtered by RUST_LOG,
+/// with secrets redacted.
 pub(super) fn init_logging(home: &Path) {
     let dir = home.join("log");
     if std::fs::create_dir_all(&dir).is_err() {
@@ -126,7 +173,7 @@ pub(super) fn init_logging(home: &Path) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(file))
+        .with_writer(std::sync::Mutex::new(RedactedFile(file)))
         .try_init();
 }
 
@@ -212,12 +259,13 @@ fn execute(
                 let final_already_shown = options.stream_live && options.stdout_is_terminal;
                 if !final_already_shown && !turn.final_text.is_empty() {
                     let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out, "{}", turn.final_text.trim_end());
+                    let text = strip_terminal_controls(turn.final_text.trim_end());
+                    let _ = writeln!(out, "{text}");
                     let _ = out.flush();
                 }
             }
             if let Some(path) = &args.output_last_message {
-                if let Err(e) = write_atomic(path, turn.final_text.as_bytes()) {
+                if let Err(e) = write_atomic(path, redact(&turn.final_text).as_bytes()) {
                     eprintln!("cogni: -o {}: {e}", path.display());
                     return exit::TASK_FAILED;
                 }
@@ -248,5 +296,25 @@ fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
         TurnOutcome::InvalidOutput => "the final answer does not match --output-schema".into(),
         TurnOutcome::Interrupted => "interrupted".into(),
         TurnOutcome::BudgetExceeded => "a budget ran out".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_writer_redacts_each_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("log");
+        let mut file = RedactedFile(std::fs::File::create(&path).unwrap());
+        let record = b"INFO request key=sk-abcdefghijklmnopqrstuvwx auth=Bearer abcdefgh12345678\n";
+        assert_eq!(file.write(record).unwrap(), record.len());
+        file.write_all(b"\xff raw bytes pass\n").unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(
+            written,
+            b"INFO request key=[REDACTED] auth=Bearer [REDACTED]\n\xff raw bytes pass\n"
+        );
     }
 }

@@ -8,9 +8,10 @@
 mod agents_md;
 mod keys;
 mod providers;
+mod trust;
 
 use crate::agent::{AuthMode, CompactionConfig, Features, Sampling, SessionConfig};
-use crate::protocol::{ApprovalPolicy, EditTool, SandboxMode, SandboxPolicy};
+use crate::protocol::{ApprovalPolicy, EditTool, ResourceLimits, SandboxMode, SandboxPolicy};
 use crate::provider::model_family::FamilyOverride;
 use crate::tools::env::ShellEnvPolicy;
 use crate::tools::ToolConfig;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 pub use agents_md::load_user_instructions;
 pub use providers::ProviderFile;
+pub use trust::TrustStore;
 
 /// A configuration error: names the problem and where it is.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +38,14 @@ fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
 pub struct SandboxWorkspaceWrite {
     pub network_access: Option<bool>,
     pub writable_roots: Option<Vec<PathBuf>>,
+}
+
+/// `[sandbox]`: resource limits of commands.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SandboxLimitsFile {
+    pub max_processes: Option<u64>,
+    pub max_file_size_bytes: Option<u64>,
+    pub cpu_time_secs: Option<u64>,
 }
 
 /// `[features]`
@@ -94,6 +104,7 @@ pub struct ConfigFile {
     /// Cap on what `@path` mentions attach to one REPL message, in bytes.
     pub max_context_bytes: Option<usize>,
     pub sandbox_workspace_write: Option<SandboxWorkspaceWrite>,
+    pub sandbox: Option<SandboxLimitsFile>,
     pub features: Option<FeaturesFile>,
     pub tools: Option<ToolsFile>,
     pub compaction: Option<CompactionFile>,
@@ -101,6 +112,8 @@ pub struct ConfigFile {
     pub model_providers: BTreeMap<String, ProviderFile>,
     #[serde(default)]
     pub model_families: BTreeMap<String, FamilyOverride>,
+    /// Directories whose own cogni.toml is trusted (user config only).
+    pub trusted_projects: Option<Vec<PathBuf>>,
 }
 
 /// Later `Some` wins.
@@ -209,6 +222,12 @@ impl ConfigFile {
             pick(&mut s.network_access, o.network_access);
             pick(&mut s.writable_roots, o.writable_roots);
         }
+        if let Some(o) = over.sandbox {
+            let s = self.sandbox.get_or_insert_with(Default::default);
+            pick(&mut s.max_processes, o.max_processes);
+            pick(&mut s.max_file_size_bytes, o.max_file_size_bytes);
+            pick(&mut s.cpu_time_secs, o.cpu_time_secs);
+        }
         if let Some(o) = over.features {
             let f = self.features.get_or_insert_with(Default::default);
             pick(&mut f.parallel_tools, o.parallel_tools);
@@ -242,6 +261,7 @@ impl ConfigFile {
             }
         }
         self.model_families.extend(over.model_families);
+        pick(&mut self.trusted_projects, over.trusted_projects);
     }
 
     /// The `COGNI_*` environment layer.
@@ -340,16 +360,27 @@ pub fn load(sources: Sources<'_>) -> Result<Config, ConfigError> {
     if home_file.is_file() {
         merged.merge(ConfigFile::load(&home_file)?);
     }
+    let mut layer_warnings = Vec::new();
     let project_file = sources.cwd.join("cogni.toml");
     if project_file.is_file() {
-        merged.merge(ConfigFile::load(&project_file)?);
+        let mut project = ConfigFile::load(&project_file)?;
+        if !trust::is_trusted(&sources.home, &merged, &sources.cwd)? {
+            let ignored = trust::restrict_untrusted(&mut project, &merged, &sources.cwd);
+            if !ignored.is_empty() {
+                layer_warnings.push(trust::warning(&project_file, &ignored));
+            }
+        }
+        merged.merge(project);
     }
     if let Some(explicit) = &sources.explicit {
         merged.merge(ConfigFile::load(explicit)?);
     }
     merged.merge(ConfigFile::from_env(sources.env)?);
     merged.merge(sources.flags);
-    resolve(merged, &sources.home, &sources.cwd, sources.env)
+    let mut config = resolve(merged, &sources.home, &sources.cwd, sources.env)?;
+    layer_warnings.append(&mut config.warnings);
+    config.warnings = layer_warnings;
+    Ok(config)
 }
 
 /// Turn the merged layers into a validated session config.
@@ -371,7 +402,9 @@ pub fn resolve(
     )?;
 
     let workspace = c.sandbox_workspace_write.unwrap_or_default();
+    let limits = sandbox_limits(c.sandbox.unwrap_or_default())?;
     let sandbox_policy = SandboxPolicy {
+        limits,
         mode: c.sandbox_mode.unwrap_or_default(),
         network_access: workspace.network_access.unwrap_or(false),
         writable_roots: workspace.writable_roots.unwrap_or_default(),
@@ -457,6 +490,24 @@ pub fn resolve(
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(2000),
         max_context_bytes: c.max_context_bytes.unwrap_or(DEFAULT_MAX_CONTEXT_BYTES),
+    })
+}
+
+fn sandbox_limits(s: SandboxLimitsFile) -> Result<ResourceLimits, ConfigError> {
+    for (key, value) in [
+        ("max_processes", s.max_processes),
+        ("max_file_size_bytes", s.max_file_size_bytes),
+        ("cpu_time_secs", s.cpu_time_secs),
+    ] {
+        if value == Some(0) {
+            return err(format!("sandbox.{key} must be at least 1"));
+        }
+    }
+    let defaults = ResourceLimits::default();
+    Ok(ResourceLimits {
+        max_processes: s.max_processes.or(defaults.max_processes),
+        max_file_size_bytes: s.max_file_size_bytes.or(defaults.max_file_size_bytes),
+        cpu_time_secs: s.cpu_time_secs.or(defaults.cpu_time_secs),
     })
 }
 

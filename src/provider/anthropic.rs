@@ -78,14 +78,13 @@
 //! (also `cached_input_tokens`) and `cache_creation_input_tokens` (also
 //! `cache_write_tokens`).
 
-use super::chat_completions::{freeform_parameters, unwrap_freeform_input};
-use super::http::{self, Auth, Endpoint, FrameError, Framing, WireParser, MAX_ERROR_CHARS};
+use super::freeform;
+use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
 use crate::protocol::{
-    Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind, ToolFormat,
-    ToolSpec, Usage,
+    Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolFormat, ToolSpec, Usage,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -113,6 +112,15 @@ pub struct AnthropicMessages {
     endpoint: Arc<Endpoint>,
 }
 
+/// Where Anthropic Messages requests go and how.
+pub(crate) const WIRE: Wire = Wire {
+    path: "/messages",
+    auth: Auth::Header("x-api-key"),
+    headers: &[("anthropic-version", ANTHROPIC_VERSION)],
+    framing: Framing::Sse,
+    hint: None,
+};
+
 impl AnthropicMessages {
     /// A client with random retry jitter. No network I/O happens here.
     pub fn new(info: ProviderInfo) -> Result<Self, ProviderError> {
@@ -122,17 +130,8 @@ impl AnthropicMessages {
     /// A client whose retry jitter comes from `jitter` (tests use a fixed
     /// value to get exact delays).
     pub fn with_jitter(info: ProviderInfo, jitter: Jitter) -> Result<Self, ProviderError> {
-        let endpoint = Endpoint::new(
-            info,
-            "/messages",
-            Auth::Header("x-api-key"),
-            Framing::Sse,
-            &[("anthropic-version", ANTHROPIC_VERSION)],
-            jitter,
-        )?;
-        Ok(AnthropicMessages {
-            endpoint: Arc::new(endpoint),
-        })
+        let endpoint = Arc::new(Endpoint::new(info, WIRE, jitter)?);
+        Ok(AnthropicMessages { endpoint })
     }
 }
 
@@ -142,23 +141,12 @@ impl Provider for AnthropicMessages {
     }
 
     fn stream(&self, request: &ModelRequest<'_>) -> ResponseStream {
-        let body = match build_body(request) {
-            Ok(body) => body,
-            Err(e) => return self.endpoint.encode_error(e),
-        };
-        let freeform: Vec<String> = request
-            .tools
-            .iter()
-            .filter(|t| matches!(t.format, ToolFormat::Freeform { .. }))
-            .map(|t| t.name.clone())
-            .collect();
+        let freeform = freeform::names(request.tools);
         let final_answer = request.output_schema.map(FinalAnswer::for_schema);
-        self.endpoint.stream(
-            body,
-            request.model,
-            Framing::Sse,
-            Box::new(move || Box::new(EventParser::with(freeform.clone(), final_answer))),
-        )
+        self.endpoint
+            .stream(build_body(request), request.model, move || {
+                EventParser::with(freeform.clone(), final_answer)
+            })
     }
 }
 
@@ -420,7 +408,7 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
                 Block::ToolUse {
                     id: &call.id,
                     name: &call.name,
-                    input: tool_input(call),
+                    input: freeform::input_object(call),
                     cache_control: None,
                 },
             ),
@@ -478,24 +466,11 @@ fn reasoning_block(reasoning: &Reasoning, thinking: bool) -> Option<Block<'_>> {
     })
 }
 
-/// A call's arguments as the `input` object the API wants.
-fn tool_input(call: &ToolCall) -> Value {
-    if call.kind == ToolCallKind::Function {
-        if call.arguments.trim().is_empty() {
-            return json!({});
-        }
-        if let Ok(value @ Value::Object(_)) = serde_json::from_str(&call.arguments) {
-            return value;
-        }
-    }
-    json!({ "input": call.arguments })
-}
-
 fn wire_tool(tool: &ToolSpec) -> WireTool<'_> {
     let input_schema = match &tool.format {
         ToolFormat::Function { parameters } => Cow::Borrowed(parameters),
         ToolFormat::Freeform { syntax, definition } => {
-            Cow::Owned(freeform_parameters(syntax, definition))
+            Cow::Owned(freeform::parameters(syntax, definition))
         }
     };
     WireTool {
@@ -736,13 +711,7 @@ impl EventParser {
         if data.is_empty() {
             return Ok(false);
         }
-        let parsed: WireEvent = serde_json::from_str(data).map_err(|e| {
-            FrameError::fatal(format!(
-                "malformed `{}` event ({e}): `{}`",
-                event.event,
-                http::truncate_chars(data, MAX_ERROR_CHARS / 2)
-            ))
-        })?;
+        let parsed: WireEvent = http::parse_frame(data, format_args!("`{}` event", event.event))?;
         match parsed {
             WireEvent::MessageStart { message } => {
                 if let Some(usage) = message.usage {
@@ -942,11 +911,7 @@ impl EventParser {
                 }
                 _ => {
                     called = true;
-                    let (kind, arguments) = if self.freeform.contains(&name) {
-                        (ToolCallKind::Freeform, unwrap_freeform_input(input))
-                    } else {
-                        (ToolCallKind::Function, input)
-                    };
+                    let (kind, arguments) = freeform::call(&self.freeform, &name, input);
                     out.push_back(ResponseEvent::ToolCall(ToolCall {
                         id,
                         name,
@@ -1020,27 +985,11 @@ fn stream_error(error: &WireError) -> FrameError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolOutput;
-    use crate::provider::sse;
-    use futures::StreamExt;
-    use std::time::Duration;
-
-    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-            kind: ToolCallKind::Function,
-        }
-    }
-
-    fn output(id: &str, content: &str, is_error: bool) -> HistoryItem {
-        HistoryItem::tool_output(ToolOutput {
-            call_id: id.into(),
-            content: content.into(),
-            is_error,
-        })
-    }
+    use crate::protocol::ToolCallKind;
+    use crate::provider::test_support::{
+        self, assert_split_anywhere_decodes_alike, call, decode_reads, frame, function_tool,
+        patch_tool, started, tool_output,
+    };
 
     fn reasoning(text: &str, encrypted: Option<&str>, source: &str) -> HistoryItem {
         HistoryItem {
@@ -1054,30 +1003,11 @@ mod tests {
         }
     }
 
-    fn function_tool(name: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: format!("{name} things"),
-            format: ToolFormat::Function {
-                parameters: json!({"type": "object", "properties": {}}),
-            },
-            read_only: true,
-        }
-    }
-
     fn request<'a>(input: &'a [HistoryItem], tools: &'a [ToolSpec]) -> ModelRequest<'a> {
         ModelRequest {
             model: "claude-test",
-            instructions: "Be brief.",
-            input,
-            tools,
-            parallel_tool_calls: true,
-            output_schema: None,
-            temperature: None,
-            max_tokens: None,
-            reasoning_effort: None,
             context_window: 200_000,
-            context_window_is_default: false,
+            ..test_support::request(input, tools)
         }
     }
 
@@ -1149,14 +1079,14 @@ mod tests {
             HistoryItem::text(Role::Assistant, "Looking."),
             HistoryItem::tool_call(call("c1", "read", "{\"p\":1}")),
             HistoryItem::tool_call(call("c2", "list", "")),
-            output("c1", "one", false),
+            tool_output("c1", "one", false),
             HistoryItem::text(Role::User, "also check b"),
-            output("c2", "", true),
+            tool_output("c2", "", true),
             HistoryItem::text(Role::Assistant, ""),
             HistoryItem::tool_call(patch),
             HistoryItem::tool_call(call("c4", "read", "not json")),
-            output("c3", "done", false),
-            output("c4", "bad arguments", true),
+            tool_output("c3", "done", false),
+            tool_output("c4", "bad arguments", true),
             HistoryItem::text(Role::Assistant, "Finished."),
         ];
         let mut body = body_json(&request(&input, &[]));
@@ -1211,7 +1141,7 @@ mod tests {
             reasoning("unsigned", None, "anthropic"),
             reasoning("summary", Some("enc"), "responses"),
             HistoryItem::tool_call(call("t1", "read", "{}")),
-            output("t1", "ok", false),
+            tool_output("t1", "ok", false),
         ];
         let mut req = request(&input, &[]);
         req.reasoning_effort = Some("low");
@@ -1301,7 +1231,7 @@ mod tests {
             HistoryItem::text(Role::User, "second"),
             reasoning("think", Some("sig"), "anthropic"),
             HistoryItem::tool_call(call("a", "read", "{}")),
-            output("a", "result", false),
+            tool_output("a", "result", false),
             HistoryItem::text(Role::User, "and then"),
         ];
         let mut req = request(&input, &tools);
@@ -1361,15 +1291,7 @@ mod tests {
     #[test]
     fn freeform_tools_take_one_string_input() {
         let input = [HistoryItem::text(Role::User, "hi")];
-        let tools = [ToolSpec {
-            name: "apply_patch".into(),
-            description: "Edit files".into(),
-            format: ToolFormat::Freeform {
-                syntax: "lark".into(),
-                definition: "start: patch".into(),
-            },
-            read_only: false,
-        }];
+        let tools = [patch_tool()];
         let body = body_json(&request(&input, &tools));
         let schema = &body["tools"][0]["input_schema"];
         assert_eq!(schema["required"], json!(["input"]));
@@ -1378,20 +1300,13 @@ mod tests {
 
     // --- stream parsing ---------------------------------------------------
 
-    fn frame(data: Value) -> SseEvent {
-        SseEvent {
-            event: data["type"].as_str().unwrap_or("message").to_string(),
-            data: data.to_string(),
-        }
-    }
-
     fn parse_with(
         parser: &mut EventParser,
         frames: &[Value],
     ) -> Result<Vec<ResponseEvent>, FrameError> {
         let mut out = VecDeque::new();
         for data in frames {
-            if parser.on_event(&frame(data.clone()), &mut out)? {
+            if parser.on_event(&frame(data), &mut out)? {
                 break;
             }
         }
@@ -1448,13 +1363,6 @@ mod tests {
 
     fn message_stop() -> Value {
         json!({"type": "message_stop"})
-    }
-
-    fn started(id: &str, name: &str) -> ResponseEvent {
-        ResponseEvent::ToolCallStarted {
-            id: id.into(),
-            name: name.into(),
-        }
     }
 
     fn completed(
@@ -1868,40 +1776,23 @@ mod tests {
         }
     }
 
-    /// Decode `wire` delivered as the given reads, through SSE and the parser.
-    async fn decode_reads(reads: Vec<Vec<u8>>) -> Vec<ResponseEvent> {
-        let bytes = futures::stream::iter(reads.into_iter().map(Ok::<_, std::convert::Infallible>));
-        let mut events = sse::decode(bytes, Duration::from_secs(30));
-        let mut parser = EventParser::new(Vec::new(), None);
-        let mut out = VecDeque::new();
-        while let Some(event) = events.next().await {
-            if parser
-                .on_event(&event.expect("sse"), &mut out)
-                .expect("event")
-            {
-                break;
-            }
-        }
-        out.into_iter().collect()
+    /// What a fresh parser without freeform tools or schema makes of `reads`.
+    async fn decode(reads: Vec<Vec<u8>>) -> Vec<ResponseEvent> {
+        decode_reads(Framing::Sse, EventParser::new(Vec::new(), None), reads).await
     }
 
     #[tokio::test]
     async fn wire_streams_split_at_every_byte_give_identical_events() {
-        for wire in [
-            include_str!("../../tests/fixtures/anthropic/text_cached.txt"),
-            include_str!("../../tests/fixtures/anthropic/thinking_tool_use.txt"),
-        ] {
-            let bytes = wire.as_bytes();
-            let whole = decode_reads(vec![bytes.to_vec()]).await;
-            assert!(
-                matches!(whole.last(), Some(ResponseEvent::Completed { .. })),
-                "{whole:?}"
-            );
-            for at in 0..=bytes.len() {
-                let split = decode_reads(vec![bytes[..at].to_vec(), bytes[at..].to_vec()]).await;
-                assert_eq!(split, whole, "split at byte {at}");
-            }
-        }
+        assert_split_anywhere_decodes_alike(
+            Framing::Sse,
+            || EventParser::new(Vec::new(), None),
+            &[
+                include_str!("../../tests/fixtures/anthropic/text_cached.txt"),
+                include_str!("../../tests/fixtures/anthropic/thinking_tool_use.txt"),
+            ],
+            false,
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -1915,7 +1806,7 @@ mod tests {
         let bytes = wire.as_bytes();
         let smiley = wire.find('😀').expect("smiley");
         for at in [smiley + 1, smiley + 2, smiley + 3] {
-            let events = decode_reads(vec![bytes[..at].to_vec(), bytes[at..].to_vec()]).await;
+            let events = decode(vec![bytes[..at].to_vec(), bytes[at..].to_vec()]).await;
             assert_eq!(
                 events[0],
                 ResponseEvent::TextDelta("ü→😀".into()),
@@ -1923,7 +1814,7 @@ mod tests {
             );
         }
         // One byte per read.
-        let events = decode_reads(bytes.iter().map(|b| vec![*b]).collect()).await;
+        let events = decode(bytes.iter().map(|b| vec![*b]).collect()).await;
         assert_eq!(events[0], ResponseEvent::TextDelta("ü→😀".into()));
     }
 

@@ -15,7 +15,8 @@
 //! `max_retries = 0` it is the failure itself. Error texts never contain the
 //! API key.
 
-use super::http::{self, Auth, Endpoint, FrameError, Framing, WireParser, MAX_ERROR_CHARS};
+use super::freeform;
+use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
@@ -33,6 +34,15 @@ pub struct ChatCompletions {
     endpoint: Arc<Endpoint>,
 }
 
+/// Where Chat Completions requests go and how.
+pub(crate) const WIRE: Wire = Wire {
+    path: "/chat/completions",
+    auth: Auth::Bearer,
+    headers: &[],
+    framing: Framing::Sse,
+    hint: None,
+};
+
 impl ChatCompletions {
     /// A client with random retry jitter. No network I/O happens here.
     pub fn new(info: ProviderInfo) -> Result<Self, ProviderError> {
@@ -42,17 +52,8 @@ impl ChatCompletions {
     /// A client whose retry jitter comes from `jitter` (tests use a fixed
     /// value to get exact delays).
     pub fn with_jitter(info: ProviderInfo, jitter: Jitter) -> Result<Self, ProviderError> {
-        let endpoint = Endpoint::new(
-            info,
-            "/chat/completions",
-            Auth::Bearer,
-            Framing::Sse,
-            &[],
-            jitter,
-        )?;
-        Ok(ChatCompletions {
-            endpoint: Arc::new(endpoint),
-        })
+        let endpoint = Arc::new(Endpoint::new(info, WIRE, jitter)?);
+        Ok(ChatCompletions { endpoint })
     }
 }
 
@@ -62,21 +63,11 @@ impl Provider for ChatCompletions {
     }
 
     fn stream(&self, request: &ModelRequest<'_>) -> ResponseStream {
-        let body = match build_body(self.endpoint.id(), request) {
-            Ok(body) => body,
-            Err(e) => return self.endpoint.encode_error(e),
-        };
-        let freeform: Vec<String> = request
-            .tools
-            .iter()
-            .filter(|t| matches!(t.format, ToolFormat::Freeform { .. }))
-            .map(|t| t.name.clone())
-            .collect();
+        let freeform = freeform::names(request.tools);
         self.endpoint.stream(
-            body,
+            build_body(self.endpoint.id(), request),
             request.model,
-            Framing::Sse,
-            Box::new(move || Box::new(ChunkParser::new(freeform.clone()))),
+            move || ChunkParser::new(freeform.clone()),
         )
     }
 }
@@ -261,7 +252,7 @@ pub(crate) fn wire_tool(tool: &ToolSpec) -> WireTool<'_> {
     let parameters = match &tool.format {
         ToolFormat::Function { parameters } => Cow::Borrowed(parameters),
         ToolFormat::Freeform { syntax, definition } => {
-            Cow::Owned(freeform_parameters(syntax, definition))
+            Cow::Owned(freeform::parameters(syntax, definition))
         }
     };
     WireTool {
@@ -398,16 +389,9 @@ impl ChunkParser {
             });
             return Ok(true);
         }
-        let chunk: WireChunk = serde_json::from_str(data).map_err(|e| {
-            FrameError::fatal(format!(
-                "malformed chunk ({e}): `{}`",
-                http::truncate_chars(data, MAX_ERROR_CHARS / 2)
-            ))
-        })?;
+        let chunk: WireChunk = http::parse_frame(data, "chunk")?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            let message = http::json_error_message(&json!({ "error": error }))
-                .unwrap_or_else(|| error.to_string());
-            return Err(mid_stream_error(&error.to_string(), &message));
+            return Err(mid_stream_error(&error.to_string(), &error_message(error)));
         }
         if event.event == "error" {
             return Err(mid_stream_error(data, data));
@@ -538,29 +522,16 @@ impl ChunkParser {
         }
         for (n, mut call) in calls.into_iter().enumerate() {
             if call.id.is_empty() {
-                call.id = format!("call_{}_{n}", http::unique_suffix());
+                call.id = format!("{}_{n}", http::made_up_call_id());
             }
-            if !call.started {
-                out.push_back(ResponseEvent::ToolCallStarted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                });
-            }
-            let kind = if self.freeform.contains(&call.name) {
-                ToolCallKind::Freeform
-            } else {
-                ToolCallKind::Function
-            };
-            let arguments = match kind {
-                ToolCallKind::Freeform => unwrap_freeform_input(call.arguments),
-                ToolCallKind::Function => call.arguments,
-            };
-            out.push_back(ResponseEvent::ToolCall(ToolCall {
+            let (kind, arguments) = freeform::call(&self.freeform, &call.name, call.arguments);
+            let made = ToolCall {
                 id: call.id,
                 name: call.name,
                 arguments,
                 kind,
-            }));
+            };
+            http::push_call(out, made, call.started);
         }
         self.stop = Some(stop);
     }
@@ -580,8 +551,16 @@ impl WireParser for ChunkParser {
     }
 }
 
+/// The message of an `error` payload in the stream (a string, or an object
+/// with a `message`), else the payload as JSON.
+pub(crate) fn error_message(error: &Value) -> String {
+    http::json_error_message(&json!({ "error": error })).unwrap_or_else(|| error.to_string())
+}
+
 /// An error the server reported inside the stream: retryable when it says
-/// the server is overloaded, busy or failed, fatal otherwise.
+/// the server is overloaded, busy or failed, fatal otherwise. OpenAI-style
+/// servers (vLLM, OpenRouter, LiteLLM, Ollama) name the failure in free
+/// text, so `raw` is searched for the words they use.
 pub(crate) fn mid_stream_error(raw: &str, message: &str) -> FrameError {
     let text = format!(
         "the server reported an error mid-stream: {}",
@@ -606,97 +585,13 @@ pub(crate) fn mid_stream_error(raw: &str, message: &str) -> FrameError {
     }
 }
 
-/// The JSON schema a freeform tool is offered with where the wire API only
-/// knows JSON tools: one string property, `input`.
-pub(crate) fn freeform_parameters(syntax: &str, definition: &str) -> Value {
-    let mut about = format!("The raw {syntax} text.");
-    if !definition.is_empty() {
-        about.push_str(" Definition:\n");
-        about.push_str(definition);
-    }
-    json!({
-        "type": "object",
-        "properties": {"input": {"type": "string", "description": about}},
-        "required": ["input"],
-        "additionalProperties": false,
-    })
-}
-
-/// `{"input": "..."}` becomes the bare text; anything else is kept as sent.
-pub(crate) fn unwrap_freeform_input(arguments: String) -> String {
-    #[derive(Deserialize)]
-    struct Input {
-        input: String,
-    }
-    match serde_json::from_str::<Input>(&arguments) {
-        Ok(input) => input.input,
-        Err(_) => arguments,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolOutput;
-    use crate::provider::sse;
-    use futures::StreamExt;
-    use std::time::Duration;
-
-    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-            kind: ToolCallKind::Function,
-        }
-    }
-
-    fn output(id: &str, content: &str) -> HistoryItem {
-        HistoryItem::tool_output(ToolOutput {
-            call_id: id.into(),
-            content: content.into(),
-            is_error: false,
-        })
-    }
-
-    fn function_tool(name: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: format!("{name} things"),
-            format: ToolFormat::Function {
-                parameters: json!({"type": "object", "properties": {}}),
-            },
-            read_only: true,
-        }
-    }
-
-    fn patch_tool() -> ToolSpec {
-        ToolSpec {
-            name: "apply_patch".into(),
-            description: "Edit files".into(),
-            format: ToolFormat::Freeform {
-                syntax: "lark".into(),
-                definition: "start: patch".into(),
-            },
-            read_only: false,
-        }
-    }
-
-    fn request<'a>(input: &'a [HistoryItem], tools: &'a [ToolSpec]) -> ModelRequest<'a> {
-        ModelRequest {
-            model: "m1",
-            instructions: "Be brief.",
-            input,
-            tools,
-            parallel_tool_calls: true,
-            output_schema: None,
-            temperature: None,
-            max_tokens: None,
-            reasoning_effort: None,
-            context_window: 128_000,
-            context_window_is_default: false,
-        }
-    }
+    use crate::provider::test_support::{
+        assert_split_anywhere_decodes_alike, call, function_tool, output, patch_tool, request,
+        started,
+    };
 
     fn body_json(provider: &str, request: &ModelRequest<'_>) -> Value {
         serde_json::from_slice(&build_body(provider, request).expect("encode")).expect("json")
@@ -856,13 +751,6 @@ mod tests {
             usage: None,
             stop_reason: stop,
             incomplete_tool_call: None,
-        }
-    }
-
-    fn started(id: &str, name: &str) -> ResponseEvent {
-        ResponseEvent::ToolCallStarted {
-            id: id.into(),
-            name: name.into(),
         }
     }
 
@@ -1110,40 +998,18 @@ mod tests {
         assert!(err.contains(r#"{"choices":[{"delta":"#), "{err}");
     }
 
-    /// Decode `wire` delivered as the given reads, through SSE and the parser.
-    async fn decode_reads(reads: Vec<Vec<u8>>) -> Vec<ResponseEvent> {
-        let bytes = futures::stream::iter(reads.into_iter().map(Ok::<_, std::convert::Infallible>));
-        let mut events = sse::decode(bytes, Duration::from_secs(30));
-        let mut parser = ChunkParser::new(Vec::new());
-        let mut out = VecDeque::new();
-        while let Some(event) = events.next().await {
-            if parser
-                .on_event(&event.expect("sse"), &mut out)
-                .expect("chunk")
-            {
-                break;
-            }
-        }
-        out.into_iter().collect()
-    }
-
     #[tokio::test]
     async fn wire_captures_split_at_every_byte_give_identical_events() {
-        for wire in [
-            include_str!("../../tests/fixtures/sse/openai_usage.txt"),
-            include_str!("../../tests/fixtures/sse/openrouter.txt"),
-        ] {
-            let bytes = wire.as_bytes();
-            let whole = decode_reads(vec![bytes.to_vec()]).await;
-            assert!(
-                matches!(whole.last(), Some(ResponseEvent::Completed { .. })),
-                "{whole:?}"
-            );
-            for at in 0..=bytes.len() {
-                let split = decode_reads(vec![bytes[..at].to_vec(), bytes[at..].to_vec()]).await;
-                assert_eq!(split, whole, "split at byte {at}");
-            }
-        }
+        assert_split_anywhere_decodes_alike(
+            Framing::Sse,
+            || ChunkParser::new(Vec::new()),
+            &[
+                include_str!("../../tests/fixtures/sse/openai_usage.txt"),
+                include_str!("../../tests/fixtures/sse/openrouter.txt"),
+            ],
+            false,
+        )
+        .await;
     }
 
     #[test]

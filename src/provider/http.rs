@@ -16,17 +16,20 @@
 //! the size cap. When retries run out the error is
 //! [`ProviderError::RetriesExhausted`]. Error texts never contain the key.
 //!
-//! A wire API may add advice to every error of its endpoint
-//! ([`Endpoint::with_error_hint`]) and make one-off JSON requests to the
-//! same server, e.g. to list models ([`Endpoint::request_json`]).
+//! A wire API describes its endpoint once, as a [`Wire`] (path, auth,
+//! headers, framing, and advice added to every error), and may make
+//! one-off JSON requests to the same server, e.g. to list models
+//! ([`Endpoint::request_json`]).
 
 use super::ndjson;
 use super::retry::{self, Backoff, Jitter};
 use super::sse::{self, SseError, SseEvent};
 use super::{ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
+use crate::protocol::ToolCall;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -112,13 +115,41 @@ pub trait WireParser: Send {
     fn terminal(&self) -> &'static str;
 }
 
+/// The frame's data (trimmed, not empty) as `T`; a frame that is not a
+/// `T` is a fatal error naming `what` it should have been and quoting the
+/// start of the data.
+pub(crate) fn parse_frame<T: DeserializeOwned>(
+    data: &str,
+    what: impl std::fmt::Display,
+) -> Result<T, FrameError> {
+    serde_json::from_str(data).map_err(|e| {
+        FrameError::fatal(format!(
+            "malformed {what} ({e}): `{}`",
+            truncate_chars(data, MAX_ERROR_CHARS / 2)
+        ))
+    })
+}
+
 /// Makes a fresh parser for each attempt.
-pub type ParserFactory = Box<dyn Fn() -> Box<dyn WireParser> + Send>;
+type ParserFactory = Box<dyn Fn() -> Box<dyn WireParser> + Send>;
 
 /// Adds advice to an error before it leaves the endpoint (e.g. "start
 /// `ollama serve`"). Runs once on every failure, retried or not, before the
 /// key is scrubbed.
 pub type ErrorHint = fn(&mut ProviderError);
+
+/// How a wire API talks to its server.
+#[derive(Clone, Copy)]
+pub struct Wire {
+    /// Appended to `base_url` (e.g. `/chat/completions`).
+    pub path: &'static str,
+    pub auth: Auth,
+    /// Headers every request carries (e.g. `anthropic-version`).
+    pub headers: &'static [(&'static str, &'static str)],
+    pub framing: Framing,
+    /// Advice added to every error of the endpoint.
+    pub hint: Option<ErrorHint>,
+}
 
 /// One provider endpoint: everything each request needs.
 pub struct Endpoint {
@@ -126,6 +157,7 @@ pub struct Endpoint {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
+    framing: Framing,
     backoff: Backoff,
     hint: Option<ErrorHint>,
     token: Option<TokenCommand>,
@@ -198,24 +230,17 @@ impl TokenCommand {
 }
 
 impl Endpoint {
-    /// An endpoint for `{base_url}{path}`. No network I/O happens here.
-    pub fn new(
-        info: ProviderInfo,
-        path: &str,
-        auth: Auth,
-        framing: Framing,
-        extra_headers: &[(&'static str, &str)],
-        jitter: Jitter,
-    ) -> Result<Self, ProviderError> {
+    /// An endpoint for `{base_url}{wire.path}`. No network I/O happens here.
+    pub fn new(info: ProviderInfo, wire: Wire, jitter: Jitter) -> Result<Self, ProviderError> {
         let config_error = |message: String| ProviderError::Other {
             provider: info.id.clone(),
             message,
         };
-        let url = endpoint_url(&info, path)?;
+        let url = endpoint_url(&info, wire.path)?;
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let accept = match framing {
+        let accept = match wire.framing {
             Framing::Sse => "text/event-stream",
             Framing::Ndjson => "application/x-ndjson",
         };
@@ -228,14 +253,14 @@ impl Endpoint {
             None => None,
         };
         if let Some(key) = info.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let (name, text) = match (key_header, auth) {
+            let (name, text) = match (key_header, wire.auth) {
                 (Some(name), _) => (name, key.to_string()),
                 (None, Auth::Bearer) => (AUTHORIZATION, format!("Bearer {key}")),
                 (None, Auth::Header(name)) => (HeaderName::from_static(name), key.to_string()),
             };
             headers.insert(name, sensitive(&text).map_err(config_error)?);
         }
-        for (name, value) in extra_headers {
+        for (name, value) in wire.headers {
             let value = HeaderValue::from_str(value)
                 .map_err(|_| config_error(format!("invalid value for HTTP header `{name}`")))?;
             headers.insert(HeaderName::from_static(name), value);
@@ -270,9 +295,10 @@ impl Endpoint {
             client,
             url,
             headers,
+            framing: wire.framing,
             backoff,
             token,
-            hint: None,
+            hint: wire.hint,
         })
     }
 
@@ -285,12 +311,6 @@ impl Endpoint {
             headers.insert(AUTHORIZATION, value);
         }
         Ok(headers)
-    }
-
-    /// Add `hint`'s advice to every error this endpoint reports.
-    pub fn with_error_hint(mut self, hint: ErrorHint) -> Self {
-        self.hint = Some(hint);
-        self
     }
 
     pub fn id(&self) -> &str {
@@ -381,24 +401,29 @@ impl Endpoint {
         Box::pin(futures::stream::once(async move { Err(err) }))
     }
 
-    /// POST `body` and stream the response through a parser from `parser`.
-    pub fn stream(
+    /// POST `body` and stream the response through a fresh parser from
+    /// `parser` for each attempt. A body that could not be encoded is the
+    /// stream's only item.
+    pub fn stream<P: WireParser + 'static>(
         self: &Arc<Self>,
-        body: Vec<u8>,
+        body: serde_json::Result<Vec<u8>>,
         model: &str,
-        framing: Framing,
-        parser: ParserFactory,
+        parser: impl Fn() -> P + Send + 'static,
     ) -> ResponseStream {
+        let body = match body {
+            Ok(body) => body,
+            Err(e) => return self.encode_error(e),
+        };
+        let make_parser: ParserFactory = Box::new(move || Box::new(parser()));
         let driver = Driver {
             endpoint: Arc::clone(self),
             body,
             model: model.to_string(),
-            framing,
             attempt: 0,
             phase: Phase::Connect,
             pending: VecDeque::new(),
-            parser: parser(),
-            make_parser: parser,
+            parser: make_parser(),
+            make_parser,
             received: 0,
         };
         Box::pin(futures::stream::unfold(driver, |mut driver| async move {
@@ -469,7 +494,6 @@ struct Driver {
     endpoint: Arc<Endpoint>,
     body: Vec<u8>,
     model: String,
-    framing: Framing,
     /// Attempts started so far.
     attempt: u32,
     phase: Phase,
@@ -501,7 +525,7 @@ impl Driver {
                     self.attempt += 1;
                     self.parser = (self.make_parser)();
                     self.received = 0;
-                    match connect(&self.endpoint, &self.body, &self.model, self.framing).await {
+                    match connect(&self.endpoint, &self.body, &self.model).await {
                         Ok(frames) => self.phase = Phase::Streaming(frames),
                         Err(failure) => return Some(self.fail(failure)),
                     }
@@ -636,13 +660,9 @@ impl Driver {
 
 /// Send the request; `Ok` once a 2xx status with a body of the expected
 /// kind arrived.
-async fn connect(
-    endpoint: &Endpoint,
-    body: &[u8],
-    model: &str,
-    framing: Framing,
-) -> Result<Frames, Failure> {
+async fn connect(endpoint: &Endpoint, body: &[u8], model: &str) -> Result<Frames, Failure> {
     let info = &endpoint.info;
+    let framing = endpoint.framing;
     let idle = info.stream_idle_timeout;
     let headers = endpoint.request_headers().await.map_err(Failure::fatal)?;
     let request = endpoint
@@ -864,9 +884,26 @@ pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
     }
 }
 
+/// Queue a complete tool call, announced with `ToolCallStarted` first
+/// unless it already was.
+pub(crate) fn push_call(out: &mut VecDeque<ResponseEvent>, call: ToolCall, announced: bool) {
+    if !announced {
+        out.push_back(ResponseEvent::ToolCallStarted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+    }
+    out.push_back(ResponseEvent::ToolCall(call));
+}
+
+/// An id for a tool call the server sent without one.
+pub(crate) fn made_up_call_id() -> String {
+    format!("call_{}", unique_suffix())
+}
+
 /// A unique text for ids the server did not send: the clock (so ids from
 /// another run of the program differ) and a counter (so ids in this run do).
-pub(crate) fn unique_suffix() -> String {
+fn unique_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let millis = std::time::SystemTime::now()

@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod chat_completions;
+mod freeform;
 pub mod http;
 pub mod model_family;
 pub mod models;
@@ -15,6 +16,8 @@ pub mod responses;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use crate::protocol::{HistoryItem, Reasoning, StopReason, ToolCall, ToolSpec, Usage};
 use futures::stream::BoxStream;

@@ -1,9 +1,8 @@
 //! Which models a provider serves, where its API offers a list.
 
-use super::anthropic;
-use super::http::{Auth, Endpoint, Framing};
+use super::http::{Endpoint, Wire};
 use super::retry::Jitter;
-use super::{ollama, ProviderError, ProviderInfo, WireApi};
+use super::{anthropic, chat_completions, ollama, responses, ProviderError, ProviderInfo, WireApi};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -12,23 +11,19 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The provider's model ids, sorted.
 pub async fn list_models(info: &ProviderInfo) -> Result<Vec<String>, ProviderError> {
-    let (auth, extra): (Auth, &[(&'static str, &str)]) = match info.wire_api {
+    // The API's own endpoint settings (auth, headers), at `/models`.
+    let wire = match info.wire_api {
         WireApi::Scripted => return Ok(vec!["scripted".to_string()]),
         WireApi::Ollama => return ollama::list_models(info).await,
-        WireApi::Chat | WireApi::Responses => (Auth::Bearer, &[]),
-        WireApi::Anthropic => (
-            Auth::Header("x-api-key"),
-            &[("anthropic-version", anthropic::ANTHROPIC_VERSION)],
-        ),
+        WireApi::Chat => chat_completions::WIRE,
+        WireApi::Responses => responses::WIRE,
+        WireApi::Anthropic => anthropic::WIRE,
     };
-    let endpoint = Endpoint::new(
-        info.clone(),
-        "/models",
-        auth,
-        Framing::Sse,
-        extra,
-        Jitter::random(),
-    )?;
+    let wire = Wire {
+        path: "/models",
+        ..wire
+    };
+    let endpoint = Endpoint::new(info.clone(), wire, Jitter::random())?;
     let answer = endpoint
         .request_json(reqwest::Method::GET, "/models", None, "", LIST_TIMEOUT)
         .await?;

@@ -42,13 +42,12 @@
 //! `ollama pull <model>`.
 
 use super::chat_completions::{self, WireTool};
-use super::http::{self, Auth, Endpoint, FrameError, Framing, ParserFactory, WireParser};
+use super::freeform;
+use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
-use crate::protocol::{
-    Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind, ToolFormat, Usage,
-};
+use crate::protocol::{Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, Usage};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -74,6 +73,15 @@ pub struct Ollama {
     windows: Arc<WindowCache>,
 }
 
+/// Where Ollama requests go and how.
+const WIRE: Wire = Wire {
+    path: "/api/chat",
+    auth: Auth::Bearer,
+    headers: &[],
+    framing: Framing::Ndjson,
+    hint: Some(advise),
+};
+
 impl Ollama {
     /// A client with random retry jitter. No network I/O happens here.
     pub fn new(info: ProviderInfo) -> Result<Self, ProviderError> {
@@ -83,17 +91,9 @@ impl Ollama {
     /// A client whose retry jitter comes from `jitter` (tests use a fixed
     /// value to get exact delays).
     pub fn with_jitter(info: ProviderInfo, jitter: Jitter) -> Result<Self, ProviderError> {
-        let endpoint = Endpoint::new(
-            info,
-            "/api/chat",
-            Auth::Bearer,
-            Framing::Ndjson,
-            &[],
-            jitter,
-        )?
-        .with_error_hint(advise);
+        let endpoint = Arc::new(Endpoint::new(info, WIRE, jitter)?);
         Ok(Ollama {
-            endpoint: Arc::new(endpoint),
+            endpoint,
             windows: Arc::new(Mutex::new(HashMap::new())),
         })
     }
@@ -105,28 +105,22 @@ impl Provider for Ollama {
     }
 
     fn stream(&self, request: &ModelRequest<'_>) -> ResponseStream {
-        let body = match build_body(request) {
+        let freeform = freeform::names(request.tools);
+        let parser = move || LineParser::new(freeform.clone());
+        let body = build_body(request);
+        if !request.context_window_is_default {
+            return self.endpoint.stream(body, request.model, parser);
+        }
+        let body = match body {
             Ok(body) => body,
             Err(e) => return self.endpoint.encode_error(e),
         };
-        let freeform: Vec<String> = request
-            .tools
-            .iter()
-            .filter(|t| matches!(t.format, ToolFormat::Freeform { .. }))
-            .map(|t| t.name.clone())
-            .collect();
-        let parser: ParserFactory = Box::new(move || Box::new(LineParser::new(freeform.clone())));
-        if !request.context_window_is_default {
-            return self
-                .endpoint
-                .stream(body, request.model, Framing::Ndjson, parser);
-        }
         let endpoint = Arc::clone(&self.endpoint);
         let windows = Arc::clone(&self.windows);
         let model = request.model.to_string();
         let start = async move {
             let Some(window) = context_window(&endpoint, &windows, &model).await else {
-                return endpoint.stream(body, &model, Framing::Ndjson, parser);
+                return endpoint.stream(Ok(body), &model, parser);
             };
             let body = match with_num_ctx(&body, window) {
                 Ok(body) => body,
@@ -135,7 +129,7 @@ impl Provider for Ollama {
             let info = ResponseEvent::ModelInfo {
                 context_window: window,
             };
-            let rest = endpoint.stream(body, &model, Framing::Ndjson, parser);
+            let rest = endpoint.stream(Ok(body), &model, parser);
             Box::pin(futures::stream::once(async move { Ok(info) }).chain(rest)) as ResponseStream
         };
         Box::pin(futures::stream::once(start).flatten())
@@ -442,7 +436,7 @@ fn build_messages<'a>(instructions: &'a str, input: &'a [HistoryItem]) -> Vec<Me
                 messages[at].tool_calls.push(WireCallOut {
                     function: WireFunctionOut {
                         name: &call.name,
-                        arguments: call_arguments(call),
+                        arguments: freeform::input_object(call),
                     },
                 });
                 open = Some(at);
@@ -456,20 +450,6 @@ fn build_messages<'a>(instructions: &'a str, input: &'a [HistoryItem]) -> Vec<Me
         }
     }
     messages
-}
-
-/// A call's arguments as the JSON object Ollama wants: function arguments
-/// as they are; freeform text, and text that is not an object, as `input`.
-fn call_arguments(call: &ToolCall) -> Value {
-    if call.kind == ToolCallKind::Function {
-        if call.arguments.trim().is_empty() {
-            return json!({});
-        }
-        if let Ok(object @ Value::Object(_)) = serde_json::from_str(&call.arguments) {
-            return object;
-        }
-    }
-    json!({ "input": call.arguments })
 }
 
 // ---------------------------------------------------------------------------
@@ -548,15 +528,9 @@ impl LineParser {
         if data.is_empty() {
             return Ok(false);
         }
-        let line: WireLine = serde_json::from_str(data).map_err(|e| {
-            FrameError::fatal(format!(
-                "malformed line ({e}): `{}`",
-                http::truncate_chars(data, http::MAX_ERROR_CHARS / 2)
-            ))
-        })?;
+        let line: WireLine = http::parse_frame(data, "line")?;
         if let Some(error) = line.error.filter(|e| !e.is_null()) {
-            let message = http::json_error_message(&json!({ "error": error }))
-                .unwrap_or_else(|| error.to_string());
+            let message = chat_completions::error_message(&error);
             return Err(chat_completions::mid_stream_error(&message, &message));
         }
         if let Some(message) = line.message {
@@ -600,7 +574,7 @@ impl LineParser {
     fn on_call(&mut self, call: WireCallIn, out: &mut VecDeque<ResponseEvent>) {
         let id = match call.id.filter(|id| !id.is_empty()) {
             Some(id) => id,
-            None => format!("call_{}", http::unique_suffix()),
+            None => http::made_up_call_id(),
         };
         let name = call.function.name;
         let arguments = match call.function.arguments {
@@ -608,25 +582,15 @@ impl LineParser {
             Value::String(text) => text,
             other => other.to_string(),
         };
-        let (kind, arguments) = if self.freeform.contains(&name) {
-            (
-                ToolCallKind::Freeform,
-                chat_completions::unwrap_freeform_input(arguments),
-            )
-        } else {
-            (ToolCallKind::Function, arguments)
-        };
+        let (kind, arguments) = freeform::call(&self.freeform, &name, arguments);
         self.calls += 1;
-        out.push_back(ResponseEvent::ToolCallStarted {
-            id: id.clone(),
-            name: name.clone(),
-        });
-        out.push_back(ResponseEvent::ToolCall(ToolCall {
+        let call = ToolCall {
             id,
             name,
             arguments,
             kind,
-        }));
+        };
+        http::push_call(out, call, false);
     }
 
     /// Emit the thinking collected so far, if any, as one reasoning item.
@@ -660,25 +624,11 @@ impl WireParser for LineParser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{MessageTag, ToolOutput, ToolSpec};
-    use crate::provider::ndjson;
-
-    fn call(id: &str, name: &str, arguments: &str, kind: ToolCallKind) -> HistoryItem {
-        HistoryItem::tool_call(ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-            kind,
-        })
-    }
-
-    fn output(id: &str, content: &str) -> HistoryItem {
-        HistoryItem::tool_output(ToolOutput {
-            call_id: id.into(),
-            content: content.into(),
-            is_error: false,
-        })
-    }
+    use crate::protocol::{MessageTag, ToolCallKind, ToolFormat, ToolSpec};
+    use crate::provider::test_support::{
+        self, assert_split_anywhere_decodes_alike, call, decode_reads, output, patch_tool,
+        tool_call,
+    };
 
     fn reasoning(text: &str, source: &str) -> HistoryItem {
         HistoryItem {
@@ -696,15 +646,8 @@ mod tests {
         ModelRequest {
             model: "qwen2.5-coder:7b",
             instructions: "You are a coding agent.",
-            input,
-            tools,
-            parallel_tool_calls: true,
-            output_schema: None,
-            temperature: None,
-            max_tokens: None,
-            reasoning_effort: None,
             context_window: 32_768,
-            context_window_is_default: false,
+            ..test_support::request(input, tools)
         }
     }
 
@@ -727,15 +670,7 @@ mod tests {
                 },
                 read_only: true,
             },
-            ToolSpec {
-                name: "apply_patch".into(),
-                description: "Edit files".into(),
-                format: ToolFormat::Freeform {
-                    syntax: "lark".into(),
-                    definition: "start: patch".into(),
-                },
-                read_only: false,
-            },
+            patch_tool(),
         ];
         let input = [
             HistoryItem::tagged(
@@ -747,19 +682,14 @@ mod tests {
             reasoning("I should read the file first.", SOURCE),
             reasoning("another API's thinking", "anthropic"),
             HistoryItem::text(Role::Assistant, "Reading it."),
-            call(
-                "call_1",
-                "read_file",
-                "{\"path\":\"src/lib.rs\"}",
-                ToolCallKind::Function,
-            ),
+            HistoryItem::tool_call(call("call_1", "read_file", "{\"path\":\"src/lib.rs\"}")),
             output("call_1", "pub fn add(a: i32, b: i32) -> i32 { a - b }"),
-            call(
+            HistoryItem::tool_call(tool_call(
                 "call_2",
                 "apply_patch",
                 "*** Begin Patch\n*** End Patch\n",
                 ToolCallKind::Freeform,
-            ),
+            )),
             output("call_2", "Done!"),
             HistoryItem::text(Role::Assistant, "Fixed."),
             HistoryItem::text(Role::User, "Summarise as JSON."),
@@ -827,19 +757,19 @@ mod tests {
         let input = [
             HistoryItem::text(Role::User, "go"),
             // Calls without text open their own assistant message.
-            call("a", "list_dir", "{}", ToolCallKind::Function),
-            call("b", "shell", "", ToolCallKind::Function),
+            HistoryItem::tool_call(call("a", "list_dir", "{}")),
+            HistoryItem::tool_call(call("b", "shell", "")),
             output("a", "src"),
             output("b", "ok"),
             // Arguments that are not a JSON object travel as `input`.
-            call("c", "shell", "[\"ls\"]", ToolCallKind::Function),
+            HistoryItem::tool_call(call("c", "shell", "[\"ls\"]")),
             output("c", "x"),
             output("orphan", "who called me?"),
             HistoryItem::text(Role::Assistant, "one"),
             HistoryItem::text(Role::Assistant, "two"),
             // Reasoning after text starts a new assistant message.
             reasoning("hmm", SOURCE),
-            call("d", "shell", "{\"a\":1}", ToolCallKind::Function),
+            HistoryItem::tool_call(call("d", "shell", "{\"a\":1}")),
             output("d", "done"),
             HistoryItem::text(Role::Tool, "tool text is a user message"),
         ];
@@ -1195,63 +1125,20 @@ mod tests {
         }
     }
 
-    /// Decode `reads` through the NDJSON decoder and the parser; ids the
-    /// server did not send are replaced by `<made-up>`.
-    async fn decode_reads(reads: Vec<Vec<u8>>, wire: &str) -> Vec<ResponseEvent> {
-        let bytes = futures::stream::iter(reads.into_iter().map(Ok::<_, std::convert::Infallible>));
-        let mut lines = ndjson::decode(bytes, Duration::from_secs(30));
-        let mut parser = LineParser::new(Vec::new());
-        let mut out = VecDeque::new();
-        while let Some(line) = lines.next().await {
-            if parser
-                .on_frame(&line.expect("line"), &mut out)
-                .expect("frame")
-            {
-                break;
-            }
-        }
-        let stable = |id: String| {
-            if wire.contains(&id) {
-                id
-            } else {
-                "<made-up>".to_string()
-            }
-        };
-        out.into_iter()
-            .map(|event| match event {
-                ResponseEvent::ToolCallStarted { id, name } => ResponseEvent::ToolCallStarted {
-                    id: stable(id),
-                    name,
-                },
-                ResponseEvent::ToolCall(mut call) => {
-                    call.id = stable(call.id);
-                    ResponseEvent::ToolCall(call)
-                }
-                other => other,
-            })
-            .collect()
-    }
-
     #[tokio::test]
     async fn captures_split_at_every_byte_give_identical_events() {
-        for wire in [
-            include_str!("../../tests/fixtures/ollama/text_llama.ndjson"),
-            include_str!("../../tests/fixtures/ollama/tool_calls_qwen.ndjson"),
-            include_str!("../../tests/fixtures/ollama/thinking_tool_call_qwen3.ndjson"),
-            include_str!("../../tests/fixtures/ollama/length_gpt_oss.ndjson"),
-        ] {
-            let bytes = wire.as_bytes();
-            let whole = decode_reads(vec![bytes.to_vec()], wire).await;
-            assert!(
-                matches!(whole.last(), Some(ResponseEvent::Completed { .. })),
-                "{whole:?}"
-            );
-            for at in 0..=bytes.len() {
-                let split =
-                    decode_reads(vec![bytes[..at].to_vec(), bytes[at..].to_vec()], wire).await;
-                assert_eq!(split, whole, "split at byte {at}");
-            }
-        }
+        assert_split_anywhere_decodes_alike(
+            Framing::Ndjson,
+            || LineParser::new(Vec::new()),
+            &[
+                include_str!("../../tests/fixtures/ollama/text_llama.ndjson"),
+                include_str!("../../tests/fixtures/ollama/tool_calls_qwen.ndjson"),
+                include_str!("../../tests/fixtures/ollama/thinking_tool_call_qwen3.ndjson"),
+                include_str!("../../tests/fixtures/ollama/length_gpt_oss.ndjson"),
+            ],
+            true,
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -1266,7 +1153,7 @@ mod tests {
             bytes[i + 1..crab + 2].to_vec(),
             bytes[crab + 2..].to_vec(),
         ];
-        let events = decode_reads(reads, &wire).await;
+        let events = decode_reads(Framing::Ndjson, LineParser::new(Vec::new()), reads).await;
         assert_eq!(events[0], ResponseEvent::TextDelta("naïve 🦀".into()));
     }
 

@@ -14,7 +14,7 @@
 //! overloaded, [`ProviderError::ContextOverflow`] when it says the input is
 //! longer than the context window, fatal otherwise.
 
-use super::http::{self, Auth, Endpoint, FrameError, Framing, WireParser, MAX_ERROR_CHARS};
+use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
@@ -25,6 +25,7 @@ use crate::protocol::{
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -37,6 +38,15 @@ pub struct Responses {
     endpoint: Arc<Endpoint>,
 }
 
+/// Where Responses requests go and how.
+pub(crate) const WIRE: Wire = Wire {
+    path: "/responses",
+    auth: Auth::Bearer,
+    headers: &[],
+    framing: Framing::Sse,
+    hint: None,
+};
+
 impl Responses {
     /// A client with random retry jitter. No network I/O happens here.
     pub fn new(info: ProviderInfo) -> Result<Self, ProviderError> {
@@ -46,10 +56,8 @@ impl Responses {
     /// A client whose retry jitter comes from `jitter` (tests use a fixed
     /// value to get exact delays).
     pub fn with_jitter(info: ProviderInfo, jitter: Jitter) -> Result<Self, ProviderError> {
-        let endpoint = Endpoint::new(info, "/responses", Auth::Bearer, Framing::Sse, &[], jitter)?;
-        Ok(Responses {
-            endpoint: Arc::new(endpoint),
-        })
+        let endpoint = Arc::new(Endpoint::new(info, WIRE, jitter)?);
+        Ok(Responses { endpoint })
     }
 }
 
@@ -59,16 +67,8 @@ impl Provider for Responses {
     }
 
     fn stream(&self, request: &ModelRequest<'_>) -> ResponseStream {
-        let body = match build_body(request) {
-            Ok(body) => body,
-            Err(e) => return self.endpoint.encode_error(e),
-        };
-        self.endpoint.stream(
-            body,
-            request.model,
-            Framing::Sse,
-            Box::new(|| Box::new(EventParser::new())),
-        )
+        self.endpoint
+            .stream(build_body(request), request.model, EventParser::new)
     }
 }
 
@@ -420,7 +420,7 @@ impl EventParser {
             return Ok(());
         }
         let call: WireCall = parse_part(item, kind)?;
-        let call_id = call.call_id.unwrap_or_else(synthetic_call_id);
+        let call_id = call.call_id.unwrap_or_else(http::made_up_call_id);
         let name = call.name.unwrap_or_default();
         out.push_back(ResponseEvent::ToolCallStarted {
             id: call_id.clone(),
@@ -467,25 +467,23 @@ impl EventParser {
                     Some(o) => (Some(o.call_id), o.name, o.arguments),
                     None => (None, String::new(), String::new()),
                 };
-                let id = call.call_id.or(open_id).unwrap_or_else(synthetic_call_id);
+                let id = call
+                    .call_id
+                    .or(open_id)
+                    .unwrap_or_else(http::made_up_call_id);
                 let name = call.name.filter(|n| !n.is_empty()).unwrap_or(open_name);
                 let (arguments, kind) = if item_kind == "function_call" {
                     (call.arguments, ToolCallKind::Function)
                 } else {
                     (call.input, ToolCallKind::Freeform)
                 };
-                if !started {
-                    out.push_back(ResponseEvent::ToolCallStarted {
-                        id: id.clone(),
-                        name: name.clone(),
-                    });
-                }
-                out.push_back(ResponseEvent::ToolCall(ToolCall {
+                let call = ToolCall {
                     id,
                     name,
                     arguments: arguments.unwrap_or(open_arguments),
                     kind,
-                }));
+                };
+                http::push_call(out, call, started);
                 self.made_calls = true;
             }
             Some("reasoning") => {
@@ -554,6 +552,15 @@ impl EventParser {
     }
 }
 
+/// The fields of a text delta event (other fields are skipped unread).
+#[derive(Deserialize)]
+struct TextDeltaEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    delta: Cow<'a, str>,
+}
+
 impl WireParser for EventParser {
     fn on_frame(
         &mut self,
@@ -564,12 +571,17 @@ impl WireParser for EventParser {
         if data.is_empty() {
             return Ok(false);
         }
-        let event: Value = serde_json::from_str(data).map_err(|e| {
-            FrameError::fatal(format!(
-                "malformed event ({e}): `{}`",
-                http::truncate_chars(data, MAX_ERROR_CHARS / 2)
-            ))
-        })?;
+        // Most events are text deltas: read those without building a tree.
+        if let Ok(TextDeltaEvent { kind, delta }) = serde_json::from_str::<TextDeltaEvent>(data) {
+            if kind == "response.output_text.delta" || kind == "response.refusal.delta" {
+                self.saw_text_delta = true;
+                if !delta.is_empty() {
+                    out.push_back(ResponseEvent::TextDelta(delta.into_owned()));
+                }
+                return Ok(false);
+            }
+        }
+        let event: Value = http::parse_frame(data, "event")?;
         // The `type` field names the event; the SSE `event:` line repeats it.
         let kind = event
             .get("type")
@@ -654,10 +666,6 @@ fn item_type(item: &Value) -> Option<&str> {
     item.get("type").and_then(Value::as_str)
 }
 
-fn synthetic_call_id() -> String {
-    format!("call_{}", http::unique_suffix())
-}
-
 /// The texts of the parts of type `kind`, joined with `separator`.
 fn joined_text(parts: Option<Vec<WirePart>>, kind: &str, separator: &str) -> String {
     parts
@@ -720,27 +728,10 @@ fn server_error(what: &str, code: Option<&str>, message: Option<String>) -> Fram
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolOutput;
-    use crate::provider::sse;
-    use futures::StreamExt;
-    use std::time::Duration;
-
-    fn call(id: &str, name: &str, arguments: &str, kind: ToolCallKind) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-            kind,
-        }
-    }
-
-    fn output(id: &str, content: &str) -> HistoryItem {
-        HistoryItem::tool_output(ToolOutput {
-            call_id: id.into(),
-            content: content.into(),
-            is_error: false,
-        })
-    }
+    use crate::provider::test_support::{
+        assert_split_anywhere_decodes_alike, decode_reads, frame, output, request, started,
+        tool_call,
+    };
 
     fn reasoning(source: &str, encrypted: Option<&str>) -> HistoryItem {
         HistoryItem {
@@ -751,22 +742,6 @@ mod tests {
                 encrypted: encrypted.map(str::to_string),
                 source: source.into(),
             }),
-        }
-    }
-
-    fn request<'a>(input: &'a [HistoryItem], tools: &'a [ToolSpec]) -> ModelRequest<'a> {
-        ModelRequest {
-            model: "m1",
-            instructions: "Be brief.",
-            input,
-            tools,
-            parallel_tool_calls: true,
-            output_schema: None,
-            temperature: None,
-            max_tokens: None,
-            reasoning_effort: None,
-            context_window: 128_000,
-            context_window_is_default: false,
         }
     }
 
@@ -813,13 +788,13 @@ mod tests {
             reasoning("anthropic", Some("sig")),
             reasoning("responses", None),
             reasoning("responses", Some("enc")),
-            HistoryItem::tool_call(call(
+            HistoryItem::tool_call(tool_call(
                 "p",
                 "apply_patch",
                 "*** Begin Patch",
                 ToolCallKind::Freeform,
             )),
-            HistoryItem::tool_call(call("f", "read", "{}", ToolCallKind::Function)),
+            HistoryItem::tool_call(tool_call("f", "read", "{}", ToolCallKind::Function)),
             output("f", "one"),
             output("p", "two"),
             output("orphan", "three"),
@@ -862,13 +837,6 @@ mod tests {
     }
 
     // --- stream events ----------------------------------------------------
-
-    fn frame(data: &Value) -> SseEvent {
-        SseEvent {
-            event: data["type"].as_str().unwrap_or("message").to_string(),
-            data: data.to_string(),
-        }
-    }
 
     /// Feed `events` to a parser; the events so far and the error, if any.
     fn parse(events: &[Value]) -> (Vec<ResponseEvent>, Option<FrameError>) {
@@ -920,13 +888,6 @@ mod tests {
             usage: None,
             stop_reason,
             incomplete_tool_call: None,
-        }
-    }
-
-    fn started(id: &str, name: &str) -> ResponseEvent {
-        ResponseEvent::ToolCallStarted {
-            id: id.into(),
-            name: name.into(),
         }
     }
 
@@ -1010,14 +971,14 @@ mod tests {
             events,
             vec![
                 started("call_a", "read"),
-                ResponseEvent::ToolCall(call(
+                ResponseEvent::ToolCall(tool_call(
                     "call_a",
                     "read",
                     "{\"p\":1}",
                     ToolCallKind::Function
                 )),
                 started("call_b", "apply_patch"),
-                ResponseEvent::ToolCall(call(
+                ResponseEvent::ToolCall(tool_call(
                     "call_b",
                     "apply_patch",
                     "*** Begin",
@@ -1045,9 +1006,9 @@ mod tests {
             events,
             vec![
                 started("call_a", "read"),
-                ResponseEvent::ToolCall(call("call_a", "read", "{}", ToolCallKind::Function)),
+                ResponseEvent::ToolCall(tool_call("call_a", "read", "{}", ToolCallKind::Function)),
                 started("call_b", "list"),
-                ResponseEvent::ToolCall(call(
+                ResponseEvent::ToolCall(tool_call(
                     "call_b",
                     "list",
                     "{\"x\":2}",
@@ -1230,41 +1191,19 @@ mod tests {
         ]);
     }
 
-    /// Decode `wire` delivered as the given reads, through SSE and the parser.
-    async fn decode_reads(reads: Vec<Vec<u8>>) -> Vec<ResponseEvent> {
-        let bytes = futures::stream::iter(reads.into_iter().map(Ok::<_, std::convert::Infallible>));
-        let mut events = sse::decode(bytes, Duration::from_secs(30));
-        let mut parser = EventParser::new();
-        let mut out = VecDeque::new();
-        while let Some(event) = events.next().await {
-            if parser
-                .on_frame(&event.expect("sse"), &mut out)
-                .expect("event")
-            {
-                break;
-            }
-        }
-        out.into_iter().collect()
-    }
-
     #[tokio::test]
     async fn wire_streams_split_at_every_byte_give_identical_events() {
-        for wire in [
-            // Multi-byte characters (—, ✓, ü, 🦀) in the deltas.
-            include_str!("../../tests/fixtures/responses/text.txt"),
-            include_str!("../../tests/fixtures/responses/freeform_patch.txt"),
-        ] {
-            let bytes = wire.as_bytes();
-            let whole = decode_reads(vec![bytes.to_vec()]).await;
-            assert!(
-                matches!(whole.last(), Some(ResponseEvent::Completed { .. })),
-                "{whole:?}"
-            );
-            for at in 0..=bytes.len() {
-                let split = decode_reads(vec![bytes[..at].to_vec(), bytes[at..].to_vec()]).await;
-                assert_eq!(split, whole, "split at byte {at}");
-            }
-        }
+        assert_split_anywhere_decodes_alike(
+            Framing::Sse,
+            EventParser::new,
+            &[
+                // Multi-byte characters (—, ✓, ü, 🦀) in the deltas.
+                include_str!("../../tests/fixtures/responses/text.txt"),
+                include_str!("../../tests/fixtures/responses/freeform_patch.txt"),
+            ],
+            false,
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -1279,7 +1218,7 @@ mod tests {
             bytes[crab + 3..].to_vec(),
         ];
         assert_eq!(
-            decode_reads(reads).await,
+            decode_reads(Framing::Sse, EventParser::new(), reads).await,
             vec![ResponseEvent::TextDelta("🦀".into()), end(StopReason::Stop)]
         );
     }

@@ -244,21 +244,15 @@ impl Provider for ScriptedProvider {
 mod tests {
     use super::*;
     use crate::protocol::{HistoryItem, ToolOutput};
+    use crate::provider::test_support;
     use futures::StreamExt;
 
     fn request<'a>(input: &'a [HistoryItem]) -> ModelRequest<'a> {
         ModelRequest {
             model: "scripted",
             instructions: "",
-            input,
-            tools: &[],
             parallel_tool_calls: false,
-            output_schema: None,
-            temperature: None,
-            max_tokens: None,
-            reasoning_effort: None,
-            context_window: 128_000,
-            context_window_is_default: false,
+            ..test_support::request(input, &[])
         }
     }
 

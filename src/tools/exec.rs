@@ -1,12 +1,15 @@
 //! Running child processes for tools: own process group, death with the
 //! parent, no stdin, bounded capture of stdout and stderr, timeouts that kill
 //! the whole group, and cancellation (dropping the future) that does too.
+//! With a [`Confinement`] the child enters the kernel sandbox before exec
+//! (see `crate::sandbox`), and nothing it started outlives it.
 //!
 //! Each stream keeps at most `capture_limit_bytes` in memory: the first half
 //! and the last half of what was written; everything in between is counted
 //! (bytes and line feeds), not kept.
 
 use super::truncate::{self, Gap, Limits};
+use crate::sandbox::Confinement;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -14,6 +17,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
@@ -42,6 +46,8 @@ pub struct ExecRequest {
     pub kill_grace: Duration,
     /// See [`DEFAULT_IO_DRAIN`].
     pub io_drain: Duration,
+    /// The kernel sandbox to enter; `None` runs unconfined.
+    pub sandbox: Option<Arc<Confinement>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,6 +151,14 @@ pub async fn run(req: ExecRequest) -> Result<ExecOutput, ExecError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     isolate(&mut cmd);
+    if let Some(confinement) = req.sandbox.clone() {
+        // SAFETY: `enter` is made for a pre_exec hook: it runs between fork
+        // and exec and uses only async-signal-safe system calls on data
+        // prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || confinement.enter());
+        }
+    }
 
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|source| ExecError::Spawn {
@@ -574,6 +588,7 @@ mod tests {
             capture_limit_bytes: 1024,
             kill_grace: Duration::from_millis(200),
             io_drain: DEFAULT_IO_DRAIN,
+            sandbox: None,
         }
     }
 

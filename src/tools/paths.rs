@@ -10,13 +10,15 @@
 //! read-only sandbox refuses before any I/O; otherwise the nearest existing
 //! ancestor is canonicalised (symlinks and `..` resolved by the file system),
 //! the part that does not exist yet may not contain `..`, and in
-//! workspace-write mode the real path must lie inside cwd or a writable root.
-//! Containment compares whole path components, so `/w/p-evil` is not inside
-//! `/w/p`. The shell's `workdir` must be an existing directory inside the
+//! workspace-write mode the real path must lie inside cwd or a writable root
+//! and must not be a protected path (`.git`, `.cogni`, `cogni.toml`,
+//! `AGENTS.md`: see `crate::sandbox::protected`). Containment compares
+//! whole path components, so `/w/p-evil` is not inside `/w/p`. The shell's `workdir` must be an existing directory inside the
 //! same roots, whatever the mode ([`workspace_dir`]).
 
 use super::ToolContext;
 use crate::protocol::{SandboxMode, SandboxPolicy};
+use crate::sandbox::protected;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -32,6 +34,8 @@ pub enum PathError {
         real: PathBuf,
         roots: String,
     },
+    #[error("`{shown}` is protected by the sandbox ({}): .git, .cogni, cogni.toml and AGENTS.md stay read-only in workspace-write mode; ask the user to make this change", part.display())]
+    Protected { shown: String, part: PathBuf },
     #[error("`{0}` has `..` after a directory that does not exist")]
     DotDotInMissingPart(PathBuf),
     #[error("cannot resolve the working directory {cwd}: {source}")]
@@ -138,9 +142,28 @@ impl WriteAccess {
             _ => real_path(&joined, path)?,
         };
         match &self.roots {
-            Some(roots) => ensure_inside(path, real, roots),
+            Some(roots) => ensure_unprotected(path, ensure_inside(path, real, roots)?, roots),
             None => Ok(real),
         }
+    }
+}
+
+/// `real` (inside one of `roots`) unless it is or lies in a protected path.
+fn ensure_unprotected(
+    shown: &Path,
+    real: PathBuf,
+    roots: &[PathBuf],
+) -> Result<PathBuf, PathError> {
+    let protected = roots
+        .iter()
+        .filter_map(|root| Some((root, real.strip_prefix(root).ok()?)))
+        .find_map(|(root, rel)| Some(root.join(protected::protected_part(rel)?)));
+    match protected {
+        Some(part) => Err(PathError::Protected {
+            shown: shown.display().to_string(),
+            part,
+        }),
+        None => Ok(real),
     }
 }
 
@@ -176,22 +199,12 @@ pub async fn workspace_dir(ctx: &ToolContext, path: &str) -> Result<PathBuf, Pat
     .await
 }
 
-/// Canonical cwd and writable roots. A writable root that does not exist
-/// yet cannot contain anything to resolve; skipping it refuses nothing
-/// extra.
+/// Canonical cwd and writable roots (the sandbox's definition).
 fn workspace_roots(cwd: &Path, policy: &SandboxPolicy) -> Result<Vec<PathBuf>, PathError> {
-    let canonical_cwd = fs::canonicalize(cwd).map_err(|source| PathError::Cwd {
+    crate::sandbox::workspace_roots(cwd, policy).map_err(|source| PathError::Cwd {
         cwd: cwd.to_path_buf(),
         source,
-    })?;
-    let mut roots = vec![canonical_cwd];
-    roots.extend(
-        policy
-            .writable_roots
-            .iter()
-            .filter_map(|r| fs::canonicalize(cwd.join(r)).ok()),
-    );
-    Ok(roots)
+    })
 }
 
 async fn blocking<T: Send + 'static>(
@@ -485,6 +498,41 @@ pub(crate) mod tests {
                 ));
             }
         }
+    }
+
+    #[test]
+    fn protected_paths_are_refused_in_workspace_write_only() {
+        let (_tmp, root) = setup();
+        let cwd = root.join("p");
+        std::fs::create_dir_all(cwd.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(cwd.join("vendor/x/.git")).unwrap();
+        std::os::unix::fs::symlink(cwd.join(".git"), cwd.join("g")).unwrap();
+        let access = WriteAccess::new(&cwd, &policy(SandboxMode::WorkspaceWrite, vec![])).unwrap();
+        for path in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "vendor/x/.git/hooks/post-checkout",
+            ".cogni/config.toml",
+            "cogni.toml",
+            "docs/AGENTS.md",
+            "g/config",
+        ] {
+            for link in [FinalLink::Keep, FinalLink::Follow] {
+                let e = access.resolve(Path::new(path), link).unwrap_err();
+                assert!(matches!(e, PathError::Protected { .. }), "{path}: {e}");
+                assert!(e.to_string().contains("protected by the sandbox"), "{e}");
+            }
+        }
+        assert!(access
+            .resolve(Path::new("src/git.rs"), FinalLink::Keep)
+            .is_ok());
+        assert!(access
+            .resolve(Path::new(".github/x.yml"), FinalLink::Keep)
+            .is_ok());
+        let full = WriteAccess::new(&cwd, &policy(SandboxMode::DangerFullAccess, vec![])).unwrap();
+        assert!(full
+            .resolve(Path::new(".git/config"), FinalLink::Keep)
+            .is_ok());
     }
 
     #[tokio::test]

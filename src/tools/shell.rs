@@ -1,16 +1,20 @@
 //! `shell`: run a command (a shell string or an argv array) and report its
-//! exit code, duration and capped output.
+//! exit code, duration and capped output. Outside danger-full-access the
+//! command runs in the kernel sandbox (`crate::sandbox`), prepared once per
+//! session and policy.
 
 use super::env::ShellEnvPolicy;
 use super::exec::{self, ExecOutput, ExecRequest, Termination};
 use super::truncate::Limits;
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
-use crate::protocol::{ToolFormat, ToolSpec};
+use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
+use crate::sandbox::{protected, Confinement};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 pub struct ShellTool {
@@ -21,6 +25,12 @@ pub struct ShellTool {
     /// environment does not change during a session, and compiling the
     /// policy's patterns for every command would cost more than the spawn.
     env: OnceLock<Result<BTreeMap<String, String>, String>>,
+    /// The private temporary directory of sandboxed commands (removed with
+    /// the tool, at the end of the session).
+    temp_dir: OnceLock<Result<tempfile::TempDir, String>>,
+    /// The confinement of the last (cwd, policy): preparing one scans the
+    /// workspace for protected paths and builds the kernel rules.
+    confinement: Mutex<Option<(PathBuf, SandboxPolicy, Arc<Confinement>)>>,
 }
 
 impl ShellTool {
@@ -40,7 +50,52 @@ impl ShellTool {
             escalation: config.shell_escalation,
             env_policy: config.shell_env.clone(),
             env: OnceLock::new(),
+            temp_dir: OnceLock::new(),
+            confinement: Mutex::new(None),
         }
+    }
+
+    /// The confinement for `ctx`, prepared on first use (blocking work on
+    /// the blocking pool) and reused while cwd and policy stay the same.
+    async fn confinement(&self, ctx: &ToolContext) -> Result<Arc<Confinement>, String> {
+        if let Ok(cached) = self.confinement.lock() {
+            if let Some((cwd, policy, c)) = cached.as_ref() {
+                if *cwd == ctx.cwd && *policy == ctx.sandbox {
+                    return Ok(c.clone());
+                }
+            }
+        }
+        let temp_dir = self
+            .temp_dir
+            .get_or_init(|| {
+                tempfile::Builder::new()
+                    .prefix("cogni-sandbox-")
+                    .tempdir()
+                    .map_err(|e| format!("cannot create the sandbox's temporary directory: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)?
+            .path()
+            .to_path_buf();
+        let (cwd, policy) = (ctx.cwd.clone(), ctx.sandbox.clone());
+        let prepared = tokio::task::spawn_blocking(move || {
+            Confinement::new(&policy, &cwd, &temp_dir).map(|c| (cwd, policy, Arc::new(c)))
+        })
+        .await
+        .map_err(|e| format!("preparing the sandbox was interrupted: {e}"))?
+        .map_err(|e| format!("cannot confine the command: {e}"))?;
+        let confinement = prepared.2.clone();
+        if !confinement.protected_scan_complete() {
+            tracing::warn!(
+                cwd = %ctx.cwd.display(),
+                "the workspace is too large to scan fully for protected paths (.git, .cogni, ...); \
+                 some nested ones are not bound read-only"
+            );
+        }
+        if let Ok(mut cached) = self.confinement.lock() {
+            *cached = Some(prepared);
+        }
+        Ok(confinement)
     }
 }
 
@@ -107,72 +162,122 @@ impl Tool for ShellTool {
                 .env
                 .get_or_init(|| self.env_policy.child_env().map_err(|e| e.to_string()));
             match env {
-                Ok(env) => run_shell(args, env, ctx).await,
+                Ok(env) => self.run_shell(args, env, ctx).await,
                 Err(e) => ToolResult::error(e.clone()),
             }
         })
     }
 }
 
-async fn run_shell(args: Args, env: &BTreeMap<String, String>, ctx: &ToolContext) -> ToolResult {
-    let config = &ctx.config;
-    let cwd = match &args.workdir {
-        Some(dir) => match paths::workspace_dir(ctx, dir).await {
-            Ok(dir) => dir,
-            Err(e) => return ToolResult::error(format!("invalid workdir: {e}; nothing was run")),
-        },
-        None => ctx.cwd.clone(),
-    };
-    // `apply_patch <<'EOF' ... EOF` runs the built-in patch tool: model
-    // families trained on it call it this way when it is not offered.
-    let routed = match &args.command {
-        CommandArg::Line(line) => apply_patch::shell_patch_from_script(line),
-        CommandArg::Argv(argv) => apply_patch::shell_patch_from_argv(argv),
-    };
-    if let Some(call) = routed {
-        let dir = match &call.workdir {
-            Some(dir) => {
-                let sub = ToolContext {
-                    cwd: cwd.clone(),
-                    ..ctx.clone()
-                };
-                match paths::workspace_dir(&sub, dir).await {
-                    Ok(dir) => dir,
-                    Err(e) => {
-                        return ToolResult::error(format!(
-                            "invalid directory `{dir}`: {e}; nothing was changed"
-                        ))
+impl ShellTool {
+    async fn run_shell(
+        &self,
+        args: Args,
+        env: &BTreeMap<String, String>,
+        ctx: &ToolContext,
+    ) -> ToolResult {
+        let config = &ctx.config;
+        let cwd = match &args.workdir {
+            Some(dir) => match paths::workspace_dir(ctx, dir).await {
+                Ok(dir) => dir,
+                Err(e) => {
+                    return ToolResult::error(format!("invalid workdir: {e}; nothing was run"))
+                }
+            },
+            None => ctx.cwd.clone(),
+        };
+        // `apply_patch <<'EOF' ... EOF` runs the built-in patch tool: model
+        // families trained on it call it this way when it is not offered.
+        let routed = match &args.command {
+            CommandArg::Line(line) => apply_patch::shell_patch_from_script(line),
+            CommandArg::Argv(argv) => apply_patch::shell_patch_from_argv(argv),
+        };
+        if let Some(call) = routed {
+            let dir = match &call.workdir {
+                Some(dir) => {
+                    let sub = ToolContext {
+                        cwd: cwd.clone(),
+                        ..ctx.clone()
+                    };
+                    match paths::workspace_dir(&sub, dir).await {
+                        Ok(dir) => dir,
+                        Err(e) => {
+                            return ToolResult::error(format!(
+                                "invalid directory `{dir}`: {e}; nothing was changed"
+                            ))
+                        }
                     }
                 }
-            }
-            None => cwd,
+                None => cwd,
+            };
+            return apply_patch::run_patch(dir, ctx.sandbox.clone(), call.patch).await;
+        }
+        let argv = match args.command {
+            CommandArg::Line(line) => vec![ctx.sandbox.shell.clone(), "-c".to_string(), line],
+            CommandArg::Argv(argv) => argv,
         };
-        return apply_patch::run_patch(dir, ctx.sandbox.clone(), call.patch).await;
-    }
-    let argv = match args.command {
-        CommandArg::Line(line) => vec![ctx.sandbox.shell.clone(), "-c".to_string(), line],
-        CommandArg::Argv(argv) => argv,
-    };
-    match argv.first() {
-        Some(program) if !program.trim().is_empty() => {}
-        _ => return ToolResult::error("`command` is empty; nothing was run"),
-    }
-    let timeout = args
-        .timeout_ms
-        .map_or(config.shell_timeout, Duration::from_millis)
-        .min(config.max_shell_timeout);
-    let request = ExecRequest {
-        argv,
-        cwd,
-        env: env.clone(),
-        timeout,
-        capture_limit_bytes: config.capture_limit_bytes,
-        kill_grace: exec::DEFAULT_KILL_GRACE,
-        io_drain: exec::DEFAULT_IO_DRAIN,
-    };
-    match exec::run(request).await {
-        Ok(output) => render(&output, timeout, config),
-        Err(e) => ToolResult::error(e.to_string()),
+        match argv.first() {
+            Some(program) if !program.trim().is_empty() => {}
+            _ => return ToolResult::error("`command` is empty; nothing was run"),
+        }
+        let timeout = args
+            .timeout_ms
+            .map_or(config.shell_timeout, Duration::from_millis)
+            .min(config.max_shell_timeout);
+        let mut env = env.clone();
+        let sandbox = if ctx.sandbox.mode == SandboxMode::DangerFullAccess {
+            None
+        } else {
+            match self.confinement(ctx).await {
+                Ok(confinement) => Some(confinement),
+                Err(e) => return ToolResult::error(format!("{e}; nothing was run")),
+            }
+        };
+        if let Some(temp) = sandbox.as_ref().and_then(|c| c.temp_dir()) {
+            for var in ["TMPDIR", "TMP", "TEMP"] {
+                env.insert(var.to_string(), temp.display().to_string());
+            }
+        }
+        // A few stat calls: cheaper than a trip to the blocking pool.
+        let missing = sandbox
+            .as_ref()
+            .map(|c| protected::Missing::before(c.workspace_roots()));
+        let request = ExecRequest {
+            argv,
+            cwd,
+            env,
+            timeout,
+            capture_limit_bytes: config.capture_limit_bytes,
+            kill_grace: exec::DEFAULT_KILL_GRACE,
+            io_drain: exec::DEFAULT_IO_DRAIN,
+            sandbox: sandbox.clone(),
+        };
+        let result = exec::run(request).await;
+        let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
+        let mut result = match result {
+            Ok(output) => render(&output, timeout, config),
+            Err(e) => return ToolResult::error(e.to_string()),
+        };
+        if let Some(sandbox) = &sandbox {
+            if result.is_error {
+                if let Some(note) = sandbox.explain_failure(&result.content) {
+                    push_block(&mut result.content, &note);
+                }
+            }
+        }
+        if !undone.is_empty() {
+            let names: Vec<String> = undone.iter().map(|p| paths::display(&ctx.cwd, p)).collect();
+            push_block(
+            &mut result.content,
+            &format!(
+                "error: the command created {}, which the sandbox protects (.cogni, cogni.toml \
+                 and AGENTS.md steer cogni itself); it was removed. Ask the user to make this change.",
+                names.join(", ")
+            ),
+        );
+            result.is_error = true;
+        }
+        result
     }
 }
 

@@ -4,160 +4,32 @@
 //! snapshot, and wire streams from `tests/fixtures/anthropic/`.
 
 use crate::common::mock::{MockResponse, MockServer};
+use crate::common::provider_harness::{
+    completed, function_call, run_ok, started, text_of, user, Api, Style,
+};
 use crate::common::wire_anthropic::{self as wire, pairing_violations};
 use cogni::agent::{start_session, SessionConfig};
 use cogni::protocol::{
-    Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind, ToolFormat,
-    ToolOutput, ToolSpec, TurnOutcome, Usage,
+    Content, HistoryItem, Reasoning, Role, StopReason, ToolCallKind, ToolFormat, ToolOutput,
+    ToolSpec, TurnOutcome, Usage,
 };
 use cogni::provider::anthropic::AnthropicMessages;
-use cogni::provider::retry::Jitter;
-use cogni::provider::{
-    ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, RetrySettings, WireApi,
-};
-use futures::StreamExt;
+use cogni::provider::{ModelRequest, ResponseEvent, WireApi};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::time::Duration;
 
 const KEY: &str = "sk-ant-mock-secret-0123456789";
-/// Far longer than any test needs; only a hang would reach it.
-const GENEROUS: Duration = Duration::from_secs(30);
 
-fn info(server: &MockServer) -> ProviderInfo {
-    let mut info = ProviderInfo::new("anthropic", &server.base_url(), WireApi::Anthropic);
-    info.env_key = Some("ANTHROPIC_API_KEY".into());
-    info.api_key = Some(KEY.into());
-    info.retry = RetrySettings {
-        max_retries: 2,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-    };
-    info.connect_timeout = Duration::from_secs(5);
-    info.stream_idle_timeout = Duration::from_secs(20);
-    info
-}
-
-fn no_retries(server: &MockServer) -> ProviderInfo {
-    let mut info = info(server);
-    info.retry.max_retries = 0;
-    info
-}
-
-fn provider(info: ProviderInfo) -> AnthropicMessages {
-    AnthropicMessages::with_jitter(info, Jitter::fixed(1.0)).expect("provider")
-}
-
-fn user(text: &str) -> Vec<HistoryItem> {
-    vec![HistoryItem::text(Role::User, text)]
-}
-
-fn request(input: &[HistoryItem]) -> ModelRequest<'_> {
-    ModelRequest {
-        model: "claude-sonnet-4-5",
-        instructions: "You are a test.",
-        input,
-        tools: &[],
-        parallel_tool_calls: true,
-        output_schema: None,
-        temperature: None,
-        max_tokens: None,
-        reasoning_effort: None,
-        context_window: 200_000,
-        context_window_is_default: false,
-    }
-}
-
-/// Every event until the stream ends, and the error that ended it.
-async fn collect(
-    provider: &dyn Provider,
-    request: &ModelRequest<'_>,
-) -> (Vec<ResponseEvent>, Option<ProviderError>) {
-    let mut stream = provider.stream(request);
-    let run = async {
-        let mut events = Vec::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => events.push(event),
-                Err(error) => {
-                    assert!(
-                        stream.next().await.is_none(),
-                        "the stream must end after its first error"
-                    );
-                    return (events, Some(error));
-                }
-            }
-        }
-        (events, None)
-    };
-    tokio::time::timeout(GENEROUS, run)
-        .await
-        .expect("the stream finished")
-}
-
-async fn run_ok(provider: &dyn Provider, request: &ModelRequest<'_>) -> Vec<ResponseEvent> {
-    let (events, error) = collect(provider, request).await;
-    if let Some(error) = error {
-        panic!("unexpected error {error} after {events:?}");
-    }
-    assert!(
-        matches!(events.last(), Some(ResponseEvent::Completed { .. })),
-        "ends with Completed: {events:?}"
-    );
-    events
-}
-
-async fn run_err(provider: &dyn Provider, request: &ModelRequest<'_>) -> ProviderError {
-    let (events, error) = collect(provider, request).await;
-    let error = error.unwrap_or_else(|| panic!("expected an error, got {events:?}"));
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, ResponseEvent::Completed { .. })),
-        "no Completed before an error: {events:?}"
-    );
-    error
-}
-
-fn text_of(events: &[ResponseEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ResponseEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn retries(events: &[ResponseEvent]) -> Vec<(u32, Duration)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ResponseEvent::Retrying { attempt, delay, .. } => Some((*attempt, *delay)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn completed(events: &[ResponseEvent]) -> (Option<Usage>, StopReason, Option<String>) {
-    match events.last() {
-        Some(ResponseEvent::Completed {
-            usage,
-            stop_reason,
-            incomplete_tool_call,
-        }) => (*usage, stop_reason.clone(), incomplete_tool_call.clone()),
-        other => panic!("expected Completed last, got {other:?}"),
-    }
-}
-
-fn function_call(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.into(),
-        kind: ToolCallKind::Function,
-    }
-}
+const API: Api<AnthropicMessages> = Api {
+    id: "anthropic",
+    wire: WireApi::Anthropic,
+    key: Some(("ANTHROPIC_API_KEY", KEY)),
+    model: "claude-sonnet-4-5",
+    context_window: 200_000,
+    at_root: false,
+    make: AnthropicMessages::with_jitter,
+    text_response: wire::text_response,
+};
 
 fn events_of(mut events: Vec<String>, tail: &[String]) -> MockResponse {
     events.extend_from_slice(tail);
@@ -170,44 +42,32 @@ fn events_of(mut events: Vec<String>, tail: &[String]) -> MockResponse {
 
 #[tokio::test]
 async fn anthropic_streams_text_deltas() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::sse([
-        wire::message_start(10, 0, 0),
-        wire::text_start(0),
-        wire::ping(),
-        wire::text(0, "Hel"),
-        wire::text(0, "lo, "),
-        wire::text(0, "wörld"),
-        wire::block_stop(0),
-        wire::message_delta("end_turn", 4),
-        wire::message_stop(),
-    ]));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
-    assert_eq!(
-        events,
-        vec![
-            ResponseEvent::TextDelta("Hel".into()),
-            ResponseEvent::TextDelta("lo, ".into()),
-            ResponseEvent::TextDelta("wörld".into()),
-            ResponseEvent::Completed {
-                usage: Some(Usage {
-                    input_tokens: 10,
-                    output_tokens: 4,
-                    ..Usage::default()
-                }),
-                stop_reason: StopReason::Stop,
-                incomplete_tool_call: None,
-            },
-        ]
-    );
+    let server = API
+        .assert_streams_text_deltas(
+            MockResponse::sse([
+                wire::message_start(10, 0, 0),
+                wire::text_start(0),
+                wire::ping(),
+                wire::text(0, "Hel"),
+                wire::text(0, "lo, "),
+                wire::text(0, "wörld"),
+                wire::block_stop(0),
+                wire::message_delta("end_turn", 4),
+                wire::message_stop(),
+            ]),
+            Some(Usage {
+                input_tokens: 10,
+                output_tokens: 4,
+                ..Usage::default()
+            }),
+        )
+        .await;
     let sent = server.last_request().expect("a request");
     assert_eq!(sent.path_only(), "/v1/messages");
     assert_eq!(sent.header("x-api-key"), Some(KEY));
     assert_eq!(sent.header("authorization"), None);
     assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(sent.header("accept"), Some("text/event-stream"));
-    server.assert_invariants();
 }
 
 #[tokio::test]
@@ -233,8 +93,7 @@ async fn anthropic_two_tool_calls_in_order() {
         events,
         &[wire::message_delta("tool_use", 20), wire::message_stop()],
     ));
-    let input = user("go");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API.answer(&server, "go").await;
     assert_eq!(text_of(&events), "Reading both.");
     let rest: Vec<_> = events
         .iter()
@@ -244,14 +103,8 @@ async fn anthropic_two_tool_calls_in_order() {
     assert_eq!(
         rest[..4],
         [
-            ResponseEvent::ToolCallStarted {
-                id: "toolu_a".into(),
-                name: "read_file".into()
-            },
-            ResponseEvent::ToolCallStarted {
-                id: "toolu_b".into(),
-                name: "shell".into()
-            },
+            started("toolu_a", "read_file"),
+            started("toolu_b", "shell"),
             ResponseEvent::ToolCall(function_call("toolu_a", "read_file", "{\"path\":\"a.rs\"}")),
             ResponseEvent::ToolCall(function_call("toolu_b", "shell", "{\"command\":[\"ls\"]}")),
         ]
@@ -268,8 +121,7 @@ async fn anthropic_usage_counts_cache_reads_and_writes() {
         events,
         &[wire::message_delta("end_turn", 34), wire::message_stop()],
     ));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API.answer(&server, "hi").await;
     assert_eq!(
         completed(&events).0,
         Some(Usage {
@@ -299,8 +151,7 @@ async fn anthropic_max_tokens_mid_tool_use_is_reported_not_emitted() {
         events,
         &[wire::message_delta("max_tokens", 64), wire::message_stop()],
     ));
-    let input = user("go");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API.answer(&server, "go").await;
     assert!(
         !events
             .iter()
@@ -329,9 +180,9 @@ async fn anthropic_output_schema_answer_comes_from_the_final_answer_tool() {
     ));
     let schema = json!({"type": "object", "properties": {"status": {"type": "string"}, "files": {"type": "integer"}}});
     let input = user("report");
-    let mut req = request(&input);
+    let mut req = API.request(&input);
     req.output_schema = Some(&schema);
-    let events = run_ok(&provider(info(&server)), &req).await;
+    let events = run_ok(&API.provider_for(&server), &req).await;
     assert_eq!(
         events,
         vec![
@@ -382,10 +233,10 @@ async fn anthropic_thinking_round_trips_with_its_signature_before_the_tool_use()
         &[wire::message_delta("tool_use", 30), wire::message_stop()],
     ));
     server.enqueue(wire::text_response("It is fine."));
-    let provider = provider(info(&server));
+    let provider = API.provider_for(&server);
 
     let mut history = user("check a.rs");
-    let mut req = request(&history);
+    let mut req = API.request(&history);
     req.reasoning_effort = Some("low");
     let events = run_ok(&provider, &req).await;
     let reasoning: Vec<Reasoning> = events
@@ -429,7 +280,7 @@ async fn anthropic_thinking_round_trips_with_its_signature_before_the_tool_use()
         content: "fn main() {}".into(),
         is_error: false,
     }));
-    let mut req = request(&history);
+    let mut req = API.request(&history);
     req.reasoning_effort = Some("low");
     run_ok(&provider, &req).await;
 
@@ -485,7 +336,7 @@ async fn anthropic_engine_turn_keeps_thinking_before_tool_use() {
     ));
     server.enqueue(wire::text_response("It says alpha."));
 
-    let mut info = info(&server);
+    let mut info = API.info(&server);
     info.default_model = Some("claude-sonnet-4-5".into());
     let mut config = SessionConfig::new(info, dir.path().to_path_buf());
     config.sampling.reasoning_effort = Some("minimal");
@@ -523,35 +374,7 @@ async fn anthropic_engine_turn_keeps_thinking_before_tool_use() {
 // Broken streams and retries
 // ---------------------------------------------------------------------------
 
-/// A stream that breaks after text arrived is retried from the start; the
-/// `Retrying` event tells the consumer to drop what the failed attempt gave.
-async fn assert_broken_stream_is_retried(broken: MockResponse) {
-    let server = MockServer::start();
-    server.enqueue(broken);
-    server.enqueue(wire::text_response("complete answer"));
-    let input = user("hi");
-    let (events, error) = collect(&provider(info(&server)), &request(&input)).await;
-    assert!(error.is_none(), "{error:?}");
-    let retry_at = events
-        .iter()
-        .position(|e| matches!(e, ResponseEvent::Retrying { attempt: 1, .. }))
-        .expect("a Retrying event");
-    assert_eq!(text_of(&events[..retry_at]), "partial");
-    assert_eq!(text_of(&events[retry_at..]), "complete answer");
-    assert_eq!(retries(&events).len(), 1);
-    assert!(matches!(
-        events.last(),
-        Some(ResponseEvent::Completed { .. })
-    ));
-    assert_eq!(server.request_count(), 2);
-    let requests = server.requests();
-    assert_eq!(
-        requests[0].body, requests[1].body,
-        "the same body is resent"
-    );
-    server.assert_invariants();
-}
-
+/// A message that started streaming "partial" and has not finished.
 fn partial() -> Vec<String> {
     vec![
         wire::message_start(10, 0, 0),
@@ -560,262 +383,164 @@ fn partial() -> Vec<String> {
     ]
 }
 
-#[tokio::test]
-async fn anthropic_stream_without_message_stop_is_retried() {
+/// Everything of a message but its `message_stop`.
+fn without_message_stop() -> MockResponse {
     let mut events = partial();
     events.extend([wire::block_stop(0), wire::message_delta("end_turn", 2)]);
-    assert_broken_stream_is_retried(MockResponse::sse(events)).await;
+    MockResponse::sse(events)
+}
+
+#[tokio::test]
+async fn anthropic_stream_without_message_stop_is_retried() {
+    API.assert_broken_stream_is_retried(without_message_stop())
+        .await;
 }
 
 #[tokio::test]
 async fn anthropic_connection_reset_after_text_is_retried() {
-    assert_broken_stream_is_retried(MockResponse::sse(partial()).close_early()).await;
+    API.assert_broken_stream_is_retried(MockResponse::sse(partial()).close_early())
+        .await;
 }
 
 #[tokio::test]
 async fn anthropic_overloaded_error_in_stream_is_retried_without_duplicated_text() {
     let mut events = partial();
     events.push(wire::error("overloaded_error", "Overloaded"));
-    assert_broken_stream_is_retried(MockResponse::sse(events)).await;
+    API.assert_broken_stream_is_retried(MockResponse::sse(events))
+        .await;
 }
 
 #[tokio::test]
 async fn anthropic_missing_message_stop_fails_when_retries_run_out() {
-    let server = MockServer::start();
-    for _ in 0..3 {
-        let mut events = partial();
-        events.extend([wire::block_stop(0), wire::message_delta("end_turn", 2)]);
-        server.enqueue(MockResponse::sse(events));
-    }
-    let input = user("hi");
-    let (events, error) = collect(&provider(info(&server)), &request(&input)).await;
-    assert_eq!(retries(&events).len(), 2);
-    match error {
-        Some(ProviderError::RetriesExhausted { attempts, last, .. }) => {
-            assert_eq!(attempts, 3);
-            assert!(last.contains("message_stop"), "{last}");
-        }
-        other => panic!("expected RetriesExhausted, got {other:?}"),
-    }
-    assert_eq!(server.request_count(), 3);
+    API.assert_missing_terminal_exhausts_retries(without_message_stop, "message_stop")
+        .await;
 }
 
 #[tokio::test]
 async fn anthropic_invalid_request_error_in_stream_is_not_retried() {
-    let server = MockServer::start();
     let mut events = partial();
     events.push(wire::error(
         "invalid_request_error",
         "bad thinking signature",
     ));
-    server.enqueue(MockResponse::sse(events));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::Stream { message, .. } if message.contains("bad thinking signature")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_stream_error(MockResponse::sse(events), &["bad thinking signature"])
+        .await;
 }
 
 #[tokio::test]
 async fn anthropic_malformed_event_is_a_stream_error() {
-    let server = MockServer::start();
     let mut events = partial();
     events.push(
         "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\n\n"
             .into(),
     );
-    server.enqueue(MockResponse::sse(events));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::Stream { message, .. } if message.contains("malformed `content_block_delta` event")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_stream_error(
+        MockResponse::sse(events),
+        &["malformed `content_block_delta` event"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn anthropic_500_then_200_retries_once() {
-    let server = MockServer::start();
-    server.enqueue(wire::error_response(
-        500,
-        "api_error",
+    API.assert_retried_once(
+        wire::error_response(500, "api_error", "Internal server error"),
         "Internal server error",
-    ));
-    server.enqueue(wire::text_response("recovered"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&events[0], ResponseEvent::Retrying { attempt: 1, reason, .. } if reason.contains("Internal server error")),
-        "{events:?}"
-    );
-    assert_eq!(text_of(&events), "recovered");
-    assert_eq!(server.request_count(), 2);
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn anthropic_529_overloaded_then_200_is_retried() {
-    let server = MockServer::start();
-    server.enqueue(wire::error_response(529, "overloaded_error", "Overloaded"));
-    server.enqueue(wire::text_response("made it"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API
+        .assert_retried_once(
+            wire::error_response(529, "overloaded_error", "Overloaded"),
+            "Overloaded",
+        )
+        .await;
     assert!(
-        matches!(&events[0], ResponseEvent::Retrying { attempt: 1, reason, .. }
-            if reason.contains("529") && reason.contains("Overloaded")),
+        matches!(&events[0], ResponseEvent::Retrying { reason, .. } if reason.contains("529")),
         "{events:?}"
     );
-    assert_eq!(text_of(&events), "made it");
-    assert_eq!(server.request_count(), 2);
 }
 
 #[tokio::test]
 async fn anthropic_429_retry_after_is_honoured() {
-    let server = MockServer::start();
-    server.enqueue(
-        wire::error_response(
-            429,
-            "rate_limit_error",
-            "Number of request tokens has exceeded your per-minute rate limit",
-        )
-        .header("retry-after", "1"),
-    );
-    server.enqueue(wire::text_response("ok"));
-    let mut info = info(&server);
-    info.retry.max_delay = Duration::from_secs(10);
-    let input = user("hi");
-    let events = run_ok(&provider(info), &request(&input)).await;
-    assert_eq!(retries(&events), vec![(1, Duration::from_secs(1))]);
-    assert_eq!(server.request_count(), 2);
+    API.assert_retry_after_is_honoured(wire::error_response(
+        429,
+        "rate_limit_error",
+        "Number of request tokens has exceeded your per-minute rate limit",
+    ))
+    .await;
 }
 
 #[tokio::test]
 async fn anthropic_401_is_an_auth_error_naming_the_key_variable() {
-    let server = MockServer::start();
-    server.enqueue(wire::error_response(
-        401,
-        "authentication_error",
-        &format!("invalid x-api-key: {KEY}"),
-    ));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    match &error {
-        ProviderError::Auth { status, hint, .. } => {
-            assert_eq!(*status, 401);
-            assert_eq!(hint, "Check the key in $ANTHROPIC_API_KEY.");
-        }
-        other => panic!("expected Auth, got {other}"),
-    }
-    let text = error.to_string();
-    assert!(text.contains("ANTHROPIC_API_KEY"), "{text}");
-    assert!(text.contains("invalid x-api-key"), "{text}");
-    assert!(!text.contains(KEY), "the key never appears: {text}");
-    assert_eq!(server.request_count(), 1, "auth errors are not retried");
+    API.assert_401_names_the_key_variable(
+        wire::error_response(
+            401,
+            "authentication_error",
+            &format!("invalid x-api-key: {KEY}"),
+        ),
+        "invalid x-api-key",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn anthropic_400_and_404_are_not_retried() {
     for (status, kind) in [(400, "invalid_request_error"), (404, "not_found_error")] {
-        let server = MockServer::start();
-        server.enqueue(wire::error_response(status, kind, "model: claude-nope"));
-        let input = user("hi");
-        let error = run_err(&provider(info(&server)), &request(&input)).await;
-        match &error {
-            ProviderError::Http {
-                status: got,
-                message,
-                ..
-            } => {
-                assert_eq!(*got, status);
-                assert_eq!(message, "model: claude-nope");
-            }
-            other => panic!("expected Http, got {other}"),
-        }
-        assert_eq!(server.request_count(), 1, "HTTP {status} is not retried");
+        let message = "model: claude-nope";
+        API.assert_status_is_not_retried(
+            status,
+            wire::error_response(status, kind, message),
+            message,
+        )
+        .await;
     }
 }
 
 #[tokio::test]
 async fn anthropic_prompt_too_long_is_a_context_overflow() {
-    let server = MockServer::start();
-    server.enqueue(wire::error_response(
-        400,
-        "invalid_request_error",
-        "prompt is too long: 215003 tokens > 200000 maximum",
-    ));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::ContextOverflow { message, .. } if message.contains("215003 tokens")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_context_overflow(
+        wire::error_response(
+            400,
+            "invalid_request_error",
+            "prompt is too long: 215003 tokens > 200000 maximum",
+        ),
+        "215003 tokens",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn anthropic_html_instead_of_an_event_stream_names_the_url() {
-    let server = MockServer::start();
-    server.enqueue(
-        MockResponse::new(200)
-            .header("content-type", "text/html; charset=utf-8")
-            .chunk("<html><body>Please sign in to the proxy</body></html>"),
-    );
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::Stream { message, .. }
-            if message.contains("instead of a stream")
-                && message.contains(&format!("{}/messages", server.base_url()))
-                && message.contains("Please sign in")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_html_page_names_the_url("/messages").await;
 }
 
 #[tokio::test]
 async fn anthropic_idle_stall_is_an_idle_timeout() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::sse(partial()).stall_forever());
-    let mut info = no_retries(&server);
-    info.stream_idle_timeout = Duration::from_millis(200);
-    let input = user("hi");
-    let (events, error) = collect(&provider(info), &request(&input)).await;
-    assert_eq!(text_of(&events), "partial");
-    assert!(
-        matches!(error, Some(ProviderError::IdleTimeout { .. })),
-        "{error:?}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_idle_stall_is_an_idle_timeout(MockResponse::sse(partial()), "partial")
+        .await;
 }
 
 #[tokio::test]
 async fn anthropic_ping_events_keep_a_slow_stream_alive() {
-    let server = MockServer::start();
-    let mut response = MockResponse::sse([
-        wire::message_start(10, 0, 0),
-        wire::text_start(0),
-        wire::text(0, "slow "),
-    ]);
-    // 600 ms without content, but a ping every 50 ms; idle timeout 300 ms.
-    for _ in 0..12 {
-        response = response
-            .delay(Duration::from_millis(50))
-            .chunk(wire::ping());
-    }
-    response = response.chunks([
-        wire::text(0, "but alive"),
-        wire::block_stop(0),
-        wire::message_delta("end_turn", 3),
-        wire::message_stop(),
-    ]);
-    server.enqueue(response);
-    let mut info = no_retries(&server);
-    info.stream_idle_timeout = Duration::from_millis(300);
-    let input = user("hi");
-    let events = run_ok(&provider(info), &request(&input)).await;
-    assert_eq!(text_of(&events), "slow but alive");
+    API.assert_keep_alive_keeps_a_slow_stream_alive(
+        vec![
+            wire::message_start(10, 0, 0),
+            wire::text_start(0),
+            wire::text(0, "slow "),
+        ],
+        wire::ping(),
+        vec![
+            wire::text(0, "but alive"),
+            wire::block_stop(0),
+            wire::message_delta("end_turn", 3),
+            wire::message_stop(),
+        ],
+    )
+    .await;
 }
 
 // ---------------------------------------------------------------------------
@@ -925,7 +650,7 @@ async fn anthropic_request_body_matches_the_snapshot() {
         context_window: 200_000,
         context_window_is_default: false,
     };
-    run_ok(&provider(info(&server)), &req).await;
+    run_ok(&API.provider_for(&server), &req).await;
     let sent = server.last_request().expect("a request");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/anthropic/request.json");
     let expected: Value =
@@ -946,9 +671,9 @@ async fn anthropic_cache_breakpoints_mark_the_stable_prefix() {
     server.enqueue(wire::text_response("ok"));
     let tools = snapshot_tools();
     let history = snapshot_history();
-    let mut req = request(&history);
+    let mut req = API.request(&history);
     req.tools = &tools;
-    run_ok(&provider(info(&server)), &req).await;
+    run_ok(&API.provider_for(&server), &req).await;
     let body = server.last_request().expect("request").body_json().clone();
     let marked = |v: &Value| v.get("cache_control") == Some(&json!({"type": "ephemeral"}));
     let mut places = Vec::new();
@@ -1036,7 +761,7 @@ async fn anthropic_pairing_check_reports_violations() {
             is_error: false,
         }),
     ];
-    run_ok(&provider(info(&server)), &request(&input)).await;
+    run_ok(&API.provider_for(&server), &API.request(&input)).await;
     let violations = server.violations();
     assert_eq!(violations.len(), 2, "{violations:?}");
     assert!(violations.iter().any(|v| v.contains("`c9`")));
@@ -1047,83 +772,30 @@ async fn anthropic_pairing_check_reports_violations() {
 // Recorded wire streams
 // ---------------------------------------------------------------------------
 
-/// One line per event, independent of how text was chunked.
-fn describe(events: &[ResponseEvent]) -> String {
-    let mut lines = Vec::new();
-    let mut text = String::new();
-    let flush = |text: &mut String, lines: &mut Vec<String>| {
-        if !text.is_empty() {
-            lines.push(format!("text {}", json!(text)));
-            text.clear();
-        }
-    };
-    for event in events {
-        match event {
-            ResponseEvent::TextDelta(t) => text.push_str(t),
-            other => {
-                flush(&mut text, &mut lines);
-                lines.push(match other {
-                    ResponseEvent::ToolCallStarted { id, name } => {
-                        format!("tool_call_started {id} {name}")
-                    }
-                    ResponseEvent::ToolCall(call) => format!(
-                        "tool_call {} {} {} {}",
-                        call.id,
-                        call.name,
-                        json!(call.kind).as_str().unwrap_or("?"),
-                        json!(call.arguments)
-                    ),
-                    ResponseEvent::Reasoning(r) => format!(
-                        "reasoning {} {} encrypted={}",
-                        r.source,
-                        json!(r.text),
-                        r.encrypted.as_deref().unwrap_or("none")
-                    ),
-                    ResponseEvent::Completed {
-                        usage,
-                        stop_reason,
-                        incomplete_tool_call,
-                    } => format!(
-                        "completed {} usage={} incomplete={}",
-                        json!(stop_reason).as_str().unwrap_or("?"),
-                        usage.map_or("none".to_string(), |u| format!(
-                            "{}/{}/{}/{}",
-                            u.input_tokens,
-                            u.output_tokens,
-                            u.cached_input_tokens,
-                            u.cache_write_tokens
-                        )),
-                        incomplete_tool_call.as_deref().unwrap_or("none")
-                    ),
-                    other => format!("{other:?}"),
-                });
-            }
-        }
-    }
-    flush(&mut text, &mut lines);
-    lines.join("\n") + "\n"
-}
-
 #[tokio::test]
 async fn anthropic_fixture_streams_decode_to_expected_events() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/anthropic");
-    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixture dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    fixtures.sort();
-    assert!(fixtures.len() >= 5, "fixtures found: {fixtures:?}");
-    let server = MockServer::start();
-    for path in &fixtures {
-        let wire = std::fs::read(path).expect("fixture");
-        let expected = std::fs::read_to_string(path.with_extension("expected"))
-            .unwrap_or_else(|e| panic!("{}: missing .expected file: {e}", path.display()));
-        // Odd-sized network chunks split lines, JSON and UTF-8 characters.
-        server.enqueue(MockResponse::sse(wire.chunks(37).map(<[u8]>::to_vec)));
-        let input = user("hi");
-        let events = run_ok(&provider(info(&server)), &request(&input)).await;
-        assert_eq!(describe(&events), expected, "fixture {}", path.display());
-    }
-    server.assert_invariants();
+    API.assert_fixtures_decode_to_expected_events(
+        "anthropic",
+        "txt",
+        5,
+        MockResponse::sse,
+        &Style {
+            reasoning: Some(|r| {
+                format!(
+                    "reasoning {} {} encrypted={}",
+                    r.source,
+                    json!(r.text),
+                    r.encrypted.as_deref().unwrap_or("none")
+                )
+            }),
+            usage: |u| {
+                format!(
+                    "{}/{}/{}/{}",
+                    u.input_tokens, u.output_tokens, u.cached_input_tokens, u.cache_write_tokens
+                )
+            },
+            made_up_ids: false,
+        },
+    )
+    .await;
 }

@@ -47,11 +47,11 @@ impl Env {
     }
 }
 
-fn stdout_of(out: &std::process::Output) -> String {
+pub fn stdout_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn stderr_of(out: &std::process::Output) -> String {
+pub fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -333,8 +333,10 @@ fn diagnostics_go_to_the_log_file_filtered_by_rust_log() {
 fn interrupt_exits_130_and_kills_running_commands() {
     let env = Env::new();
     let pid_file = env.work().join("sleeper.pid");
+    // `$$` would be the pid inside the sandbox's PID namespace: the test
+    // finds the sleeper by its command line instead.
     let script = format!(
-        "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo $$ > {}; exec sleep 30\" }}\n",
+        "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo started > {}; exec sleep 30.1313\" }}\n",
         pid_file.display()
     );
     let path = env.write("s.toml", &script);
@@ -351,9 +353,11 @@ fn interrupt_exits_130_and_kills_running_commands() {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let sleeper: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
+        if let Some(&pid) = std::fs::read_to_string(&pid_file)
+            .is_ok()
+            .then(|| crate::common::pids_running("sleep\x0030.1313"))
+            .as_ref()
+            .and_then(|pids| pids.first())
         {
             break pid;
         }

@@ -2,8 +2,9 @@
 //! Chat Completions SSE. The mock checks on every request that each tool
 //! call has exactly one output.
 
-use crate::cli::Env;
+use crate::cli::{stderr_of, stdout_of, Env};
 use crate::common::mock::{chat, MockResponse, MockServer};
+use crate::common::provider_harness::closed_port;
 use cogni::agent::{start_session, SessionConfig};
 use cogni::protocol::{AgentEvent, TurnOutcome};
 use cogni::provider::{ProviderInfo, WireApi};
@@ -122,10 +123,12 @@ async fn stream_without_done_fails_the_turn() {
 }
 
 /// A workspace whose cogni.toml points the `mock` provider at `server`.
+/// The provider goes in the user's config: a repository's own cogni.toml
+/// may not point cogni at another server before it is trusted.
 fn mock_env(server: &MockServer, extra: &str) -> Env {
     let env = Env::new();
     std::fs::write(
-        env.work().join("cogni.toml"),
+        env.dir.path().join("home/config.toml"),
         format!(
             "provider = \"mock\"\nmodel = \"gpt-4.1\"\n[model_providers.mock]\nbase_url = \"{}\"\nenv_key = \"MOCK_KEY\"\nretry_base_ms = 10\nretry_max_ms = 2000\n{extra}",
             server.base_url()
@@ -133,6 +136,15 @@ fn mock_env(server: &MockServer, extra: &str) -> Env {
     )
     .unwrap();
     env
+}
+
+/// `cogni <args>` in `env` with `$MOCK_KEY` set to `key`, which must exit
+/// with `code` (its stderr says why not): stdout and stderr.
+fn cogni(env: &Env, key: &str, args: &[&str], code: i32) -> (String, String) {
+    let out = env.cmd().env("MOCK_KEY", key).args(args).output().unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    (stdout_of(&out), stderr)
 }
 
 #[test]
@@ -145,19 +157,8 @@ fn cli_full_task_against_the_mock() {
     )]));
     server.enqueue(chat::text_response("done"));
     let env = mock_env(&server, "");
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "sk-mock-secret")
-        .args(["run", "write hello"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    let (out, _) = cogni(&env, "sk-mock-secret", &["run", "write hello"], 0);
+    assert_eq!(out, "done\n");
     assert_eq!(
         std::fs::read_to_string(env.work().join("out.txt")).unwrap(),
         "hello\n"
@@ -172,17 +173,10 @@ fn cli_auth_failure_exits_3_naming_the_variable() {
     let server = MockServer::start();
     server.enqueue(MockResponse::error(401, "Incorrect API key provided"));
     let env = mock_env(&server, "");
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "sk-mock-secret")
-        .args(["run", "x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (out, err) = cogni(&env, "sk-mock-secret", &["run", "x"], 3);
     assert!(err.contains("$MOCK_KEY") && err.contains("401"), "{err}");
     assert!(!err.contains("sk-mock-secret"), "{err}");
-    assert!(out.stdout.is_empty());
+    assert!(out.is_empty());
     assert_eq!(server.request_count(), 1, "no retry on 401");
 }
 
@@ -193,23 +187,11 @@ fn cli_rate_limit_with_retry_after_then_success() {
     server.enqueue(chat::text_response("after the wait"));
     let env = mock_env(&server, "");
     let started = std::time::Instant::now();
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "k")
-        .args(["run", "x"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_, err) = cogni(&env, "k", &["run", "x"], 0);
     assert!(
         started.elapsed() >= Duration::from_millis(900),
         "Retry-After honoured"
     );
-    let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("retry 1 in 1.0s"), "{err}");
 }
 
@@ -220,14 +202,7 @@ fn cli_retries_exhausted_exit_3() {
         server.enqueue(MockResponse::error(503, "overloaded"));
     }
     let env = mock_env(&server, "max_retries = 2\n");
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "k")
-        .args(["run", "x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (_, err) = cogni(&env, "k", &["run", "x"], 3);
     assert!(
         err.contains("3 attempts") && err.contains("overloaded"),
         "{err}"
@@ -239,14 +214,7 @@ fn cli_idle_stall_and_malformed_chunk_exit_3() {
     let server = MockServer::start();
     server.enqueue(MockResponse::sse([chat::role(), chat::text("hel")]).stall_forever());
     let env = mock_env(&server, "max_retries = 0\nstream_idle_timeout_ms = 300\n");
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "k")
-        .args(["run", "x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (_, err) = cogni(&env, "k", &["run", "x"], 3);
     assert!(err.contains("idle"), "{err}");
 
     let server = MockServer::start();
@@ -255,32 +223,21 @@ fn cli_idle_stall_and_malformed_chunk_exit_3() {
         "data: {not json\n\n".to_string(),
     ]));
     let env = mock_env(&server, "max_retries = 0\n");
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "k")
-        .args(["run", "x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    cogni(&env, "k", &["run", "x"], 3);
 }
 
 #[test]
 fn cli_unreachable_server_exits_3() {
-    // Bind and drop a listener to get a port nothing listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = closed_port();
     let env = Env::new();
     std::fs::write(
-        env.work().join("cogni.toml"),
+        env.dir.path().join("home/config.toml"),
         format!("provider = \"dead\"\nmodel = \"gpt-4.1\"\n[model_providers.dead]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmax_retries = 1\nretry_base_ms = 10\n"),
     )
     .unwrap();
     let out = env.cmd().args(["run", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_of(&out);
     assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
 }
 
@@ -295,19 +252,7 @@ fn cli_models_lists_the_catalog_and_the_served_models() {
         &server,
         "[model_families.\"house-model\"]\ninherit = \"qwen\"\ncontext_window = 65536\n",
     );
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "k")
-        .arg("models")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (text, _) = cogni(&env, "k", &["models"], 0);
     assert!(
         text.contains("gpt-4.1*") && text.contains("claude-*"),
         "{text}"
@@ -330,18 +275,6 @@ fn cli_models_lists_the_catalog_and_the_served_models() {
     let server = MockServer::start();
     server.enqueue(MockResponse::error(401, "bad key"));
     let env = mock_env(&server, "");
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "k")
-        .arg("models")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let out = env
-        .cmd()
-        .env("MOCK_KEY", "k")
-        .args(["models", "--offline"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    cogni(&env, "k", &["models"], 3);
+    cogni(&env, "k", &["models", "--offline"], 0);
 }

@@ -10,5 +10,6 @@ mod engine_mock;
 mod ollama_provider;
 mod repl;
 mod responses_provider;
+mod sandbox;
 mod sessions;
 mod shell;

@@ -4,153 +4,29 @@
 //! from `tests/fixtures/ollama/`.
 
 use crate::common::mock::{MockResponse, MockServer};
+use crate::common::provider_harness::{
+    closed_port, completed, function_call, retries, run_ok, started, text_of, user, Api, Style,
+    GENEROUS,
+};
 use crate::common::wire_ollama as ollama;
-use cogni::protocol::{
-    HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind, ToolOutput, Usage,
-};
+use cogni::protocol::{HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolOutput, Usage};
 use cogni::provider::ollama::{list_models, Ollama};
-use cogni::provider::retry::Jitter;
-use cogni::provider::{
-    ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, RetrySettings, WireApi,
-};
-use futures::StreamExt;
+use cogni::provider::{ProviderError, ProviderInfo, ResponseEvent, WireApi};
 use serde_json::json;
-use std::path::Path;
 use std::time::Duration;
 
-/// Far longer than any test needs; only a hang would reach it.
-const GENEROUS: Duration = Duration::from_secs(30);
 const MODEL: &str = "qwen2.5-coder:7b";
 
-fn info(server: &MockServer) -> ProviderInfo {
-    let mut info = ProviderInfo::new("ollama", &server.url(), WireApi::Ollama);
-    info.retry = RetrySettings {
-        max_retries: 2,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-    };
-    info.connect_timeout = Duration::from_secs(5);
-    info.stream_idle_timeout = Duration::from_secs(20);
-    info
-}
-
-fn no_retries(server: &MockServer) -> ProviderInfo {
-    let mut info = info(server);
-    info.retry.max_retries = 0;
-    info
-}
-
-fn provider(info: ProviderInfo) -> Ollama {
-    Ollama::with_jitter(info, Jitter::fixed(1.0)).expect("provider")
-}
-
-fn user(text: &str) -> Vec<HistoryItem> {
-    vec![HistoryItem::text(Role::User, text)]
-}
-
-fn request(input: &[HistoryItem]) -> ModelRequest<'_> {
-    ModelRequest {
-        model: MODEL,
-        instructions: "You are a test.",
-        input,
-        tools: &[],
-        parallel_tool_calls: true,
-        output_schema: None,
-        temperature: None,
-        max_tokens: None,
-        reasoning_effort: None,
-        context_window: 32_768,
-        context_window_is_default: false,
-    }
-}
-
-/// Every event until the stream ends, and the error that ended it.
-async fn collect(
-    provider: &dyn Provider,
-    request: &ModelRequest<'_>,
-) -> (Vec<ResponseEvent>, Option<ProviderError>) {
-    let mut stream = provider.stream(request);
-    let run = async {
-        let mut events = Vec::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => events.push(event),
-                Err(error) => {
-                    assert!(
-                        stream.next().await.is_none(),
-                        "the stream ends after its error"
-                    );
-                    return (events, Some(error));
-                }
-            }
-        }
-        (events, None)
-    };
-    tokio::time::timeout(GENEROUS, run)
-        .await
-        .expect("the stream finished")
-}
-
-async fn run_ok(provider: &dyn Provider, request: &ModelRequest<'_>) -> Vec<ResponseEvent> {
-    let (events, error) = collect(provider, request).await;
-    if let Some(error) = error {
-        panic!("unexpected error {error} after {events:?}");
-    }
-    assert!(
-        matches!(events.last(), Some(ResponseEvent::Completed { .. })),
-        "ends with Completed: {events:?}"
-    );
-    events
-}
-
-async fn run_err(provider: &dyn Provider, request: &ModelRequest<'_>) -> ProviderError {
-    let (events, error) = collect(provider, request).await;
-    let error = error.unwrap_or_else(|| panic!("expected an error, got {events:?}"));
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, ResponseEvent::Completed { .. })),
-        "no Completed before an error: {events:?}"
-    );
-    error
-}
-
-fn text_of(events: &[ResponseEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ResponseEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn retries(events: &[ResponseEvent]) -> Vec<(u32, Duration)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ResponseEvent::Retrying { attempt, delay, .. } => Some((*attempt, *delay)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn completed(events: &[ResponseEvent]) -> (Option<Usage>, StopReason) {
-    match events.last() {
-        Some(ResponseEvent::Completed {
-            usage, stop_reason, ..
-        }) => (*usage, stop_reason.clone()),
-        other => panic!("expected Completed last, got {other:?}"),
-    }
-}
-
-/// A port nothing listens on (it was free a moment ago).
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
+const API: Api<Ollama> = Api {
+    id: "ollama",
+    wire: WireApi::Ollama,
+    key: None,
+    model: MODEL,
+    context_window: 32_768,
+    at_root: true,
+    make: Ollama::with_jitter,
+    text_response: ollama::text_response,
+};
 
 // ---------------------------------------------------------------------------
 // Streaming
@@ -158,32 +34,21 @@ fn closed_port() -> u16 {
 
 #[tokio::test]
 async fn ollama_streams_text_deltas() {
-    let server = MockServer::start();
-    server.enqueue(ollama::ndjson([
-        ollama::text("Hel"),
-        ollama::text("lo, "),
-        ollama::text("wörld"),
-        ollama::done("stop", 12, 3),
-    ]));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
-    assert_eq!(
-        events,
-        vec![
-            ResponseEvent::TextDelta("Hel".into()),
-            ResponseEvent::TextDelta("lo, ".into()),
-            ResponseEvent::TextDelta("wörld".into()),
-            ResponseEvent::Completed {
-                usage: Some(Usage {
-                    input_tokens: 12,
-                    output_tokens: 3,
-                    ..Usage::default()
-                }),
-                stop_reason: StopReason::Stop,
-                incomplete_tool_call: None,
-            },
-        ]
-    );
+    let server = API
+        .assert_streams_text_deltas(
+            ollama::ndjson([
+                ollama::text("Hel"),
+                ollama::text("lo, "),
+                ollama::text("wörld"),
+                ollama::done("stop", 12, 3),
+            ]),
+            Some(Usage {
+                input_tokens: 12,
+                output_tokens: 3,
+                ..Usage::default()
+            }),
+        )
+        .await;
     let sent = server.last_request().expect("a request");
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path, "/api/chat");
@@ -203,7 +68,6 @@ async fn ollama_streams_text_deltas() {
             "keep_alive": "10m",
         })
     );
-    server.assert_invariants();
 }
 
 #[tokio::test]
@@ -216,19 +80,14 @@ async fn ollama_two_tool_calls_and_tool_history() {
     let input = vec![
         HistoryItem::text(Role::User, "look around"),
         HistoryItem::text(Role::Assistant, "Listing first."),
-        HistoryItem::tool_call(ToolCall {
-            id: "call_1".into(),
-            name: "list_dir".into(),
-            arguments: "{\"path\":\".\"}".into(),
-            kind: ToolCallKind::Function,
-        }),
+        HistoryItem::tool_call(function_call("call_1", "list_dir", "{\"path\":\".\"}")),
         HistoryItem::tool_output(ToolOutput {
             call_id: "call_1".into(),
             content: "src\nCargo.toml".into(),
             is_error: false,
         }),
     ];
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = run_ok(&API.provider_for(&server), &API.request(&input)).await;
     let calls: Vec<&ToolCall> = events
         .iter()
         .filter_map(|e| match e {
@@ -246,13 +105,7 @@ async fn ollama_two_tool_calls_and_tool_history() {
         ("shell", "{\"command\":[\"cargo\",\"test\"]}")
     );
     assert_ne!(calls[0].id, calls[1].id, "made-up ids differ");
-    assert_eq!(
-        events[0],
-        ResponseEvent::ToolCallStarted {
-            id: calls[0].id.clone(),
-            name: "read_file".into()
-        }
-    );
+    assert_eq!(events[0], started(&calls[0].id, "read_file"));
     assert_eq!(completed(&events).1, StopReason::ToolCalls);
     assert_eq!(
         server.last_request().expect("request").body_json()["messages"],
@@ -277,8 +130,7 @@ async fn ollama_usage_and_thinking_from_the_stream() {
         ollama::text("Answer."),
         ollama::done("length", 1200, 34),
     ]));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API.answer(&server, "hi").await;
     assert_eq!(
         events[0],
         ResponseEvent::Reasoning(Reasoning {
@@ -296,7 +148,8 @@ async fn ollama_usage_and_thinking_from_the_stream() {
                 output_tokens: 34,
                 ..Usage::default()
             }),
-            StopReason::Length
+            StopReason::Length,
+            None
         )
     );
 }
@@ -307,59 +160,28 @@ async fn ollama_usage_and_thinking_from_the_stream() {
 
 #[tokio::test]
 async fn ollama_missing_done_is_retried_then_an_error() {
-    let server = MockServer::start();
-    for _ in 0..3 {
-        server.enqueue(ollama::ndjson([ollama::text("partial")]));
-    }
-    let input = user("hi");
-    let (events, error) = collect(&provider(info(&server)), &request(&input)).await;
-    assert_eq!(retries(&events).len(), 2, "{events:?}");
-    match error {
-        Some(ProviderError::RetriesExhausted { attempts, last, .. }) => {
-            assert_eq!(attempts, 3);
-            assert!(last.contains("\"done\": true"), "{last}");
-        }
-        other => panic!("expected RetriesExhausted, got {other:?}"),
-    }
-    assert_eq!(server.request_count(), 3);
-}
-
-/// A stream that breaks after text arrived is retried from the start; the
-/// `Retrying` event separates the attempts, so no text counts twice.
-async fn assert_broken_stream_is_retried(broken: MockResponse) {
-    let server = MockServer::start();
-    server.enqueue(broken);
-    server.enqueue(ollama::text_response("complete answer"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
-    let retry_at = events
-        .iter()
-        .position(|e| matches!(e, ResponseEvent::Retrying { attempt: 1, .. }))
-        .expect("a Retrying event");
-    assert_eq!(text_of(&events[..retry_at]), "partial");
-    assert_eq!(text_of(&events[retry_at..]), "complete answer");
-    assert_eq!(server.request_count(), 2);
-    let requests = server.requests();
-    assert_eq!(
-        requests[0].body, requests[1].body,
-        "the same body is resent"
-    );
-    server.assert_invariants();
+    API.assert_missing_terminal_exhausts_retries(
+        || ollama::ndjson([ollama::text("partial")]),
+        "\"done\": true",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn ollama_stream_without_done_is_retried() {
-    assert_broken_stream_is_retried(ollama::ndjson([ollama::text("partial")])).await;
+    API.assert_broken_stream_is_retried(ollama::ndjson([ollama::text("partial")]))
+        .await;
 }
 
 #[tokio::test]
 async fn ollama_connection_reset_after_text_is_retried() {
-    assert_broken_stream_is_retried(ollama::ndjson([ollama::text("partial")]).close_early()).await;
+    API.assert_broken_stream_is_retried(ollama::ndjson([ollama::text("partial")]).close_early())
+        .await;
 }
 
 #[tokio::test]
 async fn ollama_busy_error_line_is_retried() {
-    assert_broken_stream_is_retried(ollama::ndjson([
+    API.assert_broken_stream_is_retried(ollama::ndjson([
         ollama::text("partial"),
         ollama::error("server busy, please try again.  maximum pending requests exceeded"),
     ]))
@@ -368,70 +190,40 @@ async fn ollama_busy_error_line_is_retried() {
 
 #[tokio::test]
 async fn ollama_error_line_is_a_fatal_error() {
-    let server = MockServer::start();
-    server.enqueue(ollama::ndjson([
-        ollama::text("so far"),
-        ollama::error("model requires more system memory (12.0 GiB) than is available (8.0 GiB)"),
-    ]));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::Stream { message, .. } if message.contains("more system memory")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1, "not retried");
+    API.assert_stream_error(
+        ollama::ndjson([
+            ollama::text("so far"),
+            ollama::error(
+                "model requires more system memory (12.0 GiB) than is available (8.0 GiB)",
+            ),
+        ]),
+        &["more system memory"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn ollama_malformed_line_is_a_stream_error() {
-    let server = MockServer::start();
-    server.enqueue(ollama::ndjson([
-        ollama::text("ok"),
-        "{\"message\":{\"content\":\"x\"}\n".to_string(),
-        ollama::done("stop", 1, 1),
-    ]));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::Stream { message, .. }
-            if message.contains("malformed line") && message.contains("{\"message\"")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_stream_error(
+        ollama::ndjson([
+            ollama::text("ok"),
+            "{\"message\":{\"content\":\"x\"}\n".to_string(),
+            ollama::done("stop", 1, 1),
+        ]),
+        &["malformed line", "{\"message\""],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn ollama_idle_stall_is_an_idle_timeout() {
-    let server = MockServer::start();
-    server.enqueue(ollama::ndjson([ollama::text("started")]).stall_forever());
-    let mut info = no_retries(&server);
-    info.stream_idle_timeout = Duration::from_millis(200);
-    let input = user("hi");
-    let (events, error) = collect(&provider(info), &request(&input)).await;
-    assert_eq!(text_of(&events), "started");
-    assert!(
-        matches!(error, Some(ProviderError::IdleTimeout { .. })),
-        "{error:?}"
-    );
+    API.assert_idle_stall_is_an_idle_timeout(ollama::ndjson([ollama::text("started")]), "started")
+        .await;
 }
 
 #[tokio::test]
 async fn ollama_html_instead_of_a_stream_names_the_url() {
-    let server = MockServer::start();
-    server.enqueue(
-        MockResponse::new(200)
-            .header("content-type", "text/html; charset=utf-8")
-            .chunk("<html><body>Please log in</body></html>"),
-    );
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    let url = format!("{}/api/chat", server.url());
-    assert!(
-        matches!(&error, ProviderError::Stream { message, .. }
-            if message.contains(&url) && message.contains("instead of a stream") && message.contains("Please log in")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_html_page_names_the_url("/api/chat").await;
 }
 
 // ---------------------------------------------------------------------------
@@ -440,56 +232,41 @@ async fn ollama_html_instead_of_a_stream_names_the_url() {
 
 #[tokio::test]
 async fn ollama_500_then_200_retries_once() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::json(
-        500,
-        &json!({"error": "llama runner crashed"}),
-    ));
-    server.enqueue(ollama::text_response("recovered"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&events[0], ResponseEvent::Retrying { attempt: 1, reason, .. } if reason.contains("llama runner crashed")),
-        "{events:?}"
-    );
-    assert_eq!(text_of(&events), "recovered");
-    assert_eq!(server.request_count(), 2);
+    API.assert_retried_once(
+        MockResponse::json(500, &json!({"error": "llama runner crashed"})),
+        "llama runner crashed",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn ollama_503_busy_is_retried() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::json(
-        503,
-        &json!({"error": "server busy, please try again.  maximum pending requests exceeded"}),
-    ));
-    server.enqueue(ollama::text_response("ok"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API
+        .assert_retried_once(
+            MockResponse::json(
+                503,
+                &json!({"error": "server busy, please try again.  maximum pending requests exceeded"}),
+            ),
+            "server busy",
+        )
+        .await;
     assert_eq!(retries(&events), vec![(1, Duration::from_millis(1))]);
-    assert_eq!(server.request_count(), 2);
 }
 
 #[tokio::test]
 async fn ollama_429_retry_after_is_honoured() {
-    let server = MockServer::start();
-    server.enqueue(
-        MockResponse::json(429, &json!({"error": "too many requests"})).header("retry-after", "1"),
-    );
-    server.enqueue(ollama::text_response("ok"));
-    let mut info = info(&server);
-    info.retry.max_delay = Duration::from_secs(10);
-    let input = user("hi");
-    let events = run_ok(&provider(info), &request(&input)).await;
-    assert_eq!(retries(&events), vec![(1, Duration::from_secs(1))]);
+    API.assert_retry_after_is_honoured(MockResponse::json(
+        429,
+        &json!({"error": "too many requests"}),
+    ))
+    .await;
 }
 
 #[tokio::test]
 async fn ollama_model_not_found_names_ollama_pull() {
     let server = MockServer::start();
     server.enqueue(ollama::model_not_found(MODEL));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
+    let error = API.failure(&server, "hi").await;
     assert!(
         matches!(&error, ProviderError::Http { status: 404, .. }),
         "{error}"
@@ -502,60 +279,37 @@ async fn ollama_model_not_found_names_ollama_pull() {
 
 #[tokio::test]
 async fn ollama_connection_refused_says_to_start_ollama_serve() {
-    let port = closed_port();
-    let mut info = ProviderInfo::new(
-        "ollama",
-        &format!("http://127.0.0.1:{port}"),
-        WireApi::Ollama,
-    );
-    info.retry = RetrySettings {
-        max_retries: 1,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(1),
-    };
-    let input = user("hi");
-    let (events, error) = collect(&provider(info), &request(&input)).await;
+    let (events, last) = API.assert_unreachable_is_retried_then_reported().await;
     assert!(
         matches!(&events[..], [ResponseEvent::Retrying { reason, .. }] if reason.contains("ollama serve")),
         "{events:?}"
     );
-    match error {
-        Some(ProviderError::RetriesExhausted { attempts, last, .. }) => {
-            assert_eq!(attempts, 2);
-            assert!(last.contains("could not reach"), "{last}");
-            assert!(
-                last.contains("`ollama serve`") && last.contains("OLLAMA_HOST"),
-                "{last}"
-            );
-        }
-        other => panic!("expected RetriesExhausted, got {other:?}"),
-    }
+    assert!(
+        last.contains("`ollama serve`") && last.contains("OLLAMA_HOST"),
+        "{last}"
+    );
 }
 
 #[tokio::test]
 async fn ollama_context_overflow_is_reported_as_such() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::json(
-        400,
-        &json!({"error": "the input length exceeds the context length"}),
-    ));
-    let input = user("a very long prompt");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::ContextOverflow { message, .. } if message.contains("exceeds the context length")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_context_overflow(
+        MockResponse::json(
+            400,
+            &json!({"error": "the input length exceeds the context length"}),
+        ),
+        "exceeds the context length",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn ollama_sends_a_configured_key_as_bearer() {
     let server = MockServer::start();
     server.enqueue(ollama::text_response("ok"));
-    let mut info = info(&server);
+    let mut info = API.info(&server);
     info.api_key = Some("proxy-secret-0123".into());
     let input = user("hi");
-    run_ok(&provider(info), &request(&input)).await;
+    run_ok(&API.provider(info), &API.request(&input)).await;
     assert_eq!(
         server
             .last_request()
@@ -595,9 +349,9 @@ async fn ollama_window_from_api_show_sets_num_ctx_and_model_info() {
     server.enqueue(show_response("stop \"<|eot_id|>\""));
     server.enqueue(ollama::text_response("first"));
     server.enqueue(ollama::text_response("second"));
-    let provider = provider(info(&server));
+    let provider = API.provider_for(&server);
     let input = user("hi");
-    let mut req = request(&input);
+    let mut req = API.request(&input);
     req.context_window_is_default = true;
 
     let events = run_ok(&provider, &req).await;
@@ -641,9 +395,9 @@ async fn ollama_modelfile_num_ctx_wins_over_the_trained_length() {
     ));
     server.enqueue(ollama::text_response("ok"));
     let input = user("hi");
-    let mut req = request(&input);
+    let mut req = API.request(&input);
     req.context_window_is_default = true;
-    let events = run_ok(&provider(info(&server)), &req).await;
+    let events = run_ok(&API.provider_for(&server), &req).await;
     assert_eq!(
         events[0],
         ResponseEvent::ModelInfo {
@@ -663,9 +417,9 @@ async fn ollama_failed_show_is_ignored_and_asked_again() {
     server.enqueue(ollama::text_response("ok"));
     server.enqueue(show_response(""));
     server.enqueue(ollama::text_response("ok"));
-    let provider = provider(info(&server));
+    let provider = API.provider_for(&server);
     let input = user("hi");
-    let mut req = request(&input);
+    let mut req = API.request(&input);
     req.context_window_is_default = true;
 
     let events = run_ok(&provider, &req).await;
@@ -697,8 +451,7 @@ async fn ollama_failed_show_is_ignored_and_asked_again() {
 async fn ollama_configured_window_is_not_looked_up() {
     let server = MockServer::start();
     server.enqueue(ollama::text_response("ok"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API.answer(&server, "hi").await;
     assert!(!events
         .iter()
         .any(|e| matches!(e, ResponseEvent::ModelInfo { .. })));
@@ -727,7 +480,7 @@ async fn ollama_lists_models_via_api_tags() {
             {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 2019393189u64},
         ]}),
     ));
-    let names = tokio::time::timeout(GENEROUS, list_models(&info(&server)))
+    let names = tokio::time::timeout(GENEROUS, list_models(&API.info(&server)))
         .await
         .expect("in time")
         .expect("models");
@@ -746,7 +499,7 @@ async fn ollama_listing_errors_are_clear() {
     server.enqueue(MockResponse::json(500, &json!({"error": "disk on fire"})));
     server.enqueue(MockResponse::new(404).chunk("404 page not found"));
     server.enqueue(MockResponse::json(200, &json!({"status": "ok"})));
-    let info = info(&server);
+    let info = API.info(&server);
     let error = list_models(&info).await.expect_err("500");
     let text = error.to_string();
     assert!(
@@ -783,15 +536,10 @@ async fn mock_records_ollama_pairing_violations() {
     server.enqueue(ollama::text_response("ok"));
     let input = vec![
         HistoryItem::text(Role::User, "go"),
-        HistoryItem::tool_call(ToolCall {
-            id: "call_1".into(),
-            name: "shell".into(),
-            arguments: "{}".into(),
-            kind: ToolCallKind::Function,
-        }),
+        HistoryItem::tool_call(function_call("call_1", "shell", "{}")),
         HistoryItem::text(Role::User, "never mind"),
     ];
-    run_ok(&provider(info(&server)), &request(&input)).await;
+    run_ok(&API.provider_for(&server), &API.request(&input)).await;
     let violations = server.violations();
     assert_eq!(violations.len(), 1, "{violations:?}");
     assert!(
@@ -800,85 +548,18 @@ async fn mock_records_ollama_pairing_violations() {
     );
 }
 
-/// One line per event, independent of how text was chunked; ids the wire
-/// did not carry (made up by the parser) print as `<made-up>`.
-fn describe(events: &[ResponseEvent], wire: &str) -> String {
-    let id = |id: &str| {
-        if wire.contains(id) {
-            id.to_string()
-        } else {
-            "<made-up>".to_string()
-        }
-    };
-    let mut lines = Vec::new();
-    let mut text = String::new();
-    for event in events {
-        if let ResponseEvent::TextDelta(t) = event {
-            text.push_str(t);
-            continue;
-        }
-        if !text.is_empty() {
-            lines.push(format!("text {}", json!(text)));
-            text.clear();
-        }
-        lines.push(match event {
-            ResponseEvent::Reasoning(r) => format!("reasoning {} {}", r.source, json!(r.text)),
-            ResponseEvent::ToolCallStarted { id: call, name } => {
-                format!("tool_call_started {} {name}", id(call))
-            }
-            ResponseEvent::ToolCall(call) => format!(
-                "tool_call {} {} {} {}",
-                id(&call.id),
-                call.name,
-                json!(call.kind).as_str().unwrap_or("?"),
-                json!(call.arguments)
-            ),
-            ResponseEvent::Completed {
-                usage,
-                stop_reason,
-                incomplete_tool_call,
-            } => format!(
-                "completed {} usage={} incomplete={}",
-                json!(stop_reason).as_str().unwrap_or("?"),
-                usage.map_or("none".to_string(), |u| format!(
-                    "{}/{}",
-                    u.input_tokens, u.output_tokens
-                )),
-                incomplete_tool_call.as_deref().unwrap_or("none")
-            ),
-            other => format!("{other:?}"),
-        });
-    }
-    lines.join("\n") + "\n"
-}
-
 #[tokio::test]
 async fn ollama_fixture_streams_decode_to_expected_events() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ollama");
-    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixture dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "ndjson"))
-        .collect();
-    fixtures.sort();
-    assert!(fixtures.len() >= 4, "fixtures found: {fixtures:?}");
-    let server = MockServer::start();
-    for path in &fixtures {
-        let wire = std::fs::read_to_string(path).expect("fixture");
-        let expected = std::fs::read_to_string(path.with_extension("expected"))
-            .unwrap_or_else(|e| panic!("{}: missing .expected file: {e}", path.display()));
-        // Odd-sized network chunks split lines, JSON and UTF-8 characters.
-        server.enqueue(ollama::ndjson(
-            wire.as_bytes().chunks(37).map(<[u8]>::to_vec),
-        ));
-        let input = user("hi");
-        let events = run_ok(&provider(info(&server)), &request(&input)).await;
-        assert_eq!(
-            describe(&events, &wire),
-            expected,
-            "fixture {}",
-            path.display()
-        );
-    }
-    server.assert_invariants();
+    API.assert_fixtures_decode_to_expected_events(
+        "ollama",
+        "ndjson",
+        4,
+        ollama::ndjson,
+        &Style {
+            reasoning: Some(|r| format!("reasoning {} {}", r.source, json!(r.text))),
+            usage: |u| format!("{}/{}", u.input_tokens, u.output_tokens),
+            made_up_ids: true,
+        },
+    )
+    .await;
 }

@@ -4,167 +4,33 @@
 //! payload, and wire streams from `tests/fixtures/responses/`.
 
 use crate::common::mock::{MockResponse, MockServer};
+use crate::common::provider_harness::{
+    completed, retries, run_err, run_ok, started, tool_call, user, Api, Style,
+};
 use crate::common::wire_responses as responses;
 use cogni::agent::{start_session, SessionConfig};
 use cogni::protocol::{
-    ApprovalPolicy, Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind,
-    ToolFormat, ToolOutput, ToolSpec, TurnOutcome, Usage,
+    ApprovalPolicy, Content, HistoryItem, Reasoning, Role, StopReason, ToolCallKind, ToolFormat,
+    ToolOutput, ToolSpec, TurnOutcome, Usage,
 };
 use cogni::provider::responses::Responses;
-use cogni::provider::retry::Jitter;
-use cogni::provider::{
-    ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, RetrySettings, WireApi,
-};
-use futures::StreamExt;
+use cogni::provider::{ModelRequest, ProviderError, ResponseEvent, WireApi};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
 
 const KEY: &str = "sk-mock-secret-0123456789";
-/// Far longer than any test needs; only a hang would reach it.
-const GENEROUS: Duration = Duration::from_secs(30);
 
-fn info(server: &MockServer) -> ProviderInfo {
-    let mut info = ProviderInfo::new("openai", &server.base_url(), WireApi::Responses);
-    info.env_key = Some("OPENAI_API_KEY".into());
-    info.api_key = Some(KEY.into());
-    info.retry = RetrySettings {
-        max_retries: 2,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-    };
-    info.connect_timeout = Duration::from_secs(5);
-    info.stream_idle_timeout = Duration::from_secs(20);
-    info
-}
-
-fn no_retries(server: &MockServer) -> ProviderInfo {
-    let mut info = info(server);
-    info.retry.max_retries = 0;
-    info
-}
-
-fn provider(info: ProviderInfo) -> Responses {
-    Responses::with_jitter(info, Jitter::fixed(1.0)).expect("provider")
-}
-
-fn user(text: &str) -> Vec<HistoryItem> {
-    vec![HistoryItem::text(Role::User, text)]
-}
-
-fn request(input: &[HistoryItem]) -> ModelRequest<'_> {
-    ModelRequest {
-        model: "mock-model",
-        instructions: "You are a test.",
-        input,
-        tools: &[],
-        parallel_tool_calls: true,
-        output_schema: None,
-        temperature: None,
-        max_tokens: None,
-        reasoning_effort: None,
-        context_window: 128_000,
-        context_window_is_default: false,
-    }
-}
-
-/// Every event until the stream ends, and the error that ended it.
-async fn collect(
-    provider: &dyn Provider,
-    request: &ModelRequest<'_>,
-) -> (Vec<ResponseEvent>, Option<ProviderError>) {
-    let mut stream = provider.stream(request);
-    let run = async {
-        let mut events = Vec::new();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => events.push(event),
-                Err(error) => {
-                    assert!(
-                        stream.next().await.is_none(),
-                        "the stream must end after its first error"
-                    );
-                    return (events, Some(error));
-                }
-            }
-        }
-        (events, None)
-    };
-    tokio::time::timeout(GENEROUS, run)
-        .await
-        .expect("the stream finished")
-}
-
-async fn run_ok(provider: &dyn Provider, request: &ModelRequest<'_>) -> Vec<ResponseEvent> {
-    let (events, error) = collect(provider, request).await;
-    if let Some(error) = error {
-        panic!("unexpected error {error} after {events:?}");
-    }
-    assert!(
-        matches!(events.last(), Some(ResponseEvent::Completed { .. })),
-        "ends with Completed: {events:?}"
-    );
-    events
-}
-
-async fn run_err(provider: &dyn Provider, request: &ModelRequest<'_>) -> ProviderError {
-    let (events, error) = collect(provider, request).await;
-    let error = error.unwrap_or_else(|| panic!("expected an error, got {events:?}"));
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e, ResponseEvent::Completed { .. })),
-        "no Completed before an error: {events:?}"
-    );
-    error
-}
-
-fn text_of(events: &[ResponseEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ResponseEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn retries(events: &[ResponseEvent]) -> Vec<(u32, Duration)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ResponseEvent::Retrying { attempt, delay, .. } => Some((*attempt, *delay)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn completed(events: &[ResponseEvent]) -> (Option<Usage>, StopReason, Option<String>) {
-    match events.last() {
-        Some(ResponseEvent::Completed {
-            usage,
-            stop_reason,
-            incomplete_tool_call,
-        }) => (*usage, stop_reason.clone(), incomplete_tool_call.clone()),
-        other => panic!("expected Completed last, got {other:?}"),
-    }
-}
-
-fn tool_call(id: &str, name: &str, arguments: &str, kind: ToolCallKind) -> ToolCall {
-    ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.into(),
-        kind,
-    }
-}
-
-fn started(id: &str, name: &str) -> ResponseEvent {
-    ResponseEvent::ToolCallStarted {
-        id: id.into(),
-        name: name.into(),
-    }
-}
+const API: Api<Responses> = Api {
+    id: "openai",
+    wire: WireApi::Responses,
+    key: Some(("OPENAI_API_KEY", KEY)),
+    model: "mock-model",
+    context_window: 128_000,
+    at_root: false,
+    make: Responses::with_jitter,
+    text_response: responses::text_response,
+};
 
 fn patch_tool(definition: &str) -> ToolSpec {
     ToolSpec {
@@ -192,29 +58,16 @@ fn stream_of(parts: Vec<Vec<String>>) -> MockResponse {
 
 #[tokio::test]
 async fn responses_streams_text_deltas() {
-    let server = MockServer::start();
-    server.enqueue(stream_of(vec![responses::message(&[
-        "Hel", "lo, ", "wörld",
-    ])]));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
-    assert_eq!(
-        events,
-        vec![
-            ResponseEvent::TextDelta("Hel".into()),
-            ResponseEvent::TextDelta("lo, ".into()),
-            ResponseEvent::TextDelta("wörld".into()),
-            ResponseEvent::Completed {
-                usage: Some(Usage {
-                    input_tokens: 10,
-                    output_tokens: 5,
-                    ..Usage::default()
-                }),
-                stop_reason: StopReason::Stop,
-                incomplete_tool_call: None,
-            },
-        ]
-    );
+    let server = API
+        .assert_streams_text_deltas(
+            stream_of(vec![responses::message(&["Hel", "lo, ", "wörld"])]),
+            Some(Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                ..Usage::default()
+            }),
+        )
+        .await;
     let sent = server.last_request().expect("a request");
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path_only(), "/v1/responses");
@@ -223,7 +76,6 @@ async fn responses_streams_text_deltas() {
         Some(format!("Bearer {KEY}").as_str())
     );
     assert_eq!(sent.header("accept"), Some("text/event-stream"));
-    server.assert_invariants();
 }
 
 #[tokio::test]
@@ -233,8 +85,7 @@ async fn responses_two_parallel_tool_calls() {
         ("call_a", "read_file", r#"{"path":"a.rs"}"#),
         ("call_b", "shell", r#"{"command":["ls"]}"#),
     ]));
-    let input = user("go");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API.answer(&server, "go").await;
     assert_eq!(
         events[..4],
         [
@@ -268,9 +119,9 @@ async fn responses_freeform_call_keeps_its_raw_input() {
     )]));
     let tools = [patch_tool("start: begin_patch hunk+ end_patch")];
     let input = user("patch");
-    let mut req = request(&input);
+    let mut req = API.request(&input);
     req.tools = &tools;
-    let events = run_ok(&provider(info(&server)), &req).await;
+    let events = run_ok(&API.provider_for(&server), &req).await;
     assert_eq!(
         events[..2],
         [
@@ -302,8 +153,7 @@ async fn responses_usage_includes_cached_tokens() {
     events.extend(responses::message(&["ok"]));
     events.push(responses::completed(1200, 34, 1024));
     server.enqueue(MockResponse::sse(events));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API.answer(&server, "hi").await;
     assert_eq!(
         completed(&events).0,
         Some(Usage {
@@ -328,9 +178,9 @@ async fn responses_incomplete_at_max_output_tokens_reports_the_cut_call() {
     events.push(responses::incomplete("max_output_tokens"));
     server.enqueue(MockResponse::sse(events));
     let input = user("go");
-    let mut req = request(&input);
+    let mut req = API.request(&input);
     req.max_tokens = Some(16);
-    let events = run_ok(&provider(info(&server)), &req).await;
+    let events = run_ok(&API.provider_for(&server), &req).await;
     assert!(
         !events
             .iter()
@@ -362,7 +212,7 @@ async fn responses_reasoning_is_carried_back_with_the_tool_history() {
     ]));
     server.enqueue(responses::text_response("done"));
 
-    let mut info = info(&server);
+    let mut info = API.info(&server);
     info.default_model = Some("gpt-5".into());
     let mut config = SessionConfig::new(info, dir.path().to_path_buf());
     config.approval_policy = ApprovalPolicy::Never;
@@ -437,37 +287,14 @@ async fn responses_reasoning_is_carried_back_with_the_tool_history() {
 // Broken streams
 // ---------------------------------------------------------------------------
 
-/// A stream that breaks after text arrived is retried from the start; the
-/// `Retrying` event tells the consumer to drop what the failed attempt gave.
-async fn assert_broken_stream_is_retried(broken: MockResponse) -> Vec<ResponseEvent> {
-    let server = MockServer::start();
-    server.enqueue(broken);
-    server.enqueue(responses::text_response("complete answer"));
-    let input = user("hi");
-    let (events, error) = collect(&provider(info(&server)), &request(&input)).await;
-    assert!(error.is_none(), "{error:?}");
-    let retry_at = events
-        .iter()
-        .position(|e| matches!(e, ResponseEvent::Retrying { attempt: 1, .. }))
-        .expect("a Retrying event");
-    assert_eq!(text_of(&events[..retry_at]), "partial");
-    assert_eq!(text_of(&events[retry_at..]), "complete answer");
-    assert!(matches!(
-        events.last(),
-        Some(ResponseEvent::Completed { .. })
-    ));
-    assert_eq!(server.request_count(), 2);
-    server.assert_invariants();
-    events
-}
-
 #[tokio::test]
 async fn responses_missing_completed_is_retried() {
-    let events = assert_broken_stream_is_retried(MockResponse::sse([
-        responses::created(),
-        responses::text("partial"),
-    ]))
-    .await;
+    let events = API
+        .assert_broken_stream_is_retried(MockResponse::sse([
+            responses::created(),
+            responses::text("partial"),
+        ]))
+        .await;
     assert!(
         matches!(&events[1], ResponseEvent::Retrying { reason, .. } if reason.contains("response.completed")),
         "{events:?}"
@@ -476,29 +303,17 @@ async fn responses_missing_completed_is_retried() {
 
 #[tokio::test]
 async fn responses_missing_completed_is_an_error_when_retries_run_out() {
-    let server = MockServer::start();
-    for _ in 0..3 {
-        server.enqueue(MockResponse::sse([
-            responses::created(),
-            responses::text("partial"),
-        ]));
-    }
-    let input = user("hi");
-    let (events, error) = collect(&provider(info(&server)), &request(&input)).await;
-    assert_eq!(retries(&events).len(), 2);
-    match error {
-        Some(ProviderError::RetriesExhausted { attempts, last, .. }) => {
-            assert_eq!(attempts, 3);
-            assert!(last.contains("`response.completed`"), "{last}");
-        }
-        other => panic!("expected RetriesExhausted, got {other:?}"),
-    }
-    assert_eq!(server.request_count(), 3);
+    API.assert_missing_terminal_exhausts_retries(
+        || MockResponse::sse([responses::created(), responses::text("partial")]),
+        "`response.completed`",
+    )
+    .await;
 
     // Without retries the failure itself is reported.
     let server = MockServer::start();
     server.enqueue(MockResponse::sse([responses::text("partial")]));
-    let error = run_err(&provider(no_retries(&server)), &request(&input)).await;
+    let input = user("hi");
+    let error = run_err(&API.provider(API.no_retries(&server)), &API.request(&input)).await;
     assert!(
         matches!(&error, ProviderError::Stream { message, .. } if message.contains("response.completed")),
         "{error}"
@@ -507,7 +322,7 @@ async fn responses_missing_completed_is_an_error_when_retries_run_out() {
 
 #[tokio::test]
 async fn responses_connection_reset_after_text_is_retried_without_duplicates() {
-    assert_broken_stream_is_retried(
+    API.assert_broken_stream_is_retried(
         MockResponse::sse([responses::created(), responses::text("partial")]).close_early(),
     )
     .await;
@@ -515,7 +330,7 @@ async fn responses_connection_reset_after_text_is_retried_without_duplicates() {
 
 #[tokio::test]
 async fn responses_failed_with_server_error_is_retried() {
-    assert_broken_stream_is_retried(MockResponse::sse([
+    API.assert_broken_stream_is_retried(MockResponse::sse([
         responses::created(),
         responses::text("partial"),
         responses::failed(
@@ -528,41 +343,31 @@ async fn responses_failed_with_server_error_is_retried() {
 
 #[tokio::test]
 async fn responses_failed_for_context_length_is_a_context_overflow() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::sse([
-        responses::created(),
-        responses::failed(
-            "context_length_exceeded",
-            "Your input exceeds the context window of this model.",
-        ),
-    ]));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    match &error {
-        ProviderError::ContextOverflow { message, .. } => {
-            assert!(message.contains("exceeds the context window"), "{message}");
-        }
-        other => panic!("expected ContextOverflow, got {other}"),
-    }
-    assert_eq!(server.request_count(), 1, "not retried");
+    API.assert_context_overflow(
+        MockResponse::sse([
+            responses::created(),
+            responses::failed(
+                "context_length_exceeded",
+                "Your input exceeds the context window of this model.",
+            ),
+        ]),
+        "exceeds the context window",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn responses_error_event_is_an_error_not_retried_unless_transient() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::sse([
-        responses::created(),
-        responses::error("invalid_prompt", "The prompt was flagged."),
-    ]));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        error.to_string().contains("The prompt was flagged."),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_stream_error(
+        MockResponse::sse([
+            responses::created(),
+            responses::error("invalid_prompt", "The prompt was flagged."),
+        ]),
+        &["The prompt was flagged."],
+    )
+    .await;
 
-    assert_broken_stream_is_retried(MockResponse::sse([
+    API.assert_broken_stream_is_retried(MockResponse::sse([
         responses::created(),
         responses::text("partial"),
         responses::error("server_is_overloaded", "Overloaded"),
@@ -572,42 +377,21 @@ async fn responses_error_event_is_an_error_not_retried_unless_transient() {
 
 #[tokio::test]
 async fn responses_malformed_event_is_a_clear_error() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::sse([
-        responses::created(),
-        "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\n\n"
-            .to_string(),
-        responses::completed(1, 1, 0),
-    ]));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::Stream { message, .. } if message.contains("malformed event")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_stream_error(
+        MockResponse::sse([
+            responses::created(),
+            "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\n\n"
+                .to_string(),
+            responses::completed(1, 1, 0),
+        ]),
+        &["malformed event"],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn responses_html_body_is_a_clear_error_naming_the_url() {
-    let server = MockServer::start();
-    server.enqueue(
-        MockResponse::new(200)
-            .header("content-type", "text/html; charset=utf-8")
-            .chunk("<html><body>Sign in to the proxy</body></html>"),
-    );
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    let text = error.to_string();
-    assert!(
-        text.contains(&format!("{}/responses", server.base_url())),
-        "{text}"
-    );
-    assert!(
-        text.contains("text/html") && text.contains("Sign in"),
-        "{text}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_html_page_names_the_url("/responses").await;
 }
 
 // ---------------------------------------------------------------------------
@@ -616,102 +400,57 @@ async fn responses_html_body_is_a_clear_error_naming_the_url() {
 
 #[tokio::test]
 async fn responses_500_then_200_retries_once_with_the_same_body() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::error(500, "boom"));
-    server.enqueue(responses::text_response("recovered"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&events[0], ResponseEvent::Retrying { attempt: 1, reason, .. } if reason.contains("boom")),
-        "{events:?}"
-    );
-    assert_eq!(text_of(&events), "recovered");
-    let requests = server.requests();
-    assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].body, requests[1].body);
+    API.assert_retried_once(MockResponse::error(500, "boom"), "boom")
+        .await;
 }
 
 #[tokio::test]
 async fn responses_503_is_retried() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::error(503, "busy"));
-    server.enqueue(responses::text_response("ok"));
-    let input = user("hi");
-    let events = run_ok(&provider(info(&server)), &request(&input)).await;
+    let events = API
+        .assert_retried_once(MockResponse::error(503, "busy"), "busy")
+        .await;
     assert_eq!(retries(&events), vec![(1, Duration::from_millis(1))]);
-    assert_eq!(text_of(&events), "ok");
 }
 
 #[tokio::test]
 async fn responses_429_retry_after_is_honoured() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::error(429, "slow down").header("retry-after", "1"));
-    server.enqueue(responses::text_response("ok"));
-    let mut info = info(&server);
-    info.retry.max_delay = Duration::from_secs(10);
-    let input = user("hi");
-    let events = run_ok(&provider(info), &request(&input)).await;
-    assert_eq!(retries(&events), vec![(1, Duration::from_secs(1))]);
-    let requests = server.requests();
-    let gap = requests[1].received_at - requests[0].received_at;
-    assert!(gap >= Duration::from_millis(950), "waited {gap:?}");
+    API.assert_retry_after_is_honoured(MockResponse::error(429, "slow down"))
+        .await;
 }
 
 #[tokio::test]
 async fn responses_401_is_an_auth_error_naming_openai_api_key() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::error(
-        401,
-        &format!("Incorrect API key provided: {KEY}."),
-    ));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(error, ProviderError::Auth { status: 401, .. }),
-        "{error}"
-    );
-    let text = error.to_string();
-    assert!(text.contains("OPENAI_API_KEY"), "{text}");
-    assert!(text.contains("Incorrect API key"), "{text}");
-    assert!(!text.contains(KEY), "the key never appears: {text}");
-    assert_eq!(server.request_count(), 1, "exactly one request");
+    API.assert_401_names_the_key_variable(
+        MockResponse::error(401, &format!("Incorrect API key provided: {KEY}.")),
+        "Incorrect API key",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn responses_400_and_404_are_not_retried() {
     for status in [400, 404] {
-        let server = MockServer::start();
-        server.enqueue(MockResponse::error(status, "model `nope` does not exist"));
-        let input = user("hi");
-        let error = run_err(&provider(info(&server)), &request(&input)).await;
-        assert!(
-            matches!(&error, ProviderError::Http { status: got, message, .. }
-                if *got == status && message == "model `nope` does not exist"),
-            "{error}"
-        );
-        assert_eq!(server.request_count(), 1, "HTTP {status} is not retried");
+        let message = "model `nope` does not exist";
+        API.assert_status_is_not_retried(status, MockResponse::error(status, message), message)
+            .await;
     }
 }
 
 #[tokio::test]
 async fn responses_context_length_exceeded_400_is_a_context_overflow() {
-    let server = MockServer::start();
-    server.enqueue(MockResponse::json(
-        400,
-        &json!({"error": {
-            "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
-            "type": "invalid_request_error",
-            "param": "input",
-            "code": "context_length_exceeded",
-        }}),
-    ));
-    let input = user("hi");
-    let error = run_err(&provider(info(&server)), &request(&input)).await;
-    assert!(
-        matches!(&error, ProviderError::ContextOverflow { message, .. } if message.contains("exceeds the context window")),
-        "{error}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_context_overflow(
+        MockResponse::json(
+            400,
+            &json!({"error": {
+                "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                "type": "invalid_request_error",
+                "param": "input",
+                "code": "context_length_exceeded",
+            }}),
+        ),
+        "exceeds the context window",
+    )
+    .await;
 }
 
 // ---------------------------------------------------------------------------
@@ -720,39 +459,21 @@ async fn responses_context_length_exceeded_400_is_a_context_overflow() {
 
 #[tokio::test]
 async fn responses_idle_stall_is_an_idle_timeout() {
-    let server = MockServer::start();
-    server.enqueue(
-        MockResponse::sse([responses::created(), responses::text("started")]).stall_forever(),
-    );
-    let mut info = no_retries(&server);
-    info.stream_idle_timeout = Duration::from_millis(200);
-    let input = user("hi");
-    let (events, error) = collect(&provider(info), &request(&input)).await;
-    assert_eq!(text_of(&events), "started");
-    assert!(
-        matches!(error, Some(ProviderError::IdleTimeout { .. })),
-        "{error:?}"
-    );
-    assert_eq!(server.request_count(), 1);
+    API.assert_idle_stall_is_an_idle_timeout(
+        MockResponse::sse([responses::created(), responses::text("started")]),
+        "started",
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn responses_keep_alive_comments_keep_a_slow_stream_alive() {
-    let server = MockServer::start();
-    let mut response = MockResponse::sse([responses::created(), responses::text("slow ")]);
-    // 600 ms without an event, but bytes every 50 ms; idle timeout 300 ms.
-    for _ in 0..12 {
-        response = response
-            .delay(Duration::from_millis(50))
-            .chunk(responses::comment("keep-alive"));
-    }
-    response = response.chunks([responses::text("but alive"), responses::completed(1, 1, 0)]);
-    server.enqueue(response);
-    let mut info = no_retries(&server);
-    info.stream_idle_timeout = Duration::from_millis(300);
-    let input = user("hi");
-    let events = run_ok(&provider(info), &request(&input)).await;
-    assert_eq!(text_of(&events), "slow but alive");
+    API.assert_keep_alive_keeps_a_slow_stream_alive(
+        vec![responses::created(), responses::text("slow ")],
+        responses::comment("keep-alive"),
+        vec![responses::text("but alive"), responses::completed(1, 1, 0)],
+    )
+    .await;
 }
 
 // ---------------------------------------------------------------------------
@@ -842,7 +563,7 @@ async fn responses_request_payload_snapshot() {
         context_window: 272_000,
         context_window_is_default: false,
     };
-    run_ok(&provider(info(&server)), &req).await;
+    run_ok(&API.provider_for(&server), &req).await;
     server.assert_invariants();
 
     let sent = server.last_request().expect("request");
@@ -878,7 +599,7 @@ async fn mock_records_responses_pairing_violations() {
             is_error: false,
         }),
     ];
-    run_ok(&provider(info(&server)), &request(&input)).await;
+    run_ok(&API.provider_for(&server), &API.request(&input)).await;
     let violations = server.violations();
     assert_eq!(violations.len(), 2, "{violations:?}");
     assert!(
@@ -891,78 +612,30 @@ async fn mock_records_responses_pairing_violations() {
 // Wire streams
 // ---------------------------------------------------------------------------
 
-/// One line per event, independent of how text was chunked.
-fn describe(events: &[ResponseEvent]) -> String {
-    let mut lines = Vec::new();
-    let mut text = String::new();
-    for event in events {
-        if let ResponseEvent::TextDelta(t) = event {
-            text.push_str(t);
-            continue;
-        }
-        if !text.is_empty() {
-            lines.push(format!("text {}", json!(text)));
-            text.clear();
-        }
-        lines.push(match event {
-            ResponseEvent::Reasoning(r) => format!(
-                "reasoning {} {} encrypted={}",
-                r.id.as_deref().unwrap_or("-"),
-                json!(r.text),
-                r.encrypted.as_ref().map_or(0, String::len)
-            ),
-            ResponseEvent::ToolCallStarted { id, name } => {
-                format!("tool_call_started {id} {name}")
-            }
-            ResponseEvent::ToolCall(call) => format!(
-                "tool_call {} {} {} {}",
-                call.id,
-                call.name,
-                json!(call.kind).as_str().unwrap_or("?"),
-                json!(call.arguments)
-            ),
-            ResponseEvent::Completed {
-                usage,
-                stop_reason,
-                incomplete_tool_call,
-            } => format!(
-                "completed {} usage={} incomplete={}",
-                json!(stop_reason).as_str().unwrap_or("?"),
-                usage.map_or("none".to_string(), |u| format!(
-                    "{}/{}/{}",
-                    u.input_tokens, u.output_tokens, u.cached_input_tokens
-                )),
-                incomplete_tool_call.as_deref().unwrap_or("none")
-            ),
-            other => format!("{other:?}"),
-        });
-    }
-    if !text.is_empty() {
-        lines.push(format!("text {}", json!(text)));
-    }
-    lines.join("\n") + "\n"
-}
-
 #[tokio::test]
 async fn responses_fixture_streams_decode_to_expected_events() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/responses");
-    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixture dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    fixtures.sort();
-    assert!(fixtures.len() >= 4, "fixtures found: {fixtures:?}");
-    let server = MockServer::start();
-    for path in &fixtures {
-        let wire = std::fs::read(path).expect("fixture");
-        let expected = std::fs::read_to_string(path.with_extension("expected"))
-            .unwrap_or_else(|e| panic!("{}: missing .expected file: {e}", path.display()));
-        // Odd-sized network chunks split lines, JSON and UTF-8 characters.
-        server.enqueue(MockResponse::sse(wire.chunks(37).map(<[u8]>::to_vec)));
-        let input = user("hi");
-        let events = run_ok(&provider(info(&server)), &request(&input)).await;
-        assert_eq!(describe(&events), expected, "fixture {}", path.display());
-    }
-    server.assert_invariants();
+    API.assert_fixtures_decode_to_expected_events(
+        "responses",
+        "txt",
+        4,
+        MockResponse::sse,
+        &Style {
+            reasoning: Some(|r| {
+                format!(
+                    "reasoning {} {} encrypted={}",
+                    r.id.as_deref().unwrap_or("-"),
+                    json!(r.text),
+                    r.encrypted.as_ref().map_or(0, String::len)
+                )
+            }),
+            usage: |u| {
+                format!(
+                    "{}/{}/{}",
+                    u.input_tokens, u.output_tokens, u.cached_input_tokens
+                )
+            },
+            made_up_ids: false,
+        },
+    )
+    .await;
 }

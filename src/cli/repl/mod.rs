@@ -64,11 +64,18 @@ impl Mode {
         }
     }
 
-    fn policies(self) -> (ApprovalPolicy, SandboxMode) {
+    /// The mode's policies; `unconfined` (`--no-sandbox`) lets act and
+    /// auto run commands without the kernel sandbox.
+    fn policies(self, unconfined: bool) -> (ApprovalPolicy, SandboxMode) {
+        let write = if unconfined {
+            SandboxMode::DangerFullAccess
+        } else {
+            SandboxMode::WorkspaceWrite
+        };
         match self {
             Mode::Plan => (ApprovalPolicy::Untrusted, SandboxMode::ReadOnly),
-            Mode::Act => (ApprovalPolicy::Untrusted, SandboxMode::WorkspaceWrite),
-            Mode::Auto => (ApprovalPolicy::Never, SandboxMode::WorkspaceWrite),
+            Mode::Act => (ApprovalPolicy::Untrusted, write),
+            Mode::Auto => (ApprovalPolicy::Never, write),
         }
     }
 
@@ -82,8 +89,8 @@ impl Mode {
     }
 
     /// `config` with this mode's policies.
-    fn apply(self, config: &mut SessionConfig) {
-        let (approval, sandbox) = self.policies();
+    fn apply(self, config: &mut SessionConfig, unconfined: bool) {
+        let (approval, sandbox) = self.policies(unconfined);
         config.approval_policy = approval;
         config.sandbox_policy.mode = sandbox;
     }
@@ -102,6 +109,9 @@ pub(super) struct Repl {
     persist: bool,
     secrets: Vec<String>,
     mode: Mode,
+    /// `--no-sandbox` or a danger-full-access config: act and auto run
+    /// commands unconfined.
+    unconfined: bool,
     agent: Option<String>,
     home: PathBuf,
     max_context_bytes: usize,
@@ -130,7 +140,11 @@ fn prepare(
 ) -> Result<(Repl, Completions), String> {
     let (launch_dir, cwd) = super::setup::dirs(&args.common)?;
     let flags = ConfigFile {
-        sandbox_mode: args.sandbox,
+        sandbox_mode: if args.no_sandbox {
+            Some(SandboxMode::DangerFullAccess)
+        } else {
+            args.sandbox
+        },
         approval_policy: args.approval,
         ..Default::default()
     };
@@ -138,10 +152,11 @@ fn prepare(
     let home = loaded.home;
     super::run::init_logging(&home);
     let mut config = loaded.config.session;
-    let start_mode = args.mode.as_deref().and_then(Mode::parse);
-    if let Some(mode) = start_mode {
-        mode.apply(&mut config);
+    let unconfined = config.sandbox_policy.mode == SandboxMode::DangerFullAccess;
+    if let Some(mode) = args.mode.as_deref().and_then(Mode::parse) {
+        mode.apply(&mut config, unconfined);
     }
+    super::run::check_sandbox(config.sandbox_policy.mode, args.no_sandbox)?;
     let store = Store::new(&home);
     let persist = Persist {
         store: store.clone(),
@@ -177,6 +192,7 @@ fn prepare(
         persist: !args.no_persist,
         secrets,
         mode,
+        unconfined,
         agent: None,
         home,
         max_context_bytes: loaded.config.max_context_bytes,
@@ -388,12 +404,12 @@ impl Repl {
     /// Switch mode: new policies, told to the model as an environment
     /// diff (the plan note follows with the next message).
     fn set_mode(&mut self, mode: Mode) {
-        let (approval, sandbox) = mode.policies();
+        let (approval, sandbox) = mode.policies(self.unconfined);
         let mut policy = self.current.sandbox_policy.clone();
         policy.mode = sandbox;
         self.session
             .update_environment(None, Some(approval), Some(policy));
-        mode.apply(&mut self.current);
+        mode.apply(&mut self.current, self.unconfined);
         self.mode = mode;
     }
 

@@ -679,6 +679,17 @@ fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
+/// `text` cut into at most `pieces` non-empty parts on char boundaries (the
+/// wire builders stream text and arguments in pieces this way).
+pub fn split_chars(text: &str, pieces: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return Vec::new();
+    }
+    let size = chars.len().div_ceil(pieces.max(1));
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
 // ---------------------------------------------------------------------------
 // Chat Completions SSE builders
 // ---------------------------------------------------------------------------
@@ -686,7 +697,7 @@ fn reason_phrase(status: u16) -> &'static str {
 /// Builders for Chat Completions stream events (each returns one complete
 /// SSE event, `data: ...\n\n`) and for whole scripted responses.
 pub mod chat {
-    use super::MockResponse;
+    use super::{split_chars, MockResponse};
     use serde_json::{json, Value};
 
     /// `data: <json>\n\n`
@@ -822,15 +833,5 @@ pub mod chat {
         }
         events.extend([finish("tool_calls"), usage(10, 5, 0), done()]);
         MockResponse::sse(events)
-    }
-
-    /// `text` cut into at most `pieces` non-empty parts on char boundaries.
-    fn split_chars(text: &str, pieces: usize) -> Vec<String> {
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
-            return Vec::new();
-        }
-        let size = chars.len().div_ceil(pieces.max(1));
-        chars.chunks(size).map(|c| c.iter().collect()).collect()
     }
 }

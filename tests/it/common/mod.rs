@@ -2,7 +2,35 @@
 #![allow(dead_code)]
 
 pub mod mock;
+pub mod provider_harness;
 pub mod pty;
 pub mod wire_anthropic;
 pub mod wire_ollama;
 pub mod wire_responses;
+
+/// Host pids of live (not zombie) processes whose command line (NUL
+/// separated arguments) contains `needle`. Sandboxed commands live in their
+/// own PID namespace, so tests find them by command line, not by `$$`.
+pub fn pids_running(needle: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'));
+            String::from_utf8_lossy(&cmdline).contains(needle) && !zombie
+        })
+        .collect()
+}
+
+/// How many processes [`pids_running`] finds.
+pub fn processes_running(needle: &str) -> usize {
+    pids_running(needle).len()
+}

@@ -3,7 +3,7 @@
 //! Each event builder returns one complete SSE event
 //! (`event: <type>\ndata: <json>\n\n`), the way the API sends them.
 
-use super::mock::MockResponse;
+use super::mock::{split_chars, MockResponse};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -279,14 +279,4 @@ pub fn tool_use_response(calls: &[(&str, &str, &str)]) -> MockResponse {
     }
     events.extend([message_delta("tool_use", 5), message_stop()]);
     MockResponse::sse(events)
-}
-
-/// `text` cut into at most `pieces` non-empty parts on char boundaries.
-fn split_chars(text: &str, pieces: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.is_empty() {
-        return Vec::new();
-    }
-    let size = chars.len().div_ceil(pieces.max(1));
-    chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
