@@ -2,10 +2,12 @@
 //! repair; opened for appending under its lock), and appending one item.
 
 use cogni::protocol::{HistoryItem, HistoryObserver, Role, ToolCall, ToolCallKind, ToolOutput};
-use cogni::store::{Header, Store};
+use cogni::sandbox::redact::redact;
+use cogni::store::{Header, Redactor, Store};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A realistic mix: user requests, assistant text, calls and 1-2 KB outputs.
 fn history(n: usize) -> Vec<HistoryItem> {
@@ -34,11 +36,15 @@ fn history(n: usize) -> Vec<HistoryItem> {
         .collect()
 }
 
+fn identity() -> Redactor {
+    Arc::new(|line: &str| line.to_string())
+}
+
 fn bench_store(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::new(dir.path());
     let header = Header::new("bench", 0, Path::new("/repo"), "gpt-4.1", "openai");
-    let file = store.create(&header, &[], vec![]).expect("create");
+    let file = store.create(&header, &[], identity()).expect("create");
     for item in history(2000) {
         file.appended(std::slice::from_ref(&item));
     }
@@ -49,7 +55,7 @@ fn bench_store(c: &mut Criterion) {
     eprintln!("session file: 2,000 items, {size} bytes");
     c.bench_function("resume_2000_items", |b| {
         b.iter(|| {
-            let (loaded, file) = store.open("bench", None, vec![]).expect("open");
+            let (loaded, file) = store.open("bench", None, identity()).expect("open");
             black_box((loaded.history.len(), file));
         })
     });
@@ -58,7 +64,7 @@ fn bench_store(c: &mut Criterion) {
         .create(
             &Header::new("a", 0, Path::new("/"), "m", "p"),
             &[],
-            vec!["sk-not-in-the-text-123".into()],
+            Arc::new(|line: &str| redact(line).into_owned()),
         )
         .expect("create");
     let item = history(3).pop().expect("item");

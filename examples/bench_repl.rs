@@ -125,7 +125,9 @@ fn resume_run(cogni: &Path) -> Duration {
     std::fs::create_dir_all(&work).expect("work");
     let store = Store::new(&home);
     let header = Header::new("big", 0, &work, "gpt-4.1", "openai");
-    let file = store.create(&header, &[], vec![]).expect("create");
+    let file = store
+        .create(&header, &[], std::sync::Arc::new(|l: &str| l.to_string()))
+        .expect("create");
     for i in 0..2000 {
         let role = if i % 2 == 0 {
             Role::User

@@ -5,7 +5,8 @@ use super::exit;
 use super::{setup, SessionsArgs};
 use crate::agent::{Session, SessionConfig};
 use crate::config::ConfigFile;
-use crate::store::{self, Header, SessionFile, Store};
+use crate::sandbox::redact::redact;
+use crate::store::{self, Header, Redactor, SessionFile, Store};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -64,7 +65,7 @@ impl Persist {
     pub fn attach(
         &self,
         session: &mut Session,
-        secrets: Vec<String>,
+        redact: Redactor,
     ) -> Result<Option<Arc<SessionFile>>, String> {
         let resume = self.resume_id()?;
         if !self.enabled {
@@ -80,7 +81,7 @@ impl Persist {
                 let fork = self.fork.then(|| (session.id.clone(), now()));
                 let (loaded, file) = self
                     .store
-                    .open(&id, fork.as_ref().map(|(id, t)| (id.as_str(), *t)), secrets)
+                    .open(&id, fork.as_ref().map(|(id, t)| (id.as_str(), *t)), redact)
                     .map_err(|e| e.to_string())?;
                 warn_all(&loaded.warnings);
                 session.id = loaded.header.id;
@@ -97,7 +98,7 @@ impl Persist {
                     session.provider_id(),
                 );
                 self.store
-                    .create(&header, session.history(), secrets)
+                    .create(&header, session.history(), redact)
                     .map_err(|e| e.to_string())?
             }
         };
@@ -113,9 +114,25 @@ fn warn_all(warnings: &[String]) {
     }
 }
 
-/// The secrets to keep out of session files: the provider's key.
-pub fn secrets(config: &SessionConfig) -> Vec<String> {
-    config.provider.api_key.iter().cloned().collect()
+/// What keeps secrets out of session files: the known key shapes
+/// (`sandbox::redact`, shared with the log and `-o`) and the provider's
+/// own key, whatever its shape.
+pub fn redactor(config: &SessionConfig) -> Redactor {
+    // The key as it appears inside a JSON string.
+    let key = config
+        .provider
+        .api_key
+        .as_deref()
+        .filter(|k| k.len() >= 8)
+        .and_then(|k| serde_json::to_string(k).ok())
+        .map(|quoted| quoted[1..quoted.len() - 1].to_string());
+    Arc::new(move |line: &str| {
+        let line = redact(line);
+        match &key {
+            Some(key) if line.contains(key.as_str()) => line.replace(key.as_str(), "[REDACTED]"),
+            _ => line.into_owned(),
+        }
+    })
 }
 
 /// Report a saving failure once, loudly.
@@ -183,4 +200,25 @@ pub fn summary_line(s: &store::Summary) -> String {
         s.cwd.display(),
         prompt.trim()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{ProviderInfo, WireApi};
+
+    #[test]
+    fn the_redactor_removes_key_shapes_and_the_providers_own_key() {
+        let mut info = ProviderInfo::new("local", "http://127.0.0.1:1", WireApi::Chat);
+        info.api_key = Some("plain\"odd-key-42".into());
+        let config = SessionConfig::new(info, std::path::PathBuf::from("/repo"));
+        let redact = redactor(&config);
+        let line = serde_json::json!({
+            "text": "a plain\"odd-key-42 and sk-abcdefghijklmnopqrstuvwx end"
+        })
+        .to_string();
+        let clean = redact(&line);
+        let value: serde_json::Value = serde_json::from_str(&clean).unwrap();
+        assert_eq!(value["text"], "a [REDACTED] and [REDACTED] end");
+    }
 }

@@ -76,9 +76,9 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         fork: args.fork,
     };
     persist.prepare(&mut session_config)?;
-    let secrets = persist::secrets(&session_config);
+    let redact = persist::redactor(&session_config);
     let mut session = start_session(session_config).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, secrets)?;
+    let file = persist.attach(&mut session, redact)?;
     Ok((session, task, loaded.verbose_max_bytes, file))
 }
 

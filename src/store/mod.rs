@@ -6,8 +6,8 @@
 //! whole by compaction or the context stack (`replace`), or a turn's token
 //! usage (`usage`). Lines are written as they happen, one `write` each, so
 //! a killed process loses at most the line it was writing. Files are
-//! created with mode 0600, and secrets are redacted before anything is
-//! written ([`redact`]).
+//! created with mode 0600, and every line goes through the front door's
+//! [`Redactor`] (secrets out) before it is written.
 //!
 //! While a process has a session open for writing it holds an exclusive
 //! `flock` on the file: a second process is told the session is in use (it
@@ -22,8 +22,6 @@
 //!
 //! This layer imports only `protocol`.
 
-pub mod redact;
-
 use crate::protocol::{Content, HistoryItem, HistoryObserver, Role, ToolOutput, Usage};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -31,7 +29,13 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+/// Takes secrets out of a line before it is written (the front door
+/// provides it: known key shapes, the provider's key). The line is JSON;
+/// a redactor must keep it valid, e.g. by replacing only characters that
+/// need no escaping.
+pub type Redactor = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 const VERSION: u32 = 1;
 
@@ -170,7 +174,7 @@ impl Store {
         &self,
         header: &Header,
         history: &[HistoryItem],
-        secrets: Vec<String>,
+        redact: Redactor,
     ) -> Result<SessionFile, StoreError> {
         create_private_dir(&self.dir).map_err(io_error(&self.dir))?;
         let path = self.path(&header.id);
@@ -181,7 +185,7 @@ impl Store {
             .open(&path)
             .map_err(io_error(&path))?;
         lock(&file, &path, &header.id)?;
-        let session = SessionFile::new(file, path, 0, secrets);
+        let session = SessionFile::new(file, path, 0, redact);
         session.write(&RecordRef::Session(header))?;
         for item in history {
             session.write(&RecordRef::Item { item })?;
@@ -278,7 +282,7 @@ impl Store {
         &self,
         id: &str,
         fork: Option<(&str, u64)>,
-        secrets: Vec<String>,
+        redact: Redactor,
     ) -> Result<(Loaded, SessionFile), StoreError> {
         if let Some((new_id, started_at)) = fork {
             let mut loaded = self.load(id)?;
@@ -286,7 +290,7 @@ impl Store {
             header.id = new_id.to_string();
             header.started_at = started_at;
             header.forked_from = Some(loaded.header.id.clone());
-            let file = self.create(&header, &loaded.history, secrets)?;
+            let file = self.create(&header, &loaded.history, redact)?;
             loaded.header = header;
             return Ok((loaded, file));
         }
@@ -307,7 +311,7 @@ impl Store {
             // Cut the torn line so new lines start on a line of their own.
             file.set_len(loaded.valid_len).map_err(io_error(&path))?;
         }
-        let session = SessionFile::new(file, path, loaded.valid_len, secrets);
+        let session = SessionFile::new(file, path, loaded.valid_len, redact);
         if loaded.repaired {
             session.write(&RecordRef::Replace {
                 items: &loaded.history,
@@ -510,7 +514,7 @@ fn repair(history: &mut Vec<HistoryItem>) -> bool {
 pub struct SessionFile {
     path: PathBuf,
     state: Mutex<FileState>,
-    secrets: Vec<String>,
+    redact: Redactor,
 }
 
 struct FileState {
@@ -521,7 +525,7 @@ struct FileState {
 }
 
 impl SessionFile {
-    fn new(file: File, path: PathBuf, len: u64, secrets: Vec<String>) -> Self {
+    fn new(file: File, path: PathBuf, len: u64, redact: Redactor) -> Self {
         SessionFile {
             path,
             state: Mutex::new(FileState {
@@ -529,7 +533,7 @@ impl SessionFile {
                 len,
                 failure: None,
             }),
-            secrets,
+            redact,
         }
     }
 
@@ -558,7 +562,7 @@ impl SessionFile {
             path: self.path.clone(),
             message: e.to_string(),
         })?;
-        let mut line = redact::redact(&line, &self.secrets).into_owned();
+        let mut line = (self.redact)(&line);
         line.push('\n');
         match state.file.write_all(line.as_bytes()) {
             Ok(()) => {

@@ -23,6 +23,11 @@ fn output(id: &str) -> HistoryItem {
     })
 }
 
+/// No redaction.
+fn none() -> Redactor {
+    Arc::new(|line: &str| line.to_string())
+}
+
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(dir.path());
@@ -34,13 +39,14 @@ fn a_session_round_trips_with_private_permissions_and_redaction() {
     let (_dir, store) = store();
     let initial = [HistoryItem::text(Role::Developer, "dev")];
     let file = store
-        .create(&header("s1"), &initial, vec!["my-provider-key-123".into()])
+        .create(
+            &header("s1"),
+            &initial,
+            Arc::new(|line: &str| line.replace("my-provider-key-123", "[REDACTED]")),
+        )
         .unwrap();
     file.appended(&[
-        HistoryItem::text(
-            Role::User,
-            "use my-provider-key-123 and sk-abcdefghijklmnopqrstuvwx",
-        ),
+        HistoryItem::text(Role::User, "use my-provider-key-123 here"),
         call("c1"),
         output("c1"),
     ]);
@@ -54,15 +60,11 @@ fn a_session_round_trips_with_private_permissions_and_redaction() {
     let text = std::fs::read_to_string(file.path()).unwrap();
     assert_eq!(text.lines().count(), 6, "{text}");
     assert!(!text.contains("my-provider-key-123"), "{text}");
-    assert!(!text.contains("sk-abcdefghijklmnopqrstuvwx"), "{text}");
     drop(file);
     let loaded = store.load("s1").unwrap();
     assert_eq!(loaded.header, header("s1"));
     assert_eq!(loaded.history.len(), 4);
-    assert_eq!(
-        loaded.history[1].as_text(),
-        Some("use [REDACTED] and [REDACTED]")
-    );
+    assert_eq!(loaded.history[1].as_text(), Some("use [REDACTED] here"));
     assert_eq!(loaded.usage.total(), 120);
     assert!(loaded.warnings.is_empty());
 }
@@ -70,7 +72,7 @@ fn a_session_round_trips_with_private_permissions_and_redaction() {
 #[test]
 fn replace_records_replay_in_order() {
     let (_dir, store) = store();
-    let file = store.create(&header("s1"), &[], vec![]).unwrap();
+    let file = store.create(&header("s1"), &[], none()).unwrap();
     file.appended(&[HistoryItem::text(Role::User, "a")]);
     file.replaced(&[HistoryItem::text(Role::User, "summary")]);
     file.appended(&[HistoryItem::text(Role::User, "b")]);
@@ -87,14 +89,14 @@ fn replace_records_replay_in_order() {
 #[test]
 fn a_torn_last_line_is_skipped_and_cut_before_appending() {
     let (_dir, store) = store();
-    let file = store.create(&header("s1"), &[], vec![]).unwrap();
+    let file = store.create(&header("s1"), &[], none()).unwrap();
     file.appended(&[HistoryItem::text(Role::User, "kept")]);
     let path = file.path().to_path_buf();
     drop(file);
     let mut f = OpenOptions::new().append(true).open(&path).unwrap();
     f.write_all(br#"{"type":"item","item":{"role":"user","con"#)
         .unwrap();
-    let (loaded, file) = store.open("s1", None, vec![]).unwrap();
+    let (loaded, file) = store.open("s1", None, none()).unwrap();
     assert_eq!(loaded.history.len(), 1);
     assert!(
         loaded.warnings[0].contains("cut off"),
@@ -111,7 +113,7 @@ fn a_torn_last_line_is_skipped_and_cut_before_appending() {
 #[test]
 fn corrupted_lines_and_unanswered_calls_are_repaired() {
     let (_dir, store) = store();
-    let file = store.create(&header("s1"), &[], vec![]).unwrap();
+    let file = store.create(&header("s1"), &[], none()).unwrap();
     let path = file.path().to_path_buf();
     file.appended(&[
         HistoryItem::text(Role::User, "go"),
@@ -127,11 +129,11 @@ fn corrupted_lines_and_unanswered_calls_are_repaired() {
         OpenOptions::new().append(true).open(&path).unwrap(),
         path.clone(),
         0,
-        vec![],
+        none(),
     );
     file.appended(&[output("zzz"), HistoryItem::text(Role::User, "next")]);
     drop(file);
-    let (loaded, _file) = store.open("s1", None, vec![]).unwrap();
+    let (loaded, _file) = store.open("s1", None, none()).unwrap();
     assert!(
         loaded.warnings[0].contains("line 6"),
         "{:?}",
@@ -182,26 +184,26 @@ fn empty_and_garbage_files_are_clear_errors() {
 #[test]
 fn a_session_in_use_is_refused_but_can_be_forked() {
     let (_dir, store) = store();
-    let file = store.create(&header("s1"), &[], vec![]).unwrap();
+    let file = store.create(&header("s1"), &[], none()).unwrap();
     file.appended(&[HistoryItem::text(Role::User, "hi")]);
     assert!(matches!(
-        store.open("s1", None, vec![]),
+        store.open("s1", None, none()),
         Err(StoreError::InUse(id)) if id == "s1"
     ));
-    let (loaded, fork) = store.open("s1", Some(("s2", 5)), vec![]).unwrap();
+    let (loaded, fork) = store.open("s1", Some(("s2", 5)), none()).unwrap();
     assert_eq!(loaded.header.id, "s2");
     assert_eq!(loaded.header.forked_from.as_deref(), Some("s1"));
     fork.appended(&[HistoryItem::text(Role::User, "only in the fork")]);
     assert_eq!(store.load("s1").unwrap().history.len(), 1);
     assert_eq!(store.load("s2").unwrap().history.len(), 2);
     drop(file);
-    assert!(store.open("s1", None, vec![]).is_ok(), "free once closed");
+    assert!(store.open("s1", None, none()).is_ok(), "free once closed");
 }
 
 #[test]
 fn a_failed_write_is_reported_and_stops_saving() {
     let full = OpenOptions::new().append(true).open("/dev/full").unwrap();
-    let file = SessionFile::new(full, PathBuf::from("/dev/full"), 0, vec![]);
+    let file = SessionFile::new(full, PathBuf::from("/dev/full"), 0, none());
     file.appended(&[HistoryItem::text(Role::User, "lost")]);
     let failure = file.failure().unwrap();
     assert!(failure.contains("no longer saved"), "{failure}");
@@ -213,7 +215,7 @@ fn an_unwritable_directory_is_an_error_naming_no_persist() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("sessions"), "a file, not a directory").unwrap();
     let err = Store::new(dir.path())
-        .create(&header("s1"), &[], vec![])
+        .create(&header("s1"), &[], none())
         .err()
         .unwrap()
         .to_string();
@@ -226,11 +228,11 @@ fn listing_resolving_and_last() {
     let mut h = header("abc1");
     h.started_at = 10;
     store
-        .create(&h, &[HistoryItem::text(Role::User, "first task")], vec![])
+        .create(&h, &[HistoryItem::text(Role::User, "first task")], none())
         .unwrap();
     let mut h = header("abd2");
     h.started_at = 20;
-    store.create(&h, &[], vec![]).unwrap();
+    store.create(&h, &[], none()).unwrap();
     let list = store.list().unwrap();
     assert_eq!(list.len(), 2);
     assert_eq!(list[0].id, "abd2", "newest first");

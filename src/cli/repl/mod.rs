@@ -23,7 +23,7 @@ use super::ReplArgs;
 use crate::agent::{start_session, Session, SessionConfig, StopHandle};
 use crate::config::ConfigFile;
 use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
-use crate::store::{SessionFile, Store};
+use crate::store::{Redactor, SessionFile, Store};
 use commands::{Flow, Registry};
 use editor::{Completions, Editor, Input, Prompt};
 use sink::ReplSink;
@@ -107,7 +107,8 @@ pub(super) struct Repl {
     file: Option<Arc<SessionFile>>,
     store: Store,
     persist: bool,
-    secrets: Vec<String>,
+    /// Keeps secrets out of the session file.
+    redact: Redactor,
     mode: Mode,
     /// `--no-sandbox` or a danger-full-access config: act and auto run
     /// commands unconfined.
@@ -165,9 +166,9 @@ fn prepare(
         fork,
     };
     persist.prepare(&mut config)?;
-    let secrets = persist::secrets(&config);
+    let redact = persist::redactor(&config);
     let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, secrets.clone())?;
+    let file = persist.attach(&mut session, redact.clone())?;
     let mode = Mode::of(&config);
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
     let stop = Arc::new(Mutex::new(session.stop_handle()));
@@ -190,7 +191,7 @@ fn prepare(
         file,
         store,
         persist: !args.no_persist,
-        secrets,
+        redact,
         mode,
         unconfined,
         agent: None,
@@ -440,7 +441,7 @@ impl Repl {
         config.model_override = None;
         persist.prepare(&mut config)?;
         let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
-        let file = persist.attach(&mut session, self.secrets.clone())?;
+        let file = persist.attach(&mut session, self.redact.clone())?;
         self.current = config;
         self.install_session(session, file);
         Ok(())
