@@ -317,6 +317,57 @@ fn after_restart(shown: &str, now: &str) -> Option<String> {
     }
 }
 
+/// Model and tool text in `event` with terminal controls stripped, for
+/// the renderers that print it (this one and the REPL's).
+pub(super) fn strip_event_controls(event: AgentEvent) -> AgentEvent {
+    let strip = |t: &mut String| {
+        if let Cow::Owned(clean) = strip_terminal_controls(t) {
+            *t = clean;
+        }
+    };
+    let mut event = event;
+    match &mut event {
+        AgentEvent::ItemUpdated { delta, .. } => strip(delta),
+        AgentEvent::ItemStarted { item } | AgentEvent::ItemCompleted { item } => match item {
+            Item::AgentMessage { text, .. } => strip(text),
+            Item::ToolCall {
+                name,
+                arguments,
+                output,
+                ..
+            } => {
+                strip(name);
+                strip(arguments);
+                if let Some(output) = output.as_mut() {
+                    strip(output);
+                }
+            }
+        },
+        AgentEvent::Retry { reason, .. } => strip(reason),
+        AgentEvent::Approval {
+            tool,
+            summary,
+            reason,
+            ..
+        } => {
+            strip(tool);
+            strip(summary);
+            strip(reason);
+        }
+        AgentEvent::Warning { message } => strip(message),
+        AgentEvent::TurnCompleted { final_text, .. } => strip(final_text),
+        AgentEvent::TurnFailed { error, .. } => strip(error),
+        AgentEvent::SessionStarted {
+            model, provider, ..
+        } => {
+            strip(model);
+            strip(provider);
+        }
+        _ => {}
+    }
+    event
+}
+
 /// Progress for people, on stderr; the final answer goes to stdout (see run.rs).
 pub struct Human {
     options: RenderOptions,
@@ -340,61 +391,11 @@ impl Human {
         state.mid_line = false;
         write_stderr(&format!("{prefix}{text}\n"));
     }
-
-    /// Model or tool text for this renderer: terminal controls stripped.
-    fn clean(event: AgentEvent) -> AgentEvent {
-        let strip = |t: &mut String| {
-            if let Cow::Owned(clean) = strip_terminal_controls(t) {
-                *t = clean;
-            }
-        };
-        let mut event = event;
-        match &mut event {
-            AgentEvent::ItemUpdated { delta, .. } => strip(delta),
-            AgentEvent::ItemStarted { item } | AgentEvent::ItemCompleted { item } => match item {
-                Item::AgentMessage { text, .. } => strip(text),
-                Item::ToolCall {
-                    name,
-                    arguments,
-                    output,
-                    ..
-                } => {
-                    strip(name);
-                    strip(arguments);
-                    if let Some(output) = output.as_mut() {
-                        strip(output);
-                    }
-                }
-            },
-            AgentEvent::Retry { reason, .. } => strip(reason),
-            AgentEvent::Approval {
-                tool,
-                summary,
-                reason,
-                ..
-            } => {
-                strip(tool);
-                strip(summary);
-                strip(reason);
-            }
-            AgentEvent::Warning { message } => strip(message),
-            AgentEvent::TurnCompleted { final_text, .. } => strip(final_text),
-            AgentEvent::TurnFailed { error, .. } => strip(error),
-            AgentEvent::SessionStarted {
-                model, provider, ..
-            } => {
-                strip(model);
-                strip(provider);
-            }
-            _ => {}
-        }
-        event
-    }
 }
 
 impl EventSink for Human {
     fn emit(&self, event: AgentEvent) {
-        let event = Human::clean(event);
+        let event = strip_event_controls(event);
         let Ok(mut state) = self.state.lock() else {
             return;
         };

@@ -406,3 +406,23 @@ fn resume_last_reopens_the_conversation_and_sessions_lists_it() {
         "{body}"
     );
 }
+
+#[test]
+fn model_output_cannot_act_on_the_terminal() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response(
+        "before\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07 after\n",
+    ));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("hi\r");
+    pty.expect("before after", WAIT);
+    pty.expect("› ", WAIT);
+    let raw = pty.raw();
+    for bad in ["\x1b[2J", "\x1b]0;", "\x1b]52;"] {
+        assert!(!raw.contains(bad), "{bad:?} reached the terminal: {raw:?}");
+    }
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+}

@@ -4,11 +4,13 @@
 //!
 //! Text arrives in pieces that may end anywhere, also inside `**bold`; a
 //! line is rendered only once it is complete, so half-finished markup is
-//! never shown. Without color the text is printed as written (markdown
+//! never shown, and terminal controls are stripped from whole lines (an
+//! escape sequence split across pieces is still caught). Without color the
+//! text is printed as written (markdown
 //! reads well as plain text). Hand-written rather than a crate: the subset
 //! is small, and rendering line by line is what streaming needs.
 
-use crate::cli::render::paint;
+use crate::cli::render::{paint, strip_terminal_controls};
 
 /// Turns streamed text into rendered lines.
 #[derive(Debug, Default)]
@@ -63,6 +65,8 @@ impl MarkdownStream {
     }
 
     fn line(&mut self, line: &str) -> String {
+        let line = strip_terminal_controls(line);
+        let line = line.as_ref();
         let trimmed = line.trim_start();
         if trimmed.starts_with("```") {
             self.in_code = !self.in_code;
@@ -209,6 +213,12 @@ mod tests {
     fn without_color_the_text_is_unchanged() {
         let text = "# Title\n- **a**\n```sh\nls\n```\n";
         assert_eq!(render(&[text], false).concat(), text);
+    }
+
+    #[test]
+    fn escape_sequences_split_across_pieces_are_stripped() {
+        let out = render(&["a\x1b]0;ti", "tle\x07b\x1b[", "2Jc\n"], false).concat();
+        assert_eq!(out, "abc\n");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::markdown::MarkdownStream;
 use super::term::{self, Caps};
-use crate::cli::render::{one_line, paint, status_line, tool_result};
+use crate::cli::render::{one_line, paint, status_line, strip_event_controls, tool_result};
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -136,6 +136,13 @@ impl ReplSink {
 
 impl EventSink for ReplSink {
     fn emit(&self, event: AgentEvent) {
+        // Model and tool text never acts on the terminal. Streamed text is
+        // cleaned line by line by the markdown renderer instead, since an
+        // escape sequence may be split across deltas.
+        let event = match event {
+            delta @ AgentEvent::ItemUpdated { .. } => delta,
+            other => strip_event_controls(other),
+        };
         let Ok(mut s) = self.screen.lock() else {
             return;
         };
