@@ -10,4 +10,5 @@ pub mod config;
 pub mod metrics;
 pub mod protocol;
 pub mod provider;
+pub mod spec;
 pub mod tools;
