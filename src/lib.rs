@@ -10,5 +10,6 @@ pub mod config;
 pub mod metrics;
 pub mod protocol;
 pub mod provider;
+pub mod runner;
 pub mod spec;
 pub mod tools;
