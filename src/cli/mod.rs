@@ -5,6 +5,7 @@ mod models;
 mod render;
 mod run;
 mod setup;
+mod tasks;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -16,6 +17,8 @@ pub mod exit {
     pub const TASK_FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
     pub const PROVIDER: u8 = 3;
+    /// `run --tasks`: a task ran out of budget (and none failed otherwise).
+    pub const BUDGET_EXCEEDED: u8 = 4;
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -37,6 +40,10 @@ pub enum Command {
     Run(RunArgs),
     /// List the models the provider serves and the built-in model catalog.
     Models(ModelsArgs),
+    /// Check a task file without running anything.
+    Validate(tasks::ValidateArgs),
+    /// Compare two task runs (results.json files or run directories).
+    Compare(tasks::CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -75,8 +82,12 @@ pub struct ConfigArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The task; `-` reads it from stdin.
-    pub task: String,
+    /// The task; `-` reads it from stdin. With --tasks: a task selector.
+    #[arg(required_unless_present = "tasks")]
+    pub task: Option<String>,
+
+    #[command(flatten)]
+    pub batch: tasks::TaskArgs,
 
     #[command(flatten)]
     pub common: ConfigArgs,
@@ -128,5 +139,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => ExitCode::from(run::run(args)),
         Command::Models(args) => ExitCode::from(models::run(args)),
+        Command::Validate(args) => ExitCode::from(tasks::validate(args)),
+        Command::Compare(args) => ExitCode::from(tasks::compare(args)),
     }
 }

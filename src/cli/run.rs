@@ -14,6 +14,9 @@ use std::sync::Arc;
 
 /// Run the command and return its exit code.
 pub fn run(args: RunArgs) -> u8 {
+    if args.batch.tasks.is_some() {
+        return super::tasks::run(args);
+    }
     match prepare(&args) {
         Ok((session, task, verbose_max_bytes)) => execute(session, task, &args, verbose_max_bytes),
         Err(message) => {
@@ -27,7 +30,7 @@ pub fn run(args: RunArgs) -> u8 {
 /// session. Failures here are usage or config errors (exit 2).
 fn prepare(args: &RunArgs) -> Result<(Session, String, usize), String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
-    let task = read_task(&args.task)?;
+    let task = read_task(args.task.as_deref().unwrap_or_default())?;
     let output_schema = match &args.output_schema {
         Some(path) => Some(read_schema(path)?),
         None => None,
@@ -136,7 +139,7 @@ fn execute(mut session: Session, task: String, args: &RunArgs, verbose_max_bytes
     };
     // Questions go to a person only when one is at the keyboard; the task
     // itself may have come from stdin, which then is not a terminal.
-    if std::io::stdin().is_terminal() && args.task != "-" {
+    if std::io::stdin().is_terminal() && args.task.as_deref() != Some("-") {
         session.set_approver(Arc::new(TerminalApprover));
     }
     let ctx = session.context();
