@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 /// Most threads copying files at once.
 const COPY_THREADS: usize = 4;
 
+/// Git does not like several worktrees of one repository being added or
+/// removed at the same moment; the runner takes turns.
+static WORKTREE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A workspace for one attempt; [`Workspace::remove`] cleans it up.
 #[derive(Debug)]
 pub struct Workspace {
@@ -76,6 +80,7 @@ impl Workspace {
                     })
                     .unwrap_or_default();
                 let dest_arg = dest.to_string_lossy();
+                let _turn = WORKTREE_LOCK.lock().await;
                 git(
                     &repo,
                     &["worktree", "add", "--detach", "--quiet", &dest_arg, "HEAD"],
@@ -100,6 +105,7 @@ impl Workspace {
             Kind::Copy { root } => remove_dir(root).await,
             Kind::Worktree { repo, root } => {
                 let root_arg = root.to_string_lossy().into_owned();
+                let _turn = WORKTREE_LOCK.lock().await;
                 let removed = git(&repo, &["worktree", "remove", "--force", &root_arg], env).await;
                 if removed.is_err() {
                     remove_dir(root).await?;

@@ -9,4 +9,5 @@ mod common;
 mod engine_mock;
 mod ollama_provider;
 mod responses_provider;
+mod runner;
 mod shell;
