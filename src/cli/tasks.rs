@@ -79,12 +79,13 @@ pub fn validate(args: ValidateArgs) -> u8 {
     match TaskFile::load(&args.file) {
         Ok(file) => {
             let attempts: u32 = file.tasks.iter().map(|t| t.repeat).sum();
+            let (agents, tasks) = (file.agents.len(), file.tasks.len());
             println!(
-                "{}: ok ({} agents, {} tasks, {} attempts)",
+                "{}: ok ({agents} agent{}, {tasks} task{}, {attempts} attempt{})",
                 args.file.display(),
-                file.agents.len(),
-                file.tasks.len(),
-                attempts
+                plural(agents),
+                plural(tasks),
+                plural(attempts as usize)
             );
             exit::DONE
         }

@@ -775,7 +775,7 @@ checks = [{ answer_regex = "(" }, { answer_schema = { type = "nope" } }, { comma
     ));
     let out = t.env.cmd().arg("validate").arg(&path).output().unwrap();
     assert_code(&out, 0);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ok (1 agents, 1 tasks, 3 attempts)"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok (1 agent, 1 task, 3 attempts)"));
 }
 
 #[test]
@@ -905,6 +905,79 @@ fn compare_shows_changes_and_fails_on_regressions() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn results_go_under_cogni_results_by_default() {
+    let t = Tasks::new();
+    t.script("hello", WRITE_HELLO);
+    t.file(&format!(
+        "{OFFLINE_AGENT}\n[[tasks]]\nid = \"a\"\nprompt = \"x\"\nscript = \"scripts/hello.toml\"\n"
+    ));
+    let out = t
+        .env
+        .cmd()
+        .arg("run")
+        .arg("--tasks")
+        .arg(t.env.dir.path().join("tasks.toml"))
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_valid(&results);
+    let run_dir = t
+        .env
+        .work()
+        .join(".cogni/results/no-commit")
+        .join(results["run_id"].as_str().unwrap());
+    assert_eq!(path, run_dir.join("results.json"));
+    assert!(run_dir.join("junit.xml").is_file() && run_dir.join("report.html").is_file());
+}
+
+#[test]
+fn an_interrupted_run_stops_its_tasks_and_still_writes_results() {
+    let t = Tasks::new();
+    let pid_file = t.env.dir.path().join("sleeper.pid");
+    t.script(
+        "sleep",
+        &format!(
+            "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo $$ > {}; exec sleep 30\" }}\n",
+            pid_file.display()
+        ),
+    );
+    t.file(&format!(
+        "{OFFLINE_AGENT}\n[[tasks]]\nid = \"slow\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n[[tasks]]\nid = \"later\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n"
+    ));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
+        .current_dir(t.env.work())
+        .env("COGNI_HOME", t.env.dir.path().join("home"))
+        .arg("run")
+        .arg("--tasks")
+        .arg(t.env.dir.path().join("tasks.toml"))
+        .arg("--output-dir")
+        .arg(t.out())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the task never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let results = t.results();
+    let slow = &attempts(&results, "slow")[0];
+    assert_eq!(slow["status"], "error");
+    assert_eq!(slow["failure_reason"], "interrupted");
+    assert_eq!(attempts(&results, "later")[0]["status"], "skipped");
 }
 
 /// A minimal XML reader for checking JUnit output: elements, attributes,
