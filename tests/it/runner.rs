@@ -980,6 +980,67 @@ fn an_interrupted_run_stops_its_tasks_and_still_writes_results() {
     assert_eq!(attempts(&results, "later")[0]["status"], "skipped");
 }
 
+#[test]
+fn on_a_terminal_each_running_task_has_a_live_line() {
+    use std::io::Read;
+    let t = Tasks::new();
+    t.script(
+        "slow",
+        "[[turns]]\nusage = { input_tokens = 1200, output_tokens = 30 }\n[[turns.tool_calls]]\nname = \"shell\"\narguments = { command = \"sleep 0.6\" }\n[[turns]]\ntext = \"done\"\n",
+    );
+    t.file(&format!(
+        "{OFFLINE_AGENT}\n[[tasks]]\nid = \"one\"\nprompt = \"x\"\nscript = \"scripts/slow.toml\"\n[[tasks]]\nid = \"two\"\nprompt = \"x\"\nscript = \"scripts/slow.toml\"\n"
+    ));
+    let (mut master, slave) = crate::approval_tty::openpty();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
+        .current_dir(t.env.work())
+        .env("COGNI_HOME", t.env.dir.path().join("home"))
+        .env("NO_COLOR", "1")
+        .args(["run", "-j", "2", "--tasks"])
+        .arg(t.env.dir.path().join("tasks.toml"))
+        .arg("--output-dir")
+        .arg(t.out())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    // Read the terminal while cogni runs, so it never blocks on a full pty.
+    let reader = std::thread::spawn(move || {
+        let mut screen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the child has closed the terminal.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            screen.extend_from_slice(&buf[..n]);
+        }
+        screen
+    });
+    let out = child.wait_with_output().unwrap();
+    let screen = reader.join().unwrap();
+    let screen = String::from_utf8_lossy(&screen).into_owned();
+    assert_code(&out, 0);
+    // While the command runs, both tasks have a line: spinner, phase, elapsed, tokens, steps.
+    let live = |id: &str| {
+        screen.lines().any(|l| {
+            l.contains(&format!("{id}@offline  agent  ")) && l.contains("1,230 tokens  1 steps")
+        })
+    };
+    assert!(live("one") && live("two"), "{screen:?}");
+    assert!(
+        screen.contains("\x1b[2A"),
+        "the live block is redrawn in place: {screen:?}"
+    );
+    assert!(screen.contains("PASS one@offline") && screen.contains("PASS two@offline"));
+    assert!(
+        !screen.contains("cogni: start"),
+        "no plain start lines on a terminal"
+    );
+    assert!(!screen.contains("\x1b[32m"), "NO_COLOR is honoured");
+}
+
 /// A minimal XML reader for checking JUnit output: elements, attributes,
 /// text, the five predefined entities; panics on anything malformed.
 mod xml {
