@@ -225,10 +225,6 @@ impl TaskFile {
     pub fn agent(&self, id: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|a| a.id == id)
     }
-
-    pub fn task(&self, id: &str) -> Option<&TaskSpec> {
-        self.tasks.iter().find(|t| t.id == id)
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -908,6 +908,32 @@ fn compare_shows_changes_and_fails_on_regressions() {
 }
 
 #[test]
+fn the_example_task_file_runs_offline_and_passes() {
+    let t = Tasks::new();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tasks.toml");
+    let out = t.env.cmd().arg("validate").arg(&example).output().unwrap();
+    assert_code(&out, 0);
+    let mut cmd = t.env.cmd();
+    let out = cmd
+        .args(["run", "-j", "4", "--tasks"])
+        .arg(&example)
+        .arg("--output-dir")
+        .arg(t.out())
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let results = t.results();
+    assert_eq!(results["summary"]["passed"], 5, "{results:#}");
+    let fix = &attempts(&results, "fix-add")[0];
+    assert_eq!(fix["files_read"], serde_json::json!(["add.sh"]));
+    assert_eq!(fix["files_written"], serde_json::json!(["add.sh"]));
+    // The fixture itself is untouched.
+    let add =
+        std::fs::read_to_string(example.parent().unwrap().join("tasks/fixture/add.sh")).unwrap();
+    assert!(add.contains("$1 - $2"));
+}
+
+#[test]
 fn results_go_under_cogni_results_by_default() {
     let t = Tasks::new();
     t.script("hello", WRITE_HELLO);
