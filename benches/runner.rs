@@ -2,7 +2,8 @@
 //!
 //! - `runner/copy_5000_files`: a fresh copy of a generated 5,000-file
 //!   repository, and its removal; `runner/cp_r_5000_files` does the same
-//!   with `cp -r` and `rm -r`, as the reference for this machine.
+//!   with `cp -r` and `rm -r`, as the reference for this machine. The
+//!   `_tmpfs` variants copy to /dev/shm instead of the temp directory.
 //! - `runner/attempt_in_place` and `runner/attempt_copy_5000_files`: one
 //!   whole attempt in-process (plan, workspace, a setup command, the
 //!   scripted agent answering at once, three checks: a command, a file, the
@@ -34,23 +35,32 @@ fn bench_copy(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path().join("repo");
     tree::generate(&src, FILES).expect("generate tree");
-    let dst = dir.path().join("copy");
+    // The same copy to the temp directory's disk and, where there is one,
+    // to a tmpfs.
+    let shm = Path::new("/dev/shm");
+    let tmpfs = shm
+        .is_dir()
+        .then(|| tempfile::tempdir_in(shm).expect("tmpfs dir"));
+    let mut targets = vec![("", dir.path().join("copy"))];
+    targets.extend(tmpfs.as_ref().map(|d| ("_tmpfs", d.path().join("copy"))));
     let mut group = c.benchmark_group("runner");
     group.sample_size(20);
-    group.bench_function("copy_5000_files", |b| {
-        b.iter(|| {
-            let copied = runner::workspace::copy_tree(&src, &dst, &[]).expect("copy");
-            assert_eq!(copied.files, FILES);
-            std::fs::remove_dir_all(&dst).expect("remove");
-        })
-    });
-    group.bench_function("cp_r_5000_files", |b| {
-        b.iter(|| {
-            let cp = Command::new("cp").arg("-r").arg(&src).arg(&dst).status();
-            let rm = Command::new("rm").arg("-r").arg(&dst).status();
-            assert!(cp.expect("cp").success() && rm.expect("rm").success());
-        })
-    });
+    for (suffix, dst) in &targets {
+        group.bench_function(format!("copy_5000_files{suffix}"), |b| {
+            b.iter(|| {
+                let copied = runner::workspace::copy_tree(&src, dst, &[]).expect("copy");
+                assert_eq!(copied.files, FILES);
+                std::fs::remove_dir_all(dst).expect("remove");
+            })
+        });
+        group.bench_function(format!("cp_r_5000_files{suffix}"), |b| {
+            b.iter(|| {
+                let cp = Command::new("cp").arg("-r").arg(&src).arg(dst).status();
+                let rm = Command::new("rm").arg("-r").arg(dst).status();
+                assert!(cp.expect("cp").success() && rm.expect("rm").success());
+            })
+        });
+    }
     group.finish();
 }
 
