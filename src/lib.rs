@@ -10,6 +10,8 @@ pub mod config;
 pub mod metrics;
 pub mod protocol;
 pub mod provider;
+pub mod runner;
 pub mod sandbox;
+pub mod spec;
 pub mod store;
 pub mod tools;

@@ -399,7 +399,7 @@ impl TurnOutcome {
 }
 
 /// Which budget ran out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
     Tokens,

@@ -17,8 +17,9 @@ pub use context::{build_initial_context, EnvironmentContext};
 pub use limits::{Limit, StopHandle, TurnLimits};
 pub use prompt::{build_prompt, Prompt};
 pub use session::{
-    start_session, start_session_with_provider, AuthMode, CompactionConfig, Features,
-    PendingInputs, Sampling, Session, SessionConfig, SessionError, TurnContext,
+    check_session_config, select_model, start_session, start_session_with_provider, AuthMode,
+    CompactionConfig, Features, PendingInputs, Sampling, Session, SessionConfig, SessionError,
+    TurnContext,
 };
 pub use stack::StackError;
 pub use turn::{AgentError, ToolCallRecord, TurnResult};

@@ -329,7 +329,48 @@ pub fn start_session_with_provider(
     })
 }
 
-fn select_model(config: &SessionConfig) -> Result<String, SessionError> {
+/// Check `config` and `limits` as [`start_session`] and
+/// [`Session::set_limits`] would, without building a provider: front doors
+/// that start many sessions (the task runner) check each config once,
+/// before anything runs. Returns the model and its family.
+pub fn check_session_config(
+    config: &SessionConfig,
+    limits: &TurnLimits,
+) -> Result<(String, ModelFamily), SessionError> {
+    validate(config)?;
+    let model = select_model(config)?;
+    if let Some(schema) = &config.output_schema {
+        OutputSchema::compile(schema).map_err(SessionError::Invalid)?;
+    }
+    let family = load_model_family(
+        &model,
+        &config.provider.id,
+        config.provider.default_family.as_deref(),
+        &config.model_families,
+    )?;
+    ToolRegistry::from_config(&config.tool_config, family.edit_tool)?;
+    check_priced(&model, &family, limits)?;
+    Ok((model, family))
+}
+
+/// A cost budget needs the model's price: without one it is refused,
+/// naming the setting.
+fn check_priced(
+    model: &str,
+    family: &ModelFamily,
+    limits: &TurnLimits,
+) -> Result<(), SessionError> {
+    if limits.max_cost_usd.is_some() && family.price.is_none() {
+        return Err(SessionError::Invalid(format!(
+            "a cost budget needs the price of `{model}`: set input_price and output_price (USD per million tokens) in [model_families.\"{model}\"]"
+        )));
+    }
+    Ok(())
+}
+
+/// The model a session with `config` uses: `model_override`, the config's
+/// `model`, or the provider's default.
+pub fn select_model(config: &SessionConfig) -> Result<String, SessionError> {
     config
         .model_override
         .clone()
@@ -423,12 +464,7 @@ impl Session {
     /// Budgets for every following turn. A cost budget needs the model's
     /// price: without one it is refused, naming the setting.
     pub fn set_limits(&mut self, limits: TurnLimits) -> Result<(), SessionError> {
-        if limits.max_cost_usd.is_some() && self.ctx.model_family.price.is_none() {
-            return Err(SessionError::Invalid(format!(
-                "a cost budget needs the price of `{}`: set input_price and output_price (USD per million tokens) in [model_families.\"{}\"]",
-                self.ctx.model, self.ctx.model
-            )));
-        }
+        check_priced(&self.ctx.model, &self.ctx.model_family, &limits)?;
         self.limits = limits;
         Ok(())
     }

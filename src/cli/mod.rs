@@ -8,6 +8,7 @@ mod repl;
 mod run;
 mod sandbox;
 mod setup;
+mod tasks;
 mod trust;
 
 use clap::{Args, Parser, Subcommand};
@@ -20,6 +21,8 @@ pub mod exit {
     pub const TASK_FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
     pub const PROVIDER: u8 = 3;
+    /// `run --tasks`: a task ran out of budget (and none failed otherwise).
+    pub const BUDGET_EXCEEDED: u8 = 4;
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -56,6 +59,10 @@ pub enum Command {
     Sandbox(sandbox::SandboxArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
     Trust(trust::TrustArgs),
+    /// Check a task file without running anything.
+    Validate(tasks::ValidateArgs),
+    /// Compare two task runs (results.json files or run directories).
+    Compare(tasks::CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -149,8 +156,12 @@ pub struct ConfigArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The task; `-` reads it from stdin.
-    pub task: String,
+    /// The task; `-` reads it from stdin. With --tasks: a task selector.
+    #[arg(required_unless_present = "tasks")]
+    pub task: Option<String>,
+
+    #[command(flatten)]
+    pub batch: tasks::TaskArgs,
 
     #[command(flatten)]
     pub common: ConfigArgs,
@@ -229,6 +240,8 @@ pub fn main() -> ExitCode {
         Some(Command::Models(args)) => ExitCode::from(models::run(args)),
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
+        Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
+        Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         None => {
             use std::io::IsTerminal;
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {

@@ -17,6 +17,9 @@ use std::sync::Arc;
 
 /// Run the command and return its exit code.
 pub fn run(args: RunArgs) -> u8 {
+    if args.batch.tasks.is_some() {
+        return super::tasks::run(args);
+    }
     match prepare(&args) {
         Ok((session, task, verbose_max_bytes, file)) => {
             execute(session, task, &args, verbose_max_bytes, file)
@@ -34,7 +37,7 @@ type Prepared = (Session, String, usize, Option<Arc<SessionFile>>);
 
 fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
-    let task = read_task(&args.task)?;
+    let task = read_task(args.task.as_deref().unwrap_or_default())?;
     let output_schema = match &args.output_schema {
         Some(path) => Some(read_schema(path)?),
         None => None,
@@ -204,7 +207,7 @@ fn execute(
     };
     // Questions go to a person only when one is at the keyboard; the task
     // itself may have come from stdin, which then is not a terminal.
-    if std::io::stdin().is_terminal() && args.task != "-" {
+    if std::io::stdin().is_terminal() && args.task.as_deref() != Some("-") {
         session.set_approver(Arc::new(TerminalApprover));
     }
     let ctx = session.context();

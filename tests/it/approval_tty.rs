@@ -19,7 +19,7 @@ text = "finished"
 "#;
 
 /// A pseudo-terminal pair: (master, slave).
-fn openpty() -> (std::fs::File, OwnedFd) {
+pub(crate) fn openpty() -> (std::fs::File, OwnedFd) {
     let mut master = 0;
     let mut slave = 0;
     // SAFETY: openpty writes two new descriptors we then own.

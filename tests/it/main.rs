@@ -10,6 +10,7 @@ mod engine_mock;
 mod ollama_provider;
 mod repl;
 mod responses_provider;
+mod runner;
 mod sandbox;
 mod sessions;
 mod shell;

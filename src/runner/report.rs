@@ -1,0 +1,394 @@
+//! The files a run leaves: `results.json`, `junit.xml` (one testcase per
+//! attempt) and `report.html` (one self-contained page: summary, table,
+//! bar charts of cost and time per task as inline SVG).
+
+use super::results::{AttemptResult, RunResults, Status, TaskResult};
+use crate::tools::fs::write_atomic;
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub const RESULTS_FILE: &str = "results.json";
+pub const JUNIT_FILE: &str = "junit.xml";
+pub const HTML_FILE: &str = "report.html";
+
+/// Write the three files into `dir` (created when missing), each atomically.
+pub fn write_all(dir: &Path, results: &RunResults) -> io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_vec_pretty(results).map_err(io::Error::other)?;
+    let files = [
+        (RESULTS_FILE, json),
+        (JUNIT_FILE, junit(results).into_bytes()),
+        (HTML_FILE, html(results).into_bytes()),
+    ];
+    let mut written = Vec::new();
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        write_atomic(&path, &bytes)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// `$0.0123`, or `-` when unknown.
+pub fn format_cost(cost: Option<f64>) -> String {
+    match cost {
+        Some(c) if c >= 1.0 => format!("${c:.2}"),
+        Some(c) => format!("${c:.4}"),
+        None => "-".into(),
+    }
+}
+
+/// `850 ms`, `12.3 s`, `4m05s`.
+pub fn format_ms(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
+    }
+}
+
+/// `1,234,567`.
+pub fn format_count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Test case name of an attempt: the task id, and `#n` when it repeats.
+fn case_name(task: &TaskResult, attempt: &AttemptResult) -> String {
+    if task.attempts.len() > 1 {
+        format!("{} #{}", task.id, attempt.attempt)
+    } else {
+        task.id.clone()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// JUnit
+// ---------------------------------------------------------------------------
+
+/// JUnit XML: one testsuite for the run, one testcase per attempt;
+/// `failure` for failed checks, steps and budgets, `error` for setup,
+/// provider and interrupt errors, `skipped` for attempts not run.
+pub fn junit(results: &RunResults) -> String {
+    let s = &results.summary;
+    let failures = s.failed + s.budget_exceeded;
+    let secs = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        x,
+        "<testsuites name=\"cogni\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\" skipped=\"{}\" time=\"{}\">",
+        s.attempts,
+        s.errors,
+        s.skipped,
+        secs(s.totals.wall_ms)
+    );
+    let _ = writeln!(
+        x,
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\" skipped=\"{}\" time=\"{}\" timestamp=\"{}\">",
+        xml(&format!("cogni {}", results.tasks_file)),
+        s.attempts,
+        s.errors,
+        s.skipped,
+        secs(s.totals.wall_ms),
+        xml(&results.started_at)
+    );
+    x.push_str("    <properties>\n");
+    let mut property = |name: &str, value: &str| {
+        let _ = writeln!(
+            x,
+            "      <property name=\"{}\" value=\"{}\"/>",
+            xml(name),
+            xml(value)
+        );
+    };
+    property("run_id", &results.run_id);
+    property("cogni_version", &results.cogni_version);
+    if let Some(repo) = &results.repository {
+        property("commit", &repo.commit);
+    }
+    x.push_str("    </properties>\n");
+    for task in &results.tasks {
+        for a in &task.attempts {
+            let _ = write!(
+                x,
+                "    <testcase name=\"{}\" classname=\"cogni.{}\" time=\"{}\"",
+                xml(&case_name(task, a)),
+                xml(&task.agent),
+                secs(a.wall_ms)
+            );
+            let reason = a.failure_reason.map_or(a.status.as_str(), |r| r.as_str());
+            let message = a.error.as_deref().unwrap_or("");
+            let element = match a.status {
+                Status::Passed => None,
+                Status::Failed | Status::BudgetExceeded => Some("failure"),
+                Status::Error => Some("error"),
+                Status::Skipped => {
+                    let _ = writeln!(
+                        x,
+                        ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                        xml(message)
+                    );
+                    continue;
+                }
+            };
+            x.push_str(">\n");
+            if let Some(element) = element {
+                let _ = writeln!(
+                    x,
+                    "      <{element} type=\"{}\" message=\"{}\">{}</{element}>",
+                    xml(reason),
+                    xml(message),
+                    xml(&failure_details(a))
+                );
+            }
+            let _ = writeln!(
+                x,
+                "      <system-out>{}</system-out>",
+                xml(&attempt_summary(a))
+            );
+            x.push_str("    </testcase>\n");
+        }
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
+/// The failed checks with their output, or the error.
+fn failure_details(a: &AttemptResult) -> String {
+    let mut out = String::new();
+    if let Some(error) = &a.error {
+        out.push_str(error);
+        out.push('\n');
+    }
+    for check in a.checks.iter().filter(|c| !c.passed) {
+        let _ = write!(
+            out,
+            "\nFAILED {}\n{}\n",
+            check.description, check.output_tail
+        );
+    }
+    out
+}
+
+fn attempt_summary(a: &AttemptResult) -> String {
+    format!(
+        "tokens: {} in, {} out ({} cached); cost: {}; steps: {}; tool calls: {}; agent: {}\nfinal answer:\n{}",
+        a.tokens.input,
+        a.tokens.output,
+        a.tokens.cached_input,
+        format_cost(a.cost_usd),
+        a.steps,
+        a.tool_call_count(),
+        format_ms(a.agent_ms),
+        a.final_answer
+    )
+}
+
+/// Text for XML attributes and content: escaped, and without characters
+/// XML 1.0 cannot hold.
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// HTML
+// ---------------------------------------------------------------------------
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
+h1{font-size:20px}h2{font-size:16px;margin-top:28px}\
+table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:left}\
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\
+.passed{color:#17803d}.failed,.error{color:#c62828}.budget_exceeded{color:#b26a00}.skipped{color:#777}\
+.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:8px 14px}\
+.card b{display:block;font-size:18px}.charts{display:flex;gap:32px;flex-wrap:wrap}\
+pre{white-space:pre-wrap;max-width:900px;background:#f6f6f6;padding:6px;margin:4px 0}";
+
+/// One self-contained HTML page (no scripts, no network).
+pub fn html(results: &RunResults) -> String {
+    let s = &results.summary;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>cogni run {}</title><style>{STYLE}</style></head><body>\n",
+        esc(&results.run_id)
+    );
+    let _ = writeln!(h, "<h1>cogni run {}</h1>", esc(&results.run_id));
+    let repo = results.repository.as_ref().map_or(String::new(), |r| {
+        format!(
+            " · {} {}{}{}",
+            esc(&r.name),
+            esc(r.commit.get(..12).unwrap_or(&r.commit)),
+            r.branch
+                .as_deref()
+                .map_or(String::new(), |b| format!(" ({})", esc(b))),
+            if r.dirty { " dirty" } else { "" }
+        )
+    });
+    let _ = writeln!(
+        h,
+        "<p>{} · {} → {} · cogni {}{repo}</p>",
+        esc(&results.tasks_file),
+        esc(&results.started_at),
+        esc(&results.finished_at),
+        esc(&results.cogni_version)
+    );
+    h.push_str("<div class=\"cards\">");
+    let cards = [
+        ("passed", s.passed.to_string()),
+        ("failed", s.failed.to_string()),
+        ("over budget", s.budget_exceeded.to_string()),
+        ("errors", s.errors.to_string()),
+        ("skipped", s.skipped.to_string()),
+        ("pass rate", format!("{:.1}%", s.pass_rate * 100.0)),
+        ("cost", format_cost(s.totals.cost_usd)),
+        ("tokens", format_count(s.totals.tokens.total())),
+        ("wall time", format_ms(s.totals.wall_ms)),
+    ];
+    for (label, value) in cards {
+        let _ = write!(h, "<div class=\"card\"><b>{}</b>{label}</div>", esc(&value));
+    }
+    h.push_str("</div>\n<h2>Cost and time per task</h2>\n<div class=\"charts\">");
+    let per_task: Vec<(String, f64, f64)> = results
+        .tasks
+        .iter()
+        .map(|t| {
+            let cost: f64 = t.attempts.iter().filter_map(|a| a.cost_usd).sum();
+            let ms: u64 = t.attempts.iter().map(|a| a.wall_ms).sum();
+            (format!("{}@{}", t.id, t.agent), cost, ms as f64 / 1000.0)
+        })
+        .collect();
+    let costs: Vec<(&str, f64, String)> = per_task
+        .iter()
+        .map(|(n, c, _)| (n.as_str(), *c, format_cost(Some(*c))))
+        .collect();
+    let times: Vec<(&str, f64, String)> = per_task
+        .iter()
+        .map(|(n, _, t)| (n.as_str(), *t, format!("{t:.1} s")))
+        .collect();
+    h.push_str(&bars("cost (USD, all attempts)", &costs, "#3b6fd1"));
+    h.push_str(&bars("time (s, all attempts)", &times, "#8a5cc2"));
+    h.push_str("</div>\n<h2>Attempts</h2>\n<table><tr><th>task</th><th>agent</th><th class=\"n\">#</th><th>status</th><th>reason</th><th class=\"n\">cost</th><th class=\"n\">time</th><th class=\"n\">tokens</th><th class=\"n\">steps</th><th class=\"n\">tool calls</th></tr>\n");
+    for t in &results.tasks {
+        for a in &t.attempts {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"{st}\">{st}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                esc(&t.id),
+                esc(&t.agent),
+                a.attempt,
+                a.failure_reason.map_or("", |r| r.as_str()),
+                esc(&format_cost(a.cost_usd)),
+                esc(&format_ms(a.wall_ms)),
+                format_count(a.tokens.total()),
+                a.steps,
+                a.tool_call_count(),
+                st = a.status.as_str(),
+            );
+        }
+    }
+    h.push_str("</table>\n");
+    let problems: Vec<(&TaskResult, &AttemptResult)> = results
+        .tasks
+        .iter()
+        .flat_map(|t| t.attempts.iter().map(move |a| (t, a)))
+        .filter(|(_, a)| !matches!(a.status, Status::Passed | Status::Skipped))
+        .collect();
+    if !problems.is_empty() {
+        h.push_str("<h2>What went wrong</h2>\n");
+        for (t, a) in problems {
+            let _ = writeln!(
+                h,
+                "<p><b>{}@{}</b> (attempt {}):</p><pre>{}</pre>",
+                esc(&case_name(t, a)),
+                esc(&t.agent),
+                a.attempt,
+                esc(&failure_details(a))
+            );
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// A horizontal bar chart as inline SVG.
+fn bars(title: &str, rows: &[(&str, f64, String)], color: &str) -> String {
+    const LABEL_W: f64 = 180.0;
+    const BAR_W: f64 = 260.0;
+    const ROW_H: f64 = 22.0;
+    let max = rows.iter().map(|r| r.1).fold(0.0_f64, f64::max);
+    let height = ROW_H * rows.len() as f64 + 30.0;
+    let width = LABEL_W + BAR_W + 90.0;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"{t}\"><text x=\"0\" y=\"14\" font-size=\"13\" font-weight=\"bold\">{t}</text>",
+        t = esc(title)
+    );
+    for (i, (name, value, label)) in rows.iter().enumerate() {
+        let y = 24.0 + ROW_H * i as f64;
+        let w = if max > 0.0 { value / max * BAR_W } else { 0.0 };
+        let shown: String = name.chars().take(26).collect();
+        let _ = write!(
+            svg,
+            "<text x=\"0\" y=\"{ty}\" font-size=\"12\">{}</text><rect x=\"{LABEL_W}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bh}\" fill=\"{color}\"/><text x=\"{lx:.1}\" y=\"{ty}\" font-size=\"12\">{}</text>",
+            esc(&shown),
+            esc(label),
+            ty = y + 13.0,
+            bh = ROW_H - 6.0,
+            lx = LABEL_W + w + 6.0,
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+fn esc(text: &str) -> String {
+    xml(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_formatted_for_people() {
+        assert_eq!(format_count(0), "0");
+        assert_eq!(format_count(1234567), "1,234,567");
+        assert_eq!(format_count(999), "999");
+        assert_eq!(format_cost(Some(0.01234)), "$0.0123");
+        assert_eq!(format_cost(Some(12.5)), "$12.50");
+        assert_eq!(format_cost(None), "-");
+        assert_eq!(format_ms(850), "850 ms");
+        assert_eq!(format_ms(12_340), "12.3 s");
+        assert_eq!(format_ms(245_000), "4m05s");
+    }
+
+    #[test]
+    fn xml_text_is_escaped_and_cleaned() {
+        assert_eq!(
+            xml("a<b & \"c\" 'd'\u{1b}[0m\n"),
+            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;\u{FFFD}[0m\n"
+        );
+    }
+}
