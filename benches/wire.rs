@@ -3,7 +3,10 @@
 //! three ways:
 //! - `raw`: the chunk stream read with no parsing (bytes counted);
 //! - `framing`: SSE or NDJSON framing only;
-//! - `events`: framing plus the wire API's parser into neutral events.
+//! - `events`: framing plus the wire API's parser into neutral events;
+//! - `http_raw` and `http_events`: the same bytes served over a loopback
+//!   socket and read through reqwest, counted only, or framed and parsed:
+//!   what reading a real response costs, with and without decoding.
 //!
 //! cargo bench --bench wire -- --warm-up-time 1 --measurement-time 3
 
@@ -19,6 +22,8 @@ use futures::{Stream, StreamExt};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::hint::black_box;
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::time::Duration;
 
 const DELTAS: usize = 20_000;
@@ -98,9 +103,10 @@ where
 
 /// Frames through `parser`; panics unless the stream completes, so the
 /// figures are for streams that really parse.
-async fn events<S>(frames: S, mut parser: Box<dyn WireParser>) -> usize
+async fn events<S, E>(frames: S, mut parser: Box<dyn WireParser>) -> usize
 where
-    S: Stream<Item = Result<SseEvent, sse::SseError<Infallible>>>,
+    S: Stream<Item = Result<SseEvent, sse::SseError<E>>>,
+    E: std::fmt::Debug,
 {
     let mut frames = std::pin::pin!(frames);
     let mut out = VecDeque::new();
@@ -119,11 +125,64 @@ where
     panic!("no terminal event");
 }
 
+/// A loopback HTTP/1.1 server answering every request with `body` in
+/// `READ`-sized writes; its address.
+fn serve(body: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    // One request at a time: headers end the request (GET).
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match conn.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    request.clear();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let sent = conn.write_all(head.as_bytes()).is_ok()
+                        && body
+                            .as_bytes()
+                            .chunks(READ)
+                            .all(|chunk| conn.write_all(chunk).is_ok());
+                    if !sent {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+async fn get(
+    client: &reqwest::Client,
+    url: &str,
+) -> impl Stream<Item = reqwest::Result<impl AsRef<[u8]>>> {
+    client
+        .get(url)
+        .send()
+        .await
+        .expect("response")
+        .bytes_stream()
+}
+
 fn bench_wire(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    let client = reqwest::Client::new();
     let idle = Duration::from_secs(60);
     type Make = fn() -> Box<dyn WireParser>;
     let apis: [(&str, String, bool, Make); 4] = [
@@ -164,6 +223,29 @@ fn bench_wire(c: &mut Criterion) {
                         events(sse::decode(reads(&body), idle), make()).await
                     } else {
                         events(ndjson::decode(reads(&body), idle), make()).await
+                    }
+                })
+            })
+        });
+        let url = serve(body.clone());
+        group.bench_function("http_raw", |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    get(&client, &url)
+                        .await
+                        .fold(0, |n, c| async move { n + c.expect("read").as_ref().len() })
+                        .await
+                })
+            })
+        });
+        group.bench_function("http_events", |b| {
+            b.iter(|| {
+                runtime.block_on(async {
+                    let bytes = get(&client, &url).await;
+                    if is_sse {
+                        events(sse::decode(bytes, idle), make()).await
+                    } else {
+                        events(ndjson::decode(bytes, idle), make()).await
                     }
                 })
             })

@@ -567,6 +567,27 @@ enum WireDelta {
     Other,
 }
 
+/// A `content_block_delta` event's fields for the fast path in
+/// [`EventParser::on_event`] (other fields are skipped unread).
+#[derive(Deserialize)]
+struct FastDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: usize,
+    #[serde(borrow)]
+    delta: FastDeltaBody<'a>,
+}
+
+#[derive(Deserialize)]
+struct FastDeltaBody<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+}
+
 #[derive(Deserialize)]
 struct WireMessageDelta {
     #[serde(default)]
@@ -710,6 +731,26 @@ impl EventParser {
         let data = event.data.trim();
         if data.is_empty() {
             return Ok(false);
+        }
+        // Most events are text or tool-input deltas: read those without
+        // the buffering serde does for internally tagged enums.
+        if let Ok(fast) = serde_json::from_str::<FastDelta>(data) {
+            if fast.kind == "content_block_delta" {
+                let body = fast.delta;
+                let delta = match (&*body.kind, body.text, body.partial_json) {
+                    ("text_delta", Some(text), _) => Some(WireDelta::TextDelta {
+                        text: text.into_owned(),
+                    }),
+                    ("input_json_delta", _, Some(json)) => Some(WireDelta::InputJsonDelta {
+                        partial_json: json.into_owned(),
+                    }),
+                    _ => None,
+                };
+                if let Some(delta) = delta {
+                    self.delta(fast.index, delta, out)?;
+                    return Ok(false);
+                }
+            }
         }
         let parsed: WireEvent = http::parse_frame(data, format_args!("`{}` event", event.event))?;
         match parsed {

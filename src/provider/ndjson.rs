@@ -18,6 +18,8 @@ where
     LineStream {
         inner: IdleTimeout::new(bytes, idle_timeout),
         buffer: Vec::new(),
+        start: 0,
+        scanned: 0,
         done: false,
     }
 }
@@ -26,32 +28,49 @@ where
 pub struct LineStream<S> {
     inner: IdleTimeout<S>,
     buffer: Vec<u8>,
+    /// Where the first unconsumed line starts in `buffer`.
+    start: usize,
+    /// Bytes before this offset hold no newline after `start`.
+    scanned: usize,
     done: bool,
 }
 
 impl<S> LineStream<S> {
-    /// The next complete line in the buffer, if any.
+    /// The next complete line in the buffer, if any. Consumed lines are
+    /// skipped by offset and the buffer compacted only once they make up
+    /// half of it, and bytes already searched are not searched again, so a
+    /// large read or a long line costs linear time.
     fn take_line<E>(&mut self, at_end: bool) -> Option<Result<SseEvent, SseError<E>>> {
         loop {
-            let end = match self.buffer.iter().position(|b| *b == b'\n') {
-                Some(i) => i,
-                None if at_end && !self.buffer.is_empty() => self.buffer.len(),
-                None => return None,
+            let rest = &self.buffer[self.scanned..];
+            let (line_end, next) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (self.scanned + i, self.scanned + i + 1),
+                None if at_end && self.start < self.buffer.len() => {
+                    (self.buffer.len(), self.buffer.len())
+                }
+                None => {
+                    self.scanned = self.buffer.len();
+                    if self.start > self.buffer.len() / 2 {
+                        self.buffer.drain(..self.start);
+                        self.scanned -= self.start;
+                        self.start = 0;
+                    }
+                    return None;
+                }
             };
-            let mut line: Vec<u8> = self.buffer.drain(..end.min(self.buffer.len())).collect();
-            if !self.buffer.is_empty() {
-                self.buffer.remove(0);
-            }
+            let mut line = &self.buffer[self.start..line_end];
+            self.start = next;
+            self.scanned = next;
             if line.last() == Some(&b'\r') {
-                line.pop();
+                line = &line[..line.len() - 1];
             }
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return Some(match String::from_utf8(line) {
+            return Some(match std::str::from_utf8(line) {
                 Ok(data) => Ok(SseEvent {
                     event: String::new(),
-                    data,
+                    data: data.to_string(),
                 }),
                 Err(e) => Err(SseError::Decode(format!("invalid UTF-8 in a line: {e}"))),
             });
@@ -81,6 +100,8 @@ where
                 Poll::Ready(Some(Err(e))) => {
                     this.done = true;
                     this.buffer.clear();
+                    this.start = 0;
+                    this.scanned = 0;
                     return Poll::Ready(Some(Err(e)));
                 }
                 Poll::Ready(None) => this.done = true,
@@ -121,6 +142,22 @@ mod tests {
                 "split at {at}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn large_reads_and_long_lines() {
+        // Many lines in one read; a line spread over many reads.
+        let many: String = (0..1000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+        let out = lines(vec![many.as_bytes()]).await;
+        assert_eq!(out.len(), 1000);
+        assert_eq!(out[999], Ok("{\"n\":999}".into()));
+        let long = format!("{{\"s\":\"{}\"}}", "x".repeat(100_000));
+        let mut reads: Vec<&[u8]> = long.as_bytes().chunks(1000).collect();
+        reads.push(b"\n{\"b\":2}");
+        assert_eq!(
+            lines(reads).await,
+            vec![Ok(long.clone()), Ok("{\"b\":2}".into())]
+        );
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@
 //! a failure before the first body byte (safe to retry) from one mid-stream.
 
 use eventsource_stream::{EventStream, EventStreamError};
-use futures::Stream;
+use futures::{Stream, TryStream};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -70,13 +70,17 @@ where
     B: AsRef<[u8]>,
 {
     SseStream {
-        events: EventStream::new(IdleTimeout::new(bytes, idle_timeout)),
+        events: EventStream::new(Pieces {
+            inner: IdleTimeout::new(bytes, idle_timeout),
+            current: None,
+            offset: 0,
+        }),
     }
 }
 
 /// The stream returned by [`decode`].
-pub struct SseStream<S> {
-    events: EventStream<IdleTimeout<S>>,
+pub struct SseStream<S: TryStream> {
+    events: EventStream<Pieces<S>>,
 }
 
 impl<S, B, E> Stream for SseStream<S>
@@ -87,7 +91,7 @@ where
     type Item = Result<SseEvent, SseError<E>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        // `IdleTimeout` boxes its inner stream, so everything here is Unpin.
+        // `Pieces` is Unpin, so everything here is.
         let polled = Pin::new(&mut self.events).poll_next(cx);
         polled.map(|item| {
             item.map(|result| match result {
@@ -100,6 +104,57 @@ where
                 Err(EventStreamError::Parser(error)) => Err(SseError::Decode(error.to_string())),
             })
         })
+    }
+}
+
+/// Most bytes handed to the SSE parser at once.
+const PIECE: usize = 1024;
+
+/// The byte stream cut into pieces of at most [`PIECE`] bytes.
+/// `eventsource-stream` moves the rest of its buffer once per line it
+/// consumes, so one large read (a local server on loopback delivers
+/// hundreds of kilobytes at a time) would cost time quadratic in its size;
+/// with small pieces the buffer stays small.
+struct Pieces<S: TryStream> {
+    inner: IdleTimeout<S>,
+    current: Option<S::Ok>,
+    offset: usize,
+}
+
+// `current` is never pinned (it is only read through `AsRef`) and `inner`
+// is Unpin, so moving a `Pieces` is always fine.
+impl<S: TryStream> Unpin for Pieces<S> {}
+
+impl<S, B, E> Stream for Pieces<S>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
+    type Item = Result<Vec<u8>, SseError<E>>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if let Some(chunk) = &this.current {
+                let bytes = chunk.as_ref();
+                if this.offset < bytes.len() {
+                    let end = bytes.len().min(this.offset + PIECE);
+                    let piece = bytes[this.offset..end].to_vec();
+                    this.offset = end;
+                    return Poll::Ready(Some(Ok(piece)));
+                }
+                this.current = None;
+            }
+            match Pin::new(&mut this.inner).poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    this.current = Some(chunk);
+                    this.offset = 0;
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
     }
 }
 
@@ -268,6 +323,31 @@ mod tests {
                     "split inside {ch:?} at byte {at}"
                 );
             }
+        }
+    }
+
+    #[tokio::test]
+    async fn one_large_read_gives_every_event_in_order() {
+        // A read many pieces long, with multi-byte characters on every
+        // piece boundary in turn and an event longer than a piece.
+        let mut text = String::new();
+        let mut expected = Vec::new();
+        for i in 0..500 {
+            let data = format!("{}\u{1F980}{i}", "\u{e9}".repeat(i % 7));
+            text.push_str(&format!("data: {data}\n\n"));
+            expected.push(ev(&data));
+        }
+        let long = "\u{4e16}".repeat(3 * PIECE);
+        text.push_str(&format!("event: custom\ndata: {long}\n\n"));
+        expected.push(Ok(SseEvent {
+            event: "custom".into(),
+            data: long,
+        }));
+        for shift in 0..4 {
+            let mut bytes = b": pad".repeat(shift).to_vec();
+            bytes.push(b'\n');
+            bytes.extend_from_slice(text.as_bytes());
+            assert_eq!(collect(vec![bytes]).await, expected, "shifted by {shift}");
         }
     }
 
