@@ -47,7 +47,7 @@ fn wait_with_rusage(child: &std::process::Child) -> (i32, i64) {
     (status, usage.ru_maxrss)
 }
 
-fn one_run(cogni: &PathBuf) -> Run {
+fn one_run(cogni: &PathBuf, extra: &[String]) -> Run {
     let server = MockServer::start();
     server.enqueue(chat::tool_calls_response(&[(
         "call_1",
@@ -69,7 +69,9 @@ fn one_run(cogni: &PathBuf) -> Run {
     // Reaped by wait4 in `wait_with_rusage`, which also reads peak RSS.
     #[allow(clippy::zombie_processes)]
     let child = Command::new(cogni)
-        .args(["run", "--provider", "openai", "--model", "gpt-4.1", "-C"])
+        .args(["run", "--provider", "openai", "--model", "gpt-4.1"])
+        .args(extra)
+        .arg("-C")
         .arg(&work)
         .arg("Write hello to out.txt, show it, then answer done.")
         .env("OPENAI_BASE_URL", server.base_url())
@@ -114,12 +116,15 @@ fn ms(d: Duration) -> String {
 
 fn main() {
     let mut runs = 20;
+    let mut extra = Vec::new();
     let mut cogni = PathBuf::from("target/release/cogni");
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N"),
             "--cogni" => cogni = PathBuf::from(args.next().expect("--cogni PATH")),
+            // The rest goes to `cogni run`, e.g. `-- --no-sandbox`.
+            "--" => extra.extend(args.by_ref()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -143,8 +148,8 @@ fn main() {
         .collect();
 
     // One warm-up run (page cache), then the measured ones.
-    one_run(&cogni);
-    let results: Vec<Run> = (0..runs).map(|_| one_run(&cogni)).collect();
+    one_run(&cogni, &extra);
+    let results: Vec<Run> = (0..runs).map(|_| one_run(&cogni, &extra)).collect();
 
     println!("runs: {runs} (medians; min in parentheses)");
     println!(

@@ -226,6 +226,13 @@ fn parse_approval(s: &str) -> Result<crate::protocol::ApprovalPolicy, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        None | Some(Command::Run(_) | Command::Repl(_) | Command::Resume(_))
+    ) {
+        // These check the sandbox before their first request.
+        crate::sandbox::probe_in_background();
+    }
     match cli.command {
         Some(Command::Run(args)) => ExitCode::from(run::run(args)),
         Some(Command::Repl(args)) => ExitCode::from(repl::run(args, None, false)),

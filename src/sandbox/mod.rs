@@ -143,6 +143,14 @@ pub fn probe() -> &'static Probe {
     PROBE.get_or_init(run_probe)
 }
 
+/// Start [`probe`] on another thread, so its child runs while the caller
+/// loads its configuration; a later [`probe`] waits for it.
+pub fn probe_in_background() {
+    std::thread::spawn(|| {
+        probe();
+    });
+}
+
 fn run_probe() -> Probe {
     let kernel = kernel_release();
     Probe {
