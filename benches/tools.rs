@@ -1,11 +1,13 @@
-//! Tool benchmarks: shell overhead over a bare spawn, grep over a tree.
+//! Tool benchmarks: shell overhead over a bare spawn (in the default
+//! workspace-write sandbox, and unconfined to show the tool's own share),
+//! grep over a tree.
 //!
 //! `cargo bench --bench tools`
 
 #[path = "support/tree.rs"]
 mod tree;
 
-use cogni::protocol::SandboxPolicy;
+use cogni::protocol::{SandboxMode, SandboxPolicy};
 use cogni::tools::grep::GrepTool;
 use cogni::tools::shell::ShellTool;
 use cogni::tools::{Tool, ToolConfig, ToolContext, ToolInput};
@@ -20,17 +22,24 @@ fn runtime() -> Runtime {
         .expect("tokio runtime")
 }
 
-fn context(cwd: &std::path::Path) -> ToolContext {
+fn context(cwd: &std::path::Path, sandbox: SandboxPolicy) -> ToolContext {
     ToolContext {
         cwd: cwd.to_path_buf(),
-        sandbox: SandboxPolicy::default(),
+        sandbox,
         config: Arc::new(ToolConfig::default()),
     }
 }
 
 fn shell_overhead(c: &mut Criterion) {
     let rt = runtime();
-    let ctx = context(&std::env::temp_dir());
+    let ctx = context(&std::env::temp_dir(), SandboxPolicy::default());
+    let unconfined = context(
+        &std::env::temp_dir(),
+        SandboxPolicy {
+            mode: SandboxMode::DangerFullAccess,
+            ..SandboxPolicy::default()
+        },
+    );
     let tool = ShellTool::new(&ctx.config);
     let mut group = c.benchmark_group("spawn_true");
     group.bench_function("bare_tokio_command", |b| {
@@ -51,6 +60,14 @@ fn shell_overhead(c: &mut Criterion) {
             ))
         })
     });
+    group.bench_function("shell_tool_argv_unconfined", |b| {
+        b.iter(|| {
+            rt.block_on(tool.run(
+                ToolInput::Json(serde_json::json!({"command": ["true"]})),
+                &unconfined,
+            ))
+        })
+    });
     group.bench_function("shell_tool_string", |b| {
         b.iter(|| {
             rt.block_on(tool.run(
@@ -66,7 +83,7 @@ fn grep_tree(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("temp dir");
     tree::generate(dir.path(), 5_000).expect("generate tree");
-    let ctx = context(dir.path());
+    let ctx = context(dir.path(), SandboxPolicy::default());
     let tool = GrepTool::new(&ctx.config);
     let args = serde_json::json!({"pattern": tree::NEEDLE_PATTERN});
     let mut group = c.benchmark_group("grep");
