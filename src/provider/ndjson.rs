@@ -2,7 +2,7 @@
 //! byte-counting idle timeout as SSE. Each non-empty line becomes one frame
 //! with an empty `event`; a final line without a newline still counts.
 
-use super::sse::{IdleTimeout, SseError, SseEvent};
+use super::sse::{line_too_long, IdleTimeout, SseError, SseEvent, MAX_LINE_BYTES};
 use futures::Stream;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -47,6 +47,13 @@ impl<S> LineStream<S> {
                 Some(i) => (self.scanned + i, self.scanned + i + 1),
                 None if at_end && self.start < self.buffer.len() => {
                     (self.buffer.len(), self.buffer.len())
+                }
+                None if self.buffer.len() - self.start > MAX_LINE_BYTES => {
+                    self.done = true;
+                    self.buffer.clear();
+                    self.start = 0;
+                    self.scanned = 0;
+                    return Some(Err(line_too_long()));
                 }
                 None => {
                     self.scanned = self.buffer.len();
@@ -158,6 +165,18 @@ mod tests {
             lines(reads).await,
             vec![Ok(long.clone()), Ok("{\"b\":2}".into())]
         );
+    }
+
+    #[tokio::test]
+    async fn an_endless_line_fails_at_the_limit() {
+        let piece = vec![b'y'; 64 * 1024];
+        let mut reads: Vec<&[u8]> = vec![b"{\"a\":1}\n"];
+        reads.extend(std::iter::repeat_n(piece.as_slice(), 300));
+        let out = lines(reads).await;
+        assert_eq!(out.len(), 2, "the first line, one error, then the end");
+        assert_eq!(out[0], Ok("{\"a\":1}".into()));
+        let error = out[1].clone().unwrap_err();
+        assert!(error.contains("a line exceeded 17 MiB"), "{error}");
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@
 //! a failure before the first body byte (safe to retry) from one mid-stream.
 
 use eventsource_stream::{EventStream, EventStreamError};
-use futures::{Stream, TryStream};
+use futures::Stream;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -70,16 +70,12 @@ where
     B: AsRef<[u8]>,
 {
     SseStream {
-        events: EventStream::new(Pieces {
-            inner: IdleTimeout::new(bytes, idle_timeout),
-            current: None,
-            offset: 0,
-        }),
+        events: EventStream::new(Pieces::new(IdleTimeout::new(bytes, idle_timeout))),
     }
 }
 
 /// The stream returned by [`decode`].
-pub struct SseStream<S: TryStream> {
+pub struct SseStream<S> {
     events: EventStream<Pieces<S>>,
 }
 
@@ -91,7 +87,7 @@ where
     type Item = Result<SseEvent, SseError<E>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        // `Pieces` is Unpin, so everything here is.
+        // `IdleTimeout` boxes its inner stream, so everything here is Unpin.
         let polled = Pin::new(&mut self.events).poll_next(cx);
         polled.map(|item| {
             item.map(|result| match result {
@@ -107,23 +103,95 @@ where
     }
 }
 
-/// Most bytes handed to the SSE parser at once.
+/// Bytes handed to the SSE parser at once, while lines are short.
 const PIECE: usize = 1024;
 
-/// The byte stream cut into pieces of at most [`PIECE`] bytes.
-/// `eventsource-stream` moves the rest of its buffer once per line it
-/// consumes, so one large read (a local server on loopback delivers
-/// hundreds of kilobytes at a time) would cost time quadratic in its size;
-/// with small pieces the buffer stays small.
-struct Pieces<S: TryStream> {
-    inner: IdleTimeout<S>,
-    current: Option<S::Ok>,
-    offset: usize,
+/// Longest line the decoders accept. Beyond it the stream fails, so a
+/// server sending one endless line cannot fill memory before a whole
+/// frame exists for the response cap (16 MiB) to count.
+pub(crate) const MAX_LINE_BYTES: usize = 17 * 1024 * 1024;
+
+/// The error for a line over [`MAX_LINE_BYTES`].
+pub(crate) fn line_too_long<E>() -> SseError<E> {
+    SseError::Decode(format!(
+        "a line exceeded {} MiB",
+        MAX_LINE_BYTES / (1024 * 1024)
+    ))
 }
 
-// `current` is never pinned (it is only read through `AsRef`) and `inner`
-// is Unpin, so moving a `Pieces` is always fine.
-impl<S: TryStream> Unpin for Pieces<S> {}
+/// The byte stream re-cut into pieces for `eventsource-stream`, which
+/// moves the rest of its buffer once per line it consumes and parses an
+/// unfinished line again from its start whenever more bytes come. While
+/// lines are short, pieces are [`PIECE`] bytes, so one large read (a local
+/// server on loopback delivers hundreds of kilobytes at a time) costs
+/// linear time. Within a long line, bytes are held back until there are as
+/// many as the line so far (nothing can be dispatched before the line
+/// ends), so its re-parsing adds up to linear time too.
+struct Pieces<S> {
+    inner: IdleTimeout<S>,
+    /// Bytes received and not yet handed on start at `offset`.
+    buf: Vec<u8>,
+    offset: usize,
+    /// `buf[offset..scanned]` holds no line break.
+    scanned: usize,
+    /// Bytes handed on since the last line break.
+    line: usize,
+    ended: bool,
+    failed: bool,
+}
+
+impl<S> Pieces<S> {
+    fn new(inner: IdleTimeout<S>) -> Self {
+        Pieces {
+            inner,
+            buf: Vec::new(),
+            offset: 0,
+            scanned: 0,
+            line: 0,
+            ended: false,
+            failed: false,
+        }
+    }
+
+    /// The next piece to hand on, if one is due.
+    fn piece<E>(&mut self) -> Option<Result<Vec<u8>, SseError<E>>> {
+        let available = self.buf.len() - self.offset;
+        if available == 0 {
+            return None;
+        }
+        let want = PIECE.max(self.line);
+        let has_break = || memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..]).is_some();
+        let take = if available >= want {
+            want
+        } else if self.ended || has_break() {
+            available
+        } else {
+            self.scanned = self.buf.len();
+            if self.line + available > MAX_LINE_BYTES {
+                self.failed = true;
+                return Some(Err(line_too_long()));
+            }
+            return None;
+        };
+        let piece = self.buf[self.offset..self.offset + take].to_vec();
+        self.offset += take;
+        self.scanned = self.scanned.max(self.offset);
+        self.line = match memchr::memrchr2(b'\n', b'\r', &piece) {
+            Some(at) => piece.len() - at - 1,
+            None => self.line + piece.len(),
+        };
+        if self.line > MAX_LINE_BYTES {
+            self.failed = true;
+            return Some(Err(line_too_long()));
+        }
+        if self.offset > self.buf.len() / 2 {
+            self.buf.drain(..self.offset);
+            self.scanned -= self.offset;
+            self.offset = 0;
+        }
+        Some(Ok(piece))
+    }
+}
 
 impl<S, B, E> Stream for Pieces<S>
 where
@@ -135,23 +203,23 @@ where
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         loop {
-            if let Some(chunk) = &this.current {
-                let bytes = chunk.as_ref();
-                if this.offset < bytes.len() {
-                    let end = bytes.len().min(this.offset + PIECE);
-                    let piece = bytes[this.offset..end].to_vec();
-                    this.offset = end;
-                    return Poll::Ready(Some(Ok(piece)));
-                }
-                this.current = None;
+            if this.failed {
+                return Poll::Ready(None);
             }
+            if let Some(piece) = this.piece() {
+                return Poll::Ready(Some(piece));
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            // `IdleTimeout` boxes its inner stream, so it is Unpin.
             match Pin::new(&mut this.inner).poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => {
-                    this.current = Some(chunk);
-                    this.offset = 0;
+                Poll::Ready(Some(Ok(chunk))) => this.buf.extend_from_slice(chunk.as_ref()),
+                Poll::Ready(Some(Err(e))) => {
+                    this.failed = true;
+                    return Poll::Ready(Some(Err(e)));
                 }
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Ready(None) => this.ended = true,
                 Poll::Pending => return Poll::Pending,
             }
         }
@@ -349,6 +417,25 @@ mod tests {
             bytes.extend_from_slice(text.as_bytes());
             assert_eq!(collect(vec![bytes]).await, expected, "shifted by {shift}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_long_line_in_small_reads_decodes_and_an_endless_one_fails() {
+        // 4 MB in one data line, read 8 KiB at a time: decoded whole (and
+        // in linear time: pieces grow with the line).
+        let long = "x".repeat(4 * 1024 * 1024);
+        let text = format!("data: {long}\n\ndata: after\n\n");
+        let reads = text.as_bytes().chunks(8192).map(<[u8]>::to_vec).collect();
+        assert_eq!(collect(reads).await, vec![ev(&long), ev("after")]);
+        // A line that never ends fails once it passes the limit, and the
+        // stream ends there.
+        let endless = std::iter::once(b"data: ".to_vec())
+            .chain(std::iter::repeat_n(vec![b'y'; 64 * 1024], 300))
+            .collect();
+        let out = collect(endless).await;
+        assert_eq!(out.len(), 1, "one error, then the end");
+        let error = out[0].clone().unwrap_err();
+        assert!(error.contains("a line exceeded 17 MiB"), "{error}");
     }
 
     #[tokio::test]

@@ -799,3 +799,8 @@ async fn anthropic_fixture_streams_decode_to_expected_events() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn anthropic_an_oversized_answer_is_stopped() {
+    API.assert_oversized_answer_is_stopped().await;
+}

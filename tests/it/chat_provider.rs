@@ -684,3 +684,8 @@ async fn an_exhausted_quota_is_not_retried() {
     assert!(error.to_string().contains("quota is used up"), "{error}");
     assert_eq!(server.request_count(), 1);
 }
+
+#[tokio::test]
+async fn chat_an_oversized_answer_is_stopped() {
+    API.assert_oversized_answer_is_stopped().await;
+}

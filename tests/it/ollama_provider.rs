@@ -563,3 +563,8 @@ async fn ollama_fixture_streams_decode_to_expected_events() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn ollama_an_oversized_answer_is_stopped() {
+    API.assert_oversized_answer_is_stopped().await;
+}

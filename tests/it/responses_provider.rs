@@ -639,3 +639,8 @@ async fn responses_fixture_streams_decode_to_expected_events() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn responses_an_oversized_answer_is_stopped() {
+    API.assert_oversized_answer_is_stopped().await;
+}

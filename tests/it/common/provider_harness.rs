@@ -288,6 +288,18 @@ impl<P: Provider> Api<P> {
         assert_eq!(server.request_count(), 1);
     }
 
+    /// An answer of 18 MiB (in one event: one endless line to the decoder;
+    /// in a few: frames over the response cap) is stopped with an error
+    /// that says so, and what reached the caller stays under the cap.
+    pub async fn assert_oversized_answer_is_stopped(&self) {
+        let server = MockServer::start();
+        server.enqueue((self.text_response)(&"x".repeat(18 * 1024 * 1024)));
+        let (events, error) = self.hi(self.no_retries(&server)).await;
+        let error = error.expect("an error");
+        assert!(error.to_string().contains("exceeded"), "{error}");
+        assert!(text_of(&events).len() <= 16 * 1024 * 1024);
+    }
+
     /// `failure`, then success: one retry whose reason says `reason`, the
     /// same body sent again, and the second answer's text.
     pub async fn assert_retried_once(
