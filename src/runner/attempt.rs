@@ -4,7 +4,7 @@
 use super::checks;
 use super::command::{tail, OUTPUT_TAIL_BYTES};
 use super::results::{millis, AttemptResult, FailureReason, Status, Tokens};
-use super::workspace::Workspace;
+use super::workspace::{Removal, Workspace};
 use super::{AttemptId, Phase, Plan, Planned, PreparedAgent, Progress, ProgressEvent, RunControl};
 use crate::agent::{start_session, AgentError, ToolCallRecord};
 use crate::protocol::{AgentEvent, EventSink, Item, TurnOutcome};
@@ -23,6 +23,8 @@ pub(super) struct Attempt<'a> {
     pub scratch: &'a Path,
     pub progress: &'a dyn Progress,
     pub control: &'a RunControl,
+    /// Copies still being removed; the run waits for them at its end.
+    pub removals: &'a std::sync::Mutex<Vec<Removal>>,
 }
 
 impl Attempt<'_> {
@@ -69,11 +71,13 @@ impl Attempt<'_> {
             Ok(workspace) => {
                 self.in_workspace(&id, task, agent, &workspace.cwd, &mut result)
                     .await;
-                if let Err(e) = workspace.remove(&agent.shell.env).await {
-                    self.progress.report(ProgressEvent::Warning {
+                match workspace.remove(&agent.shell.env).await {
+                    Ok(Some(removal)) => self.removals.lock().expect("lock").push(removal),
+                    Ok(None) => {}
+                    Err(e) => self.progress.report(ProgressEvent::Warning {
                         id: &id,
                         message: &e,
-                    });
+                    }),
                 }
             }
         }

@@ -415,9 +415,10 @@ pub async fn run(
         }
     }
     let failed = AtomicBool::new(false);
+    let removals = std::sync::Mutex::new(Vec::new());
     let runs = futures::stream::iter(plan.attempts.iter().enumerate())
         .map(|(index, planned)| {
-            let (scratch, locks, failed) = (&scratch, &locks, &failed);
+            let (scratch, locks, failed, removals) = (&scratch, &locks, &failed, &removals);
             async move {
                 let result = if control.is_interrupted() {
                     AttemptResult::not_run(
@@ -439,6 +440,7 @@ pub async fn run(
                         scratch,
                         progress,
                         control,
+                        removals,
                     }
                     .run(lock)
                     .await
@@ -452,8 +454,12 @@ pub async fn run(
         .buffer_unordered(plan.options.jobs)
         .collect::<Vec<_>>()
         .await;
-    // Workspaces are removed one by one; this catches what a failed
-    // removal left behind.
+    // Copies are removed in the background as attempts finish; wait for
+    // them, then catch what a failed removal left behind.
+    let removals = std::mem::take(&mut *removals.lock().expect("lock"));
+    for removal in removals {
+        let _ = removal.await;
+    }
     let _ = workspace::remove_dir(scratch).await;
 
     let mut by_slot: Vec<Vec<(u32, AttemptResult)>> = vec![Vec::new(); plan.selection.len()];

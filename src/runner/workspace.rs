@@ -101,10 +101,12 @@ impl Workspace {
     }
 
     /// Remove a copy or worktree; an in-place workspace stays as it is.
-    pub async fn remove(self, env: &BTreeMap<String, String>) -> Result<(), String> {
+    /// A copy is removed in the background, off the attempt's time: the
+    /// returned task finishes when it is gone.
+    pub async fn remove(self, env: &BTreeMap<String, String>) -> Result<Option<Removal>, String> {
         match self.kind {
-            Kind::InPlace => Ok(()),
-            Kind::Copy { root } => remove_dir(root).await,
+            Kind::InPlace => Ok(None),
+            Kind::Copy { root } => Ok(Some(tokio::spawn(remove_dir(root)))),
             Kind::Worktree { repo, root } => {
                 let root_arg = root.to_string_lossy().into_owned();
                 let _turn = WORKTREE_LOCK.lock().await;
@@ -113,11 +115,14 @@ impl Workspace {
                     remove_dir(root).await?;
                     git(&repo, &["worktree", "prune"], env).await?;
                 }
-                Ok(())
+                Ok(None)
             }
         }
     }
 }
+
+/// A workspace being removed in the background.
+pub type Removal = tokio::task::JoinHandle<Result<(), String>>;
 
 pub(crate) async fn remove_dir(dir: PathBuf) -> Result<(), String> {
     let shown = dir.display().to_string();
