@@ -146,7 +146,7 @@ checks = [{ command = "test -f d000/s0/f0.rs" }, { file_exists = "d004/s9/f4999.
                 let configs =
                     BTreeMap::from([("offline".to_string(), scripted_config(&script, &src))]);
                 let mut options = RunOptions::new(src.clone());
-                options.scratch = scratch.clone();
+                options.scratch = Some(scratch.clone());
                 let plan = Plan::new(file.clone(), selection, configs, options).expect("plan");
                 let results = runtime.block_on(runner::run(
                     &plan,

@@ -28,7 +28,7 @@ use results::{
     compact_stamp, rfc3339, AgentInfo, AttemptResult, PriceInfo, Repository, RunSettings, Status,
     Summary, TaskResult, SCHEMA_VERSION,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -49,8 +49,9 @@ pub struct RunOptions {
     pub fail_fast: bool,
     /// The source of tasks without their own `source`.
     pub workdir: PathBuf,
-    /// Where copies and worktrees are made (a directory per run inside).
-    pub scratch: PathBuf,
+    /// Where copies and worktrees are made (a directory per run inside);
+    /// `None` chooses (see [`workspace::scratch_root`]).
+    pub scratch: Option<PathBuf>,
     /// Directories copies leave out (e.g. the output directory).
     pub exclude: Vec<PathBuf>,
     /// The wall clock, for timestamps and the run id.
@@ -66,7 +67,7 @@ impl RunOptions {
             repeat: None,
             fail_fast: false,
             workdir,
-            scratch: std::env::temp_dir(),
+            scratch: None,
             exclude: Vec::new(),
             clock: SystemTime::now,
         }
@@ -406,7 +407,23 @@ pub async fn run(
 ) -> RunResults {
     let started_at = (plan.options.clock)();
     let started = Instant::now();
-    let scratch = plan.options.scratch.join(format!("cogni-{}", plan.run_id));
+    let scratch = {
+        let configured = plan.options.scratch.clone();
+        let copied: BTreeSet<PathBuf> = plan
+            .attempts
+            .iter()
+            .filter(|p| plan.file.tasks[p.task].workspace == WorkspaceMode::Copy)
+            .map(|p| p.source.clone())
+            .collect();
+        let (exclude, jobs) = (plan.options.exclude.clone(), plan.options.jobs);
+        tokio::task::spawn_blocking(move || {
+            let sources: Vec<&Path> = copied.iter().map(PathBuf::as_path).collect();
+            workspace::scratch_root(configured.as_deref(), &sources, &exclude, jobs)
+        })
+        .await
+        .unwrap_or_else(|_| std::env::temp_dir())
+    }
+    .join(format!("cogni-{}", plan.run_id));
     // Attempts in the source itself take turns.
     let mut locks: HashMap<&Path, Arc<tokio::sync::Mutex<()>>> = HashMap::new();
     for p in &plan.attempts {
