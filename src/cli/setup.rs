@@ -2,7 +2,10 @@
 //! layer, `--script`, the config files and environment.
 
 use super::ConfigArgs;
+use crate::agent::SessionConfig;
 use crate::config::{self, Config, ConfigFile, ProviderFile, Sources};
+use crate::protocol::EditTool;
+use crate::spec::cards::AgentCard;
 use std::path::PathBuf;
 
 /// The loaded configuration and where it came from.
@@ -71,4 +74,35 @@ pub fn load(
         eprintln!("cogni: warning: {warning}");
     }
     Ok(Loaded { config, home })
+}
+
+/// The card's model, instructions (after the config's own) and tools on
+/// `config`; its mode is the caller's to apply.
+pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard) {
+    if let Some(model) = &card.model {
+        config.model_override = Some(model.clone());
+    }
+    if !card.instructions.is_empty() {
+        config.developer_instructions = Some(
+            [
+                config.developer_instructions.as_deref(),
+                Some(card.instructions.as_str()),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        );
+    }
+    if let Some(tools) = &card.tools {
+        let edit = ["apply_patch", "edit_file"];
+        config.tool_config.enabled = tools
+            .iter()
+            .filter(|t| !edit.contains(&t.as_str()))
+            .cloned()
+            .collect();
+        if !tools.iter().any(|t| edit.contains(&t.as_str())) {
+            config.tool_config.edit_tool = Some(EditTool::None);
+        }
+    }
 }

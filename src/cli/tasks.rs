@@ -222,6 +222,14 @@ fn agent_config(
     let at = |e: String| format!("agent `{}`: {e}", agent.id);
     let loaded = setup::load(&common, launch_dir, cwd.to_path_buf(), flags).map_err(at)?;
     let mut config = loaded.config.session;
+    if let Some(card) = &agent.card {
+        let mut card = card.clone();
+        if common.model.is_some() {
+            // The agent's (or the command line's) model wins.
+            card.model = None;
+        }
+        setup::apply_card(&mut config, &card);
+    }
     super::run::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =

@@ -292,6 +292,7 @@ impl Plan {
                                 cached_input: p.cached_input,
                                 output: p.output,
                             }),
+                            sandbox: config.sandbox_policy.mode.as_str().to_string(),
                         },
                         shell: Shell {
                             program: config.sandbox_policy.shell.clone(),

@@ -57,6 +57,10 @@ pub struct AgentInfo {
     pub model: String,
     /// USD per million tokens; `null` when the model's price is unknown.
     pub price: Option<PriceInfo>,
+    /// The sandbox mode the agent's commands ran in (added within version
+    /// 1: empty when reading a file written before it).
+    #[serde(default)]
+    pub sandbox: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,11 +1,12 @@
 //! Files that describe work rather than configure cogni: task files for the
-//! CI runner ([`tasks`]). Parsing and validation only; the only I/O is
+//! CI runner ([`tasks`]) and agent cards ([`cards`]). Parsing and validation only; the only I/O is
 //! reading the files and the files they name.
 //!
 //! Every problem is reported with where it is: `file:line:col` for syntax
 //! and type errors, the key's path (`tasks[2].checks[0].answer_regex`) for
 //! everything else, so one run of `cogni validate` lists all of them.
 
+pub mod cards;
 pub mod tasks;
 
 use serde::de::DeserializeOwned;

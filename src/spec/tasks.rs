@@ -18,11 +18,12 @@
 //! ]
 //! ```
 //!
-//! Relative paths (`prompt_file`, `instructions_file`, `script`, `source`,
+//! Relative paths (`prompt_file`, `instructions_file`, `card`, `script`, `source`,
 //! a schema file) are relative to the task file's directory; paths in
 //! checks are relative to the task's workspace. See `examples/tasks.toml`
 //! for every key.
 
+use super::cards::{self, AgentCard};
 use super::{parse_toml, resolve, Problem, SpecError};
 use crate::protocol::{ApprovalPolicy, SandboxMode};
 use regex::Regex;
@@ -51,8 +52,13 @@ pub struct AgentSpec {
     pub id: String,
     pub provider: Option<String>,
     pub model: Option<String>,
-    /// `instructions`, or the text of `instructions_file` (an agent card).
+    /// `instructions`, or the text of `instructions_file`.
     pub instructions: Option<String>,
+    /// An agent card (`card = "path.md"`): its model when the agent names
+    /// none, its instructions after the agent's, its tools; its mode gives
+    /// the sandbox when the agent sets none (plan: read-only, act and auto:
+    /// workspace-write).
+    pub card: Option<AgentCard>,
     /// Most model requests with tool calls in one task.
     pub max_steps: Option<u32>,
     pub temperature: Option<f32>,
@@ -247,6 +253,7 @@ struct RawAgent {
     model: Option<String>,
     instructions: Option<String>,
     instructions_file: Option<PathBuf>,
+    card: Option<PathBuf>,
     max_steps: Option<u32>,
     temperature: Option<f32>,
     sandbox: Option<String>,
@@ -447,11 +454,27 @@ impl Validator<'_> {
             );
         }
         let script = self.existing_file(&format!("{at}.script"), a.script);
+        let card = a.card.and_then(|path| {
+            let key = format!("{at}.card");
+            let text = self.read(&key, &path)?;
+            match cards::parse(&resolve(self.dir, &path), &text) {
+                Ok(card) => Some(card),
+                Err(e) => {
+                    self.problem(key, e);
+                    None
+                }
+            }
+        });
+        let sandbox = sandbox.or_else(|| match card.as_ref()?.mode.as_deref()? {
+            "plan" => Some(SandboxMode::ReadOnly),
+            _ => Some(SandboxMode::WorkspaceWrite),
+        });
         AgentSpec {
             id: a.id,
             provider: a.provider,
             model: a.model,
             instructions,
+            card,
             max_steps: a.max_steps,
             temperature: a.temperature,
             sandbox,
@@ -879,6 +902,44 @@ repeat = 0
     #[test]
     fn an_empty_file_has_no_tasks() {
         assert_eq!(problems(""), ["tasks: the file declares no [[tasks]]"]);
+    }
+
+    #[test]
+    fn agent_cards_are_parsed_and_their_mode_gives_the_sandbox() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("agents")).unwrap();
+        std::fs::write(
+            dir.path().join("agents/reviewer.md"),
+            "+++\nmodel = \"gpt-4o-mini\"\ntools = [\"read_file\"]\nmode = \"plan\"\n+++\nReview only.\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("agents/bad.md"), "+++\nmodle = 1\n+++\n").unwrap();
+        let path = dir.path().join("tasks.toml");
+        let body = |card: &str, sandbox: &str| {
+            format!("[[agents]]\nid = \"a\"\ncard = \"{card}\"\n{sandbox}\n[[tasks]]\nid = \"t\"\nagent = \"a\"\nprompt = \"x\"\n")
+        };
+        std::fs::write(&path, body("agents/reviewer.md", "")).unwrap();
+        let file = TaskFile::load(&path).unwrap();
+        let card = file.agents[0].card.as_ref().unwrap();
+        assert_eq!(card.model.as_deref(), Some("gpt-4o-mini"));
+        assert_eq!(card.instructions, "Review only.");
+        assert_eq!(file.agents[0].sandbox, Some(SandboxMode::ReadOnly));
+        // The agent's own sandbox wins over the card's mode.
+        std::fs::write(
+            &path,
+            body("agents/reviewer.md", "sandbox = \"workspace-write\""),
+        )
+        .unwrap();
+        let file = TaskFile::load(&path).unwrap();
+        assert_eq!(file.agents[0].sandbox, Some(SandboxMode::WorkspaceWrite));
+        for (card, says) in [
+            ("agents/bad.md", "modle"),
+            ("agents/none.md", "cannot read"),
+        ] {
+            std::fs::write(&path, body(card, "")).unwrap();
+            let e = TaskFile::load(&path).unwrap_err().to_string();
+            assert!(e.contains("agents[0].card") && e.contains(says), "{e}");
+        }
     }
 
     #[test]

@@ -1184,3 +1184,54 @@ fn the_agent_in_a_task_is_sandboxed_but_setup_and_checks_are_not() {
         "the task file's own check is not the agent's"
     );
 }
+
+#[test]
+fn an_agent_card_gives_the_model_instructions_tools_and_mode() {
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("reviewed"));
+    let t = mock_tasks(&server);
+    t.env.write(
+        "reviewer.md",
+        "+++\nmodel = \"gpt-4o-mini\"\ntools = [\"read_file\", \"grep\"]\nmode = \"plan\"\n+++\nReview the code; never edit.\n",
+    );
+    t.file(
+        r#"
+[[agents]]
+id = "reviewer"
+provider = "mock"
+card = "reviewer.md"
+instructions = "Be brief."
+
+[[tasks]]
+id = "review"
+prompt = "review"
+checks = [{ answer_equals = "reviewed" }]
+"#,
+    );
+    let out = t
+        .env
+        .cmd()
+        .env("MOCK_KEY", "sk-mock")
+        .arg("run")
+        .arg("--tasks")
+        .arg(t.env.dir.path().join("tasks.toml"))
+        .arg("--output-dir")
+        .arg(t.out())
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let request = server.last_request().unwrap();
+    let body = request.body_json();
+    assert_eq!(body["model"], "gpt-4o-mini");
+    let text = request.body_text();
+    assert!(text.contains("Be brief.") && text.contains("Review the code; never edit."));
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "grep"]);
+    let results = t.results();
+    assert_eq!(results["agents"][0]["sandbox"], "read-only", "{results:#}");
+}

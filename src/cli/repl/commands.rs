@@ -5,10 +5,10 @@
 //! the built-in stays reachable as `/cogni:name`. The reserved commands
 //! (`/exit`, `/quit`, `/help`, `/clear`) cannot be taken.
 
-use super::agents::{self, AgentCard};
 use super::{Mode, Repl};
 use crate::metrics::tokens;
-use crate::protocol::{Content, EditTool, HistoryItem, Role};
+use crate::protocol::{Content, HistoryItem, Role};
+use crate::spec::cards::{self as agents, AgentCard};
 use futures::future::BoxFuture;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -595,32 +595,7 @@ fn switch_agent(r: &mut Repl, card: &AgentCard) -> Result<(), String> {
     let mut config = r.original.clone();
     config.approval_policy = r.current.approval_policy;
     config.sandbox_policy = r.current.sandbox_policy.clone();
-    if let Some(model) = &card.model {
-        config.model_override = Some(model.clone());
-    }
-    if !card.instructions.is_empty() {
-        config.developer_instructions = Some(
-            [
-                config.developer_instructions.as_deref(),
-                Some(card.instructions.as_str()),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        );
-    }
-    if let Some(tools) = &card.tools {
-        let edit = ["apply_patch", "edit_file"];
-        config.tool_config.enabled = tools
-            .iter()
-            .filter(|t| !edit.contains(&t.as_str()))
-            .cloned()
-            .collect();
-        if !tools.iter().any(|t| edit.contains(&t.as_str())) {
-            config.tool_config.edit_tool = Some(EditTool::None);
-        }
-    }
+    crate::cli::setup::apply_card(&mut config, card);
     r.session
         .reconfigure(config.clone())
         .map_err(|e| format!("agent {}: {e}", card.name))?;

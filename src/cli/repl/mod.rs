@@ -8,7 +8,6 @@
 //! empty prompt, Ctrl-D, `/exit` or `/quit` leave. Slash commands live in a
 //! registry ([`commands`]). See docs/repl.md.
 
-mod agents;
 mod approver;
 mod commands;
 mod editor;

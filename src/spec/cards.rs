@@ -1,4 +1,5 @@
-//! Agent cards for `/agent`: markdown files with TOML front matter
+//! Agent cards (the REPL's `/agent`, `card` in task files): markdown files
+//! with TOML front matter
 //! (between `+++` lines, or `---` lines), looked up in `.cogni/agents/` of
 //! the working directory, then `$COGNI_HOME/agents/` (the project's card
 //! wins on a name clash). The body is the card's instructions (after
