@@ -2,7 +2,7 @@
 //! against the loopback mock provider (or the scripted one).
 
 use crate::cli::Env;
-use crate::common::mock::{chat, MockResponse, MockServer};
+use crate::common::mock::{chat, tool_names, MockResponse, MockServer};
 use crate::common::pty::{processes_with, Pty};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -362,13 +362,7 @@ fn agent_cards_switch_model_instructions_and_mode() {
     assert_eq!(pty.wait(WAIT).code(), Some(0));
     let request = server.requests()[0].body_json().clone();
     assert_eq!(request["model"], "gpt-4.1-mini");
-    let tools: Vec<&str> = request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(tools, ["read_file", "grep"]);
+    assert_eq!(tool_names(&request), ["read_file", "grep"]);
     assert!(server.requests()[0]
         .body_text()
         .contains("You review code for bugs."));

@@ -4,7 +4,7 @@
 //! back, budgets stopping turns mid-way.
 
 use crate::cli::Env;
-use crate::common::mock::{chat, MockResponse, MockServer};
+use crate::common::mock::{chat, tool_names, MockResponse, MockServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -40,7 +40,17 @@ impl Tasks {
 
     /// `cogni run --tasks tasks.toml --output-dir out ARGS`.
     fn run(&self, args: &[&str]) -> Output {
+        self.run_in(self.env.cmd(), args)
+    }
+
+    /// The same with the mock provider's key set.
+    fn run_mock(&self) -> Output {
         let mut cmd = self.env.cmd();
+        cmd.env("MOCK_KEY", "sk-mock");
+        self.run_in(cmd, &[])
+    }
+
+    fn run_in(&self, mut cmd: assert_cmd::Command, args: &[&str]) -> Output {
         cmd.arg("run")
             .arg("--tasks")
             .arg(self.env.dir.path().join("tasks.toml"))
@@ -453,16 +463,7 @@ prompt = "wait"
 budget = { max_seconds = 0.5 }
 "#,
     );
-    let mut cmd = t.env.cmd();
-    let out = cmd
-        .env("MOCK_KEY", "sk-mock")
-        .arg("run")
-        .arg("--tasks")
-        .arg(t.env.dir.path().join("tasks.toml"))
-        .arg("--output-dir")
-        .arg(t.out())
-        .output()
-        .unwrap();
+    let out = t.run_mock();
     assert_code(&out, 4);
     let results = t.results();
     assert_eq!(results["agents"][0]["model"], "gpt-4.1");
@@ -1208,30 +1209,14 @@ prompt = "review"
 checks = [{ answer_equals = "reviewed" }]
 "#,
     );
-    let out = t
-        .env
-        .cmd()
-        .env("MOCK_KEY", "sk-mock")
-        .arg("run")
-        .arg("--tasks")
-        .arg(t.env.dir.path().join("tasks.toml"))
-        .arg("--output-dir")
-        .arg(t.out())
-        .output()
-        .unwrap();
+    let out = t.run_mock();
     assert_code(&out, 0);
     let request = server.last_request().unwrap();
     let body = request.body_json();
     assert_eq!(body["model"], "gpt-4o-mini");
     let text = request.body_text();
     assert!(text.contains("Be brief.") && text.contains("Review the code; never edit."));
-    let tools: Vec<&str> = body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(tools, ["read_file", "grep"]);
+    assert_eq!(tool_names(body), ["read_file", "grep"]);
     let results = t.results();
     assert_eq!(results["agents"][0]["sandbox"], "read-only", "{results:#}");
 }

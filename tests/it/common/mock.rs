@@ -281,6 +281,19 @@ impl RecordedRequest {
 /// sentence. Empty when every call has exactly one `tool` message directly
 /// after its assistant message and no `tool` message is orphaned.
 /// The pairing check for the wire API a request path belongs to.
+/// The function names in a Chat Completions request's `tools`.
+pub fn tool_names(body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 pub fn pairing_violations_for(path: &str, body: &Value) -> Vec<String> {
     if path.ends_with("/responses") {
         super::wire_responses::pairing_violations(body)
