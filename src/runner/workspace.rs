@@ -206,14 +206,19 @@ fn walk(from: &Path, exclude: &[PathBuf]) -> ignore::Walk {
         .build()
 }
 
-/// Bytes of the files a copy of `from` would take.
-fn copy_size(from: &Path, exclude: &[PathBuf]) -> u64 {
-    walk(from, exclude)
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .filter_map(|e| e.metadata().ok())
-        .map(|m| m.len())
-        .sum()
+/// Bytes of the files a copy of `from` would take, counted up to just
+/// past `limit` (a large tree is not walked to its end).
+fn copy_size(from: &Path, exclude: &[PathBuf], limit: u64) -> u64 {
+    let mut total = 0u64;
+    for entry in walk(from, exclude).filter_map(Result::ok) {
+        if entry.file_type().is_some_and(|t| t.is_file()) {
+            total += entry.metadata().map_or(0, |m| m.len());
+            if total > limit {
+                break;
+            }
+        }
+    }
+    total
 }
 
 /// Largest copy that goes to memory.
@@ -244,7 +249,7 @@ pub fn scratch_root(
     };
     let largest = sources
         .iter()
-        .map(|s| copy_size(s, exclude))
+        .map(|s| copy_size(s, exclude, TMPFS_MAX_COPY))
         .max()
         .unwrap_or(0);
     if largest <= TMPFS_MAX_COPY && largest.saturating_mul(4 * jobs.max(1) as u64) <= free {
