@@ -804,3 +804,11 @@ async fn anthropic_fixture_streams_decode_to_expected_events() {
 async fn anthropic_an_oversized_answer_is_stopped() {
     API.assert_oversized_answer_is_stopped().await;
 }
+
+#[tokio::test]
+async fn anthropic_an_oversized_tool_call_is_stopped() {
+    API.assert_oversized_tool_call_is_stopped(|args| {
+        wire::tool_use_response(&[("toolu_1", "write_file", args)])
+    })
+    .await;
+}

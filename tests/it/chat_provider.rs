@@ -689,3 +689,11 @@ async fn an_exhausted_quota_is_not_retried() {
 async fn chat_an_oversized_answer_is_stopped() {
     API.assert_oversized_answer_is_stopped().await;
 }
+
+#[tokio::test]
+async fn chat_an_oversized_tool_call_is_stopped() {
+    API.assert_oversized_tool_call_is_stopped(|args| {
+        chat::tool_calls_response(&[("call_1", "write_file", args)])
+    })
+    .await;
+}

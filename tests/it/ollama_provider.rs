@@ -568,3 +568,11 @@ async fn ollama_fixture_streams_decode_to_expected_events() {
 async fn ollama_an_oversized_answer_is_stopped() {
     API.assert_oversized_answer_is_stopped().await;
 }
+
+#[tokio::test]
+async fn ollama_an_oversized_tool_call_is_stopped() {
+    API.assert_oversized_tool_call_is_stopped(|args| {
+        ollama::tool_calls_response(&[("write_file", serde_json::from_str(args).unwrap())])
+    })
+    .await;
+}

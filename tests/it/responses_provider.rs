@@ -644,3 +644,11 @@ async fn responses_fixture_streams_decode_to_expected_events() {
 async fn responses_an_oversized_answer_is_stopped() {
     API.assert_oversized_answer_is_stopped().await;
 }
+
+#[tokio::test]
+async fn responses_an_oversized_tool_call_is_stopped() {
+    API.assert_oversized_tool_call_is_stopped(|args| {
+        responses::tool_calls_response(&[("call_1", "write_file", args)])
+    })
+    .await;
+}

@@ -300,6 +300,21 @@ impl<P: Provider> Api<P> {
         assert!(text_of(&events).len() <= 16 * 1024 * 1024);
     }
 
+    /// A call of `write_file` with 18 MiB of arguments, as `call` streams
+    /// it, is stopped with an error that says so, and no tool call reaches
+    /// the caller.
+    pub async fn assert_oversized_tool_call_is_stopped(&self, call: impl Fn(&str) -> MockResponse) {
+        let arguments = json!({ "path": "x", "content": "y".repeat(18 * 1024 * 1024) });
+        let server = MockServer::start();
+        server.enqueue(call(&arguments.to_string()));
+        let (events, error) = self.hi(self.no_retries(&server)).await;
+        let error = error.expect("an error");
+        assert!(error.to_string().contains("exceeded"), "{error}");
+        assert!(!events
+            .iter()
+            .any(|e| matches!(e, ResponseEvent::ToolCall(_))));
+    }
+
     /// `failure`, then success: one retry whose reason says `reason`, the
     /// same body sent again, and the second answer's text.
     pub async fn assert_retried_once(
