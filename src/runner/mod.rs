@@ -410,10 +410,11 @@ pub async fn run(
     let started = Instant::now();
     let scratch = {
         let configured = plan.options.scratch.clone();
+        // Worktrees go there too: a checkout is about as big as a copy.
         let copied: BTreeSet<PathBuf> = plan
             .attempts
             .iter()
-            .filter(|p| plan.file.tasks[p.task].workspace == WorkspaceMode::Copy)
+            .filter(|p| plan.file.tasks[p.task].workspace != WorkspaceMode::InPlace)
             .map(|p| p.source.clone())
             .collect();
         let (exclude, jobs) = (plan.options.exclude.clone(), plan.options.jobs);

@@ -224,12 +224,12 @@ fn copy_size(from: &Path, exclude: &[PathBuf], limit: u64) -> u64 {
 /// Largest copy that goes to memory.
 const TMPFS_MAX_COPY: u64 = 256 * 1024 * 1024;
 
-/// Where a run makes its copies. `configured` (the caller's choice) wins;
-/// else, unless `$TMPDIR` says otherwise, /dev/shm when it is a tmpfs
-/// with room for four times `jobs` copies of the largest source and that
-/// source is at most 256 MiB: creating and removing thousands of small
-/// files there is several times faster than on a disk. Else the temp
-/// directory. Blocking (walks the sources).
+/// Where a run makes its copies and worktrees. `configured` (the caller's
+/// choice) wins; else, unless `$TMPDIR` says otherwise, /dev/shm when it
+/// is a tmpfs with room for four times `jobs` copies of the largest source
+/// and that source is at most 256 MiB: creating and removing thousands of
+/// small files there is several times faster than on a disk. Else the
+/// temp directory. Blocking (walks the sources).
 pub fn scratch_root(
     configured: Option<&Path>,
     sources: &[&Path],
