@@ -200,6 +200,27 @@ impl Harness {
         self.session.run_turn(task, &sink).await
     }
 
+    /// Run a task under `limits`, which must stop it with `limit`.
+    async fn run_over_budget(&mut self, limits: TurnLimits, limit: Limit) -> TurnResult {
+        self.session.set_limits(limits).unwrap();
+        let r = self.run("x").await.unwrap();
+        assert_eq!(
+            (r.outcome.clone(), r.limit),
+            (TurnOutcome::BudgetExceeded, Some(limit))
+        );
+        r
+    }
+
+    /// Tool calls that ran to their end.
+    fn finished_tools(&self) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("end"))
+            .count()
+    }
+
     fn event_types(&self) -> Vec<String> {
         self.events
             .lock()
@@ -1254,15 +1275,7 @@ async fn approve_for_session_covers_the_same_call_later() {
     assert_eq!(r.outcome, TurnOutcome::Done);
     assert_eq!(answers.asked.lock().unwrap().len(), 1, "asked once");
     assert_eq!(answers.asked.lock().unwrap()[0].summary, "make clean");
-    assert_eq!(
-        h.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.starts_with("end"))
-            .count(),
-        2
-    );
+    assert_eq!(h.finished_tools(), 2);
     assert_eq!(
         approvals(&h),
         [
@@ -1435,26 +1448,16 @@ fn tool_turns(n: usize, args: &str) -> String {
 async fn tool_call_budget_runs_what_fits_and_answers_the_rest() {
     let script = "[[turns]]\n[[turns.tool_calls]]\nname = \"echo\"\narguments = { text = \"a\" }\n[[turns.tool_calls]]\nname = \"echo\"\narguments = { text = \"b\" }\n[[turns.tool_calls]]\nname = \"echo\"\narguments = { text = \"c\" }\n";
     let mut h = harness(script);
-    h.session
-        .set_limits(TurnLimits {
-            max_tool_calls: Some(2),
-            ..Default::default()
-        })
-        .unwrap();
-    let r = h.run("x").await.unwrap();
-    assert_eq!(
-        (r.outcome.clone(), r.limit),
-        (TurnOutcome::BudgetExceeded, Some(Limit::ToolCalls))
-    );
-    assert_eq!(
-        h.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.starts_with("end"))
-            .count(),
-        2
-    );
+    let r = h
+        .run_over_budget(
+            TurnLimits {
+                max_tool_calls: Some(2),
+                ..Default::default()
+            },
+            Limit::ToolCalls,
+        )
+        .await;
+    assert_eq!(h.finished_tools(), 2);
     assert!(
         r.tool_calls[2].result.contains("tool-call budget"),
         "{}",
@@ -1466,28 +1469,18 @@ async fn tool_call_budget_runs_what_fits_and_answers_the_rest() {
 #[tokio::test]
 async fn token_budget_stops_before_the_next_tools_run() {
     let mut h = harness(&tool_turns(3, "{ text = \"x\" }"));
-    h.session
-        .set_limits(TurnLimits {
-            max_tokens: Some(150),
-            ..Default::default()
-        })
-        .unwrap();
-    let r = h.run("x").await.unwrap();
-    assert_eq!(
-        (r.outcome.clone(), r.limit),
-        (TurnOutcome::BudgetExceeded, Some(Limit::Tokens))
-    );
+    let r = h
+        .run_over_budget(
+            TurnLimits {
+                max_tokens: Some(150),
+                ..Default::default()
+            },
+            Limit::Tokens,
+        )
+        .await;
     assert_eq!(r.iterations, 2);
     // The first call ran; the second response's call did not.
-    assert_eq!(
-        h.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.starts_with("end"))
-            .count(),
-        1
-    );
+    assert_eq!(h.finished_tools(), 1);
     assert!(r.tool_calls[1].result.contains("token budget"));
     assert_calls_answered(h.session.history());
 }
@@ -1495,17 +1488,14 @@ async fn token_budget_stops_before_the_next_tools_run() {
 #[tokio::test]
 async fn step_budget_stops_before_another_request() {
     let mut h = harness(&tool_turns(5, "{ text = \"x\" }"));
-    h.session
-        .set_limits(TurnLimits {
+    h.run_over_budget(
+        TurnLimits {
             max_steps: Some(2),
             ..Default::default()
-        })
-        .unwrap();
-    let r = h.run("x").await.unwrap();
-    assert_eq!(
-        (r.outcome.clone(), r.limit),
-        (TurnOutcome::BudgetExceeded, Some(Limit::Steps))
-    );
+        },
+        Limit::Steps,
+    )
+    .await;
     assert_eq!(h.fake.seen().len(), 2);
 }
 
@@ -1522,17 +1512,15 @@ async fn cost_budget_uses_the_model_price() {
     );
     let mut h = harness_with(&tool_turns(3, "{ text = \"x\" }"), c);
     // 100 tokens at $10,000 per million = $1 per request.
-    h.session
-        .set_limits(TurnLimits {
-            max_cost_usd: Some(1.5),
-            ..Default::default()
-        })
-        .unwrap();
-    let r = h.run("x").await.unwrap();
-    assert_eq!(
-        (r.outcome.clone(), r.limit),
-        (TurnOutcome::BudgetExceeded, Some(Limit::Cost))
-    );
+    let r = h
+        .run_over_budget(
+            TurnLimits {
+                max_cost_usd: Some(1.5),
+                ..Default::default()
+            },
+            Limit::Cost,
+        )
+        .await;
     assert_eq!(r.iterations, 2);
     let cost = h.session.metrics().snapshot().turn.cost_usd.unwrap();
     assert!((cost - 2.0).abs() < 1e-9, "{cost}");
@@ -1556,19 +1544,17 @@ fn a_cost_budget_without_a_price_is_refused() {
 #[tokio::test]
 async fn time_budget_stops_a_running_tool_and_answers_its_call() {
     let mut h = harness(&tool_turns(1, "{ text = \"slow\", sleep_ms = 5000 }"));
-    h.session
-        .set_limits(TurnLimits {
-            max_duration: Some(std::time::Duration::from_millis(200)),
-            ..Default::default()
-        })
-        .unwrap();
     let started = std::time::Instant::now();
-    let r = h.run("x").await.unwrap();
+    let r = h
+        .run_over_budget(
+            TurnLimits {
+                max_duration: Some(std::time::Duration::from_millis(200)),
+                ..Default::default()
+            },
+            Limit::Seconds,
+        )
+        .await;
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
-    assert_eq!(
-        (r.outcome.clone(), r.limit),
-        (TurnOutcome::BudgetExceeded, Some(Limit::Seconds))
-    );
     assert!(r.tool_calls[0].result.contains("time budget"));
     assert_calls_answered(h.session.history());
 }
