@@ -4,6 +4,7 @@
 //! back, budgets stopping turns mid-way.
 
 use crate::cli::Env;
+use crate::common::entries;
 use crate::common::mock::{chat, tool_names, MockResponse, MockServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -388,12 +389,7 @@ budget = {{ max_seconds = 0.5 }}
     }
     let secs = &attempts(&results, "seconds")[0];
     assert!(secs["agent_ms"].as_u64().unwrap() < 5000, "{secs:#}");
-    let mut ran: Vec<String> = std::fs::read_dir(&marker_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    ran.sort();
-    assert_eq!(ran, ["steps1", "steps2", "tools1"]);
+    assert_eq!(entries(&marker_dir), ["steps1", "steps2", "tools1"]);
     let err = stderr(&out);
     assert!(err.contains("BUDGET tokens@offline"), "{err}");
     assert!(err.contains("token budget is used up"), "{err}");
@@ -517,10 +513,7 @@ checks = [{{ command = "test \"$(ls mine-*)\" = mine-{i} && test \"$(cat shared.
         std::fs::read_to_string(t.env.work().join("shared.txt")).unwrap(),
         "original\n"
     );
-    let left: Vec<_> = std::fs::read_dir(t.env.work())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let left = entries(&t.env.work());
     assert_eq!(left.len(), 1, "the repository gained files: {left:?}");
 }
 
@@ -1219,4 +1212,28 @@ checks = [{ answer_equals = "reviewed" }]
     assert_eq!(tool_names(body), ["read_file", "grep"]);
     let results = t.results();
     assert_eq!(results["agents"][0]["sandbox"], "read-only", "{results:#}");
+}
+
+#[test]
+fn copies_go_under_tmpdir_and_are_gone_after_the_run() {
+    let t = Tasks::new();
+    t.script("hello", WRITE_HELLO);
+    let tmp = t.env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let where_file = t.env.dir.path().join("where.txt");
+    t.file(&format!(
+        "{OFFLINE_AGENT}\n[[tasks]]\nid = \"a\"\nprompt = \"x\"\nscript = \"scripts/hello.toml\"\nrepeat = 2\nchecks = [{{ command = \"pwd >> {}\" }}]\n",
+        where_file.display()
+    ));
+    let mut cmd = t.env.cmd();
+    cmd.env("TMPDIR", &tmp);
+    let out = t.run_in(cmd, &[]);
+    assert_code(&out, 0);
+    let places = std::fs::read_to_string(&where_file).unwrap();
+    assert_eq!(places.lines().count(), 2, "{places}");
+    assert!(
+        places.lines().all(|l| l.starts_with(tmp.to_str().unwrap())),
+        "{places}"
+    );
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "removed after the run");
 }

@@ -7,7 +7,7 @@
 //! probe finds no backend.
 
 use crate::cli::Env;
-use crate::common;
+use crate::common::{self, entries};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -135,18 +135,6 @@ fn assert_failed_with(call: &Call, needles: &[&str]) {
             call.output
         );
     }
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 const SANDBOX_NOTE: &str = "ran in cogni's sandbox";

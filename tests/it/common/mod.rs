@@ -8,6 +8,19 @@ pub mod wire_anthropic;
 pub mod wire_ollama;
 pub mod wire_responses;
 
+/// The names in `dir`, sorted; none when it cannot be read.
+pub fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// Host pids of live (not zombie) processes whose command line (NUL
 /// separated arguments) contains `needle`. Sandboxed commands live in their
 /// own PID namespace, so tests find them by command line, not by `$$`.
