@@ -55,13 +55,10 @@ pub fn run(args: ModelsArgs) -> u8 {
         return exit::DONE;
     }
     let provider = &session.provider;
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cogni: cannot start the async runtime: {e}");
+            eprintln!("cogni: {e}");
             return exit::TASK_FAILED;
         }
     };

@@ -219,13 +219,10 @@ fn execute(
         sandbox: ctx.sandbox_policy.mode,
         approval: ctx.approval_policy,
     });
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cogni: cannot start the async runtime: {e}");
+            eprintln!("cogni: {e}");
             return exit::TASK_FAILED;
         }
     };

@@ -57,13 +57,6 @@ pub fn run(args: SandboxArgs) -> u8 {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
-}
-
 async fn shell(ctx: &ToolContext, command: serde_json::Value) -> ToolResult {
     ShellTool::new(&ctx.config)
         .run(
@@ -97,7 +90,7 @@ fn run_command(args: &SandboxArgs) -> Result<u8, String> {
         sandbox: policy,
         config: Arc::new(session.tool_config),
     };
-    let result = runtime()?.block_on(shell(&ctx, serde_json::json!(args.command)));
+    let result = super::setup::runtime()?.block_on(shell(&ctx, serde_json::json!(args.command)));
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(result.content.as_bytes());
     let _ = out.flush();
@@ -144,7 +137,7 @@ fn check(args: &CheckArgs) -> Result<u8, String> {
     } else {
         SandboxMode::WorkspaceWrite
     };
-    let canaries = runtime()?.block_on(run_canaries(mode))?;
+    let canaries = super::setup::runtime()?.block_on(run_canaries(mode))?;
     println!("canaries ({}, network off):", mode.as_str());
     let mut escaped = 0;
     for canary in &canaries {

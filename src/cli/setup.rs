@@ -106,3 +106,11 @@ pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard) {
         }
     }
 }
+
+/// The current-thread runtime every command runs on.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}

@@ -257,13 +257,10 @@ fn execute(prepared: Prepared) -> u8 {
         color,
     } = prepared;
     init_logging(&home);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cogni: cannot start the async runtime: {e}");
+            eprintln!("cogni: {e}");
             return exit::TASK_FAILED;
         }
     };

@@ -215,13 +215,10 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
             return exit::USAGE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::cli::setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cogni: cannot start the async runtime: {e}");
+            eprintln!("cogni: {e}");
             return exit::TASK_FAILED;
         }
     };
