@@ -3,7 +3,7 @@
 //! docs/results.md, with a JSON Schema in docs/results.schema.json. Fields
 //! are only ever added within a version.
 
-use crate::protocol::Limit;
+use crate::protocol::{utc_date_time, Limit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -370,22 +370,7 @@ pub fn compact_stamp(t: SystemTime) -> String {
 
 /// The UTC date (`YYYY-MM-DD`) and time of day of `t`.
 fn civil(t: SystemTime) -> (String, (u64, u64, u64)) {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's days-to-civil, for days since 1970-01-01 (>= 0).
-    let z = days as i64 + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        format!("{year:04}-{month:02}-{day:02}"),
-        (rem / 3600, rem % 3600 / 60, rem % 60),
-    )
+    utc_date_time(t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()))
 }
 
 #[cfg(test)]

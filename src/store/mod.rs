@@ -602,23 +602,8 @@ impl HistoryObserver for SessionFile {
 
 /// `started_at` as `YYYY-MM-DD HH:MM` (UTC).
 pub fn format_time(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let minutes = (secs % 86_400) / 60;
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        minutes / 60,
-        minutes % 60
-    )
+    let (date, (hours, minutes, _)) = crate::protocol::utc_date_time(secs);
+    format!("{date} {hours:02}:{minutes:02}")
 }
 
 #[cfg(test)]
