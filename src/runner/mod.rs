@@ -398,6 +398,27 @@ pub async fn repository(dir: &Path) -> Option<Repository> {
     })
 }
 
+/// Where the run's copies and worktrees go (see
+/// [`workspace::scratch_root`]); a worktree counts like a copy, since a
+/// checkout is about as big.
+async fn scratch_root(plan: &Plan) -> PathBuf {
+    let configured = plan.options.scratch.clone();
+    let sources: Vec<PathBuf> = plan
+        .attempts
+        .iter()
+        .filter(|p| plan.file.tasks[p.task].workspace != WorkspaceMode::InPlace)
+        .map(|p| p.source.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let (exclude, jobs) = (plan.options.exclude.clone(), plan.options.jobs);
+    tokio::task::spawn_blocking(move || {
+        workspace::scratch_root(configured.as_deref(), &sources, &exclude, jobs)
+    })
+    .await
+    .unwrap_or_else(|_| std::env::temp_dir())
+}
+
 /// Run the plan: up to `jobs` attempts at once, each in its own workspace.
 /// Results come back in selection order, attempts in order.
 pub async fn run(
@@ -408,24 +429,9 @@ pub async fn run(
 ) -> RunResults {
     let started_at = (plan.options.clock)();
     let started = Instant::now();
-    let scratch = {
-        let configured = plan.options.scratch.clone();
-        // Worktrees go there too: a checkout is about as big as a copy.
-        let copied: BTreeSet<PathBuf> = plan
-            .attempts
-            .iter()
-            .filter(|p| plan.file.tasks[p.task].workspace != WorkspaceMode::InPlace)
-            .map(|p| p.source.clone())
-            .collect();
-        let (exclude, jobs) = (plan.options.exclude.clone(), plan.options.jobs);
-        tokio::task::spawn_blocking(move || {
-            let sources: Vec<&Path> = copied.iter().map(PathBuf::as_path).collect();
-            workspace::scratch_root(configured.as_deref(), &sources, &exclude, jobs)
-        })
+    let scratch = scratch_root(plan)
         .await
-        .unwrap_or_else(|_| std::env::temp_dir())
-    }
-    .join(format!("cogni-{}", plan.run_id));
+        .join(format!("cogni-{}", plan.run_id));
     // Attempts in the source itself take turns.
     let mut locks: HashMap<&Path, Arc<tokio::sync::Mutex<()>>> = HashMap::new();
     for p in &plan.attempts {

@@ -232,7 +232,7 @@ const TMPFS_MAX_COPY: u64 = 256 * 1024 * 1024;
 /// temp directory. Blocking (walks the sources).
 pub fn scratch_root(
     configured: Option<&Path>,
-    sources: &[&Path],
+    sources: &[PathBuf],
     exclude: &[PathBuf],
     jobs: usize,
 ) -> PathBuf {
@@ -337,7 +337,7 @@ mod tests {
             .unwrap()
             .set_len(300 * 1024 * 1024)
             .unwrap();
-        assert_eq!(scratch_root(None, &[&big], &[], 1), temp);
+        assert_eq!(scratch_root(None, &[big], &[], 1), temp);
         // A small tree goes to /dev/shm when it is a tmpfs with room and
         // $TMPDIR does not say otherwise.
         let small = dir.path().join("small");
@@ -349,7 +349,7 @@ mod tests {
         } else {
             temp
         };
-        assert_eq!(scratch_root(None, &[&small], &[], 4), expected);
+        assert_eq!(scratch_root(None, &[small], &[], 4), expected);
     }
     use std::fs;
 
