@@ -1,15 +1,16 @@
 //! Running child processes for tools: own process group, death with the
 //! parent, no stdin, bounded capture of stdout and stderr, timeouts that kill
 //! the whole group, and cancellation (dropping the future) that does too.
-//! With a [`Confinement`] the child enters the kernel sandbox before exec
-//! (see `crate::sandbox`), and nothing it started outlives it.
+//! With a [`Confinement`] the child enters the kernel sandbox before exec;
+//! without one a subreaper supervises it (see `crate::sandbox`). Either
+//! way nothing it started outlives the call.
 //!
 //! Each stream keeps at most `capture_limit_bytes` in memory: the first half
 //! and the last half of what was written; everything in between is counted
 //! (bytes and line feeds), not kept.
 
 use super::truncate::{self, Gap, Limits};
-use crate::sandbox::Confinement;
+use crate::sandbox::{self, Confinement};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -151,13 +152,14 @@ pub async fn run(req: ExecRequest) -> Result<ExecOutput, ExecError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     isolate(&mut cmd);
-    if let Some(confinement) = req.sandbox.clone() {
-        // SAFETY: `enter` is made for a pre_exec hook: it runs between fork
-        // and exec and uses only async-signal-safe system calls on data
-        // prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || confinement.enter());
-        }
+    // SAFETY: `enter` and `enter_unconfined` are made for a pre_exec hook
+    // (after `isolate`'s): they run between fork and exec and use only
+    // async-signal-safe system calls on data prepared before the fork.
+    unsafe {
+        match req.sandbox.clone() {
+            Some(confinement) => cmd.pre_exec(move || confinement.enter()),
+            None => cmd.pre_exec(|| sandbox::enter_unconfined()),
+        };
     }
 
     let start = Instant::now();
