@@ -818,6 +818,14 @@ fn sandbox_check_and_sandbox_run() {
     assert!(stdout.contains("backend: landlock + seccomp"), "{stdout}");
     assert!(stdout.contains("all canaries held"), "{stdout}");
     assert!(!stdout.contains("ESCAPED"), "{stdout}");
+    for canary in [
+        "ok      connect to a Unix socket outside the workspace: Permission denied",
+        "ok      connect to an abstract Unix socket outside the sandbox:",
+        "ok      connect to a Unix socket inside the workspace: connected",
+        "ok      setsid and nohup background processes after the command (unconfined): gone",
+    ] {
+        assert!(stdout.contains(canary), "{canary}\n{stdout}");
+    }
 
     let target = outside(&env, "outside").join("x");
     let out = env
