@@ -296,11 +296,11 @@ pub fn start_session_with_provider(
     };
     let history = build_initial_context(&ctx);
     let ctx_price = ctx.model_family.price;
-    let tool_ctx = ToolContext {
-        cwd: ctx.cwd.clone(),
-        sandbox: ctx.sandbox_policy.clone(),
-        config: Arc::new(tool_config),
-    };
+    let tool_ctx = ToolContext::new(
+        ctx.cwd.clone(),
+        ctx.sandbox_policy.clone(),
+        Arc::new(tool_config),
+    );
     Ok(Session {
         environment: ctx.environment(),
         ctx,
@@ -547,13 +547,22 @@ impl Session {
         history.extend_from_slice(&self.history[self.initial_len()..]);
         self.ctx = fresh.ctx;
         self.tools = fresh.tools;
-        self.tool_ctx = fresh.tool_ctx;
+        // Background jobs keep running across a switch of model or agent.
+        self.tool_ctx = ToolContext {
+            jobs: self.tool_ctx.jobs.clone(),
+            ..fresh.tool_ctx
+        };
         self.output_schema = fresh.output_schema;
         self.compaction_fraction = fresh.compaction_fraction;
         self.environment = fresh.environment;
         self.tokens_stale = true;
         self.replace_history(history);
         Ok(())
+    }
+
+    /// The session's background shell jobs.
+    pub fn jobs(&self) -> &Arc<crate::tools::jobs::JobTable> {
+        &self.tool_ctx.jobs
     }
 
     /// Replace the registry (e.g. to add tools beyond the built-ins).

@@ -90,11 +90,7 @@ fn run_command(args: &SandboxArgs) -> Result<u8, String> {
     } else {
         sandbox::probe().backend().map_err(|e| e.to_string())?;
     }
-    let ctx = ToolContext {
-        cwd: session.cwd,
-        sandbox: policy,
-        config: Arc::new(session.tool_config),
-    };
+    let ctx = ToolContext::new(session.cwd, policy, Arc::new(session.tool_config));
     let result = super::setup::runtime()?.block_on(shell(&ctx, serde_json::json!(args.command)));
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(result.content.as_bytes());
@@ -212,15 +208,15 @@ async fn run_canaries(mode: SandboxMode) -> Result<Vec<Canary>, String> {
     }
     std::fs::write(work.join(".git/config"), "[core]\n")
         .map_err(|e| format!("canary setup: {e}"))?;
-    let ctx = ToolContext {
-        cwd: work.clone(),
-        sandbox: SandboxPolicy {
+    let ctx = ToolContext::new(
+        work.clone(),
+        SandboxPolicy {
             mode,
             network_access: false,
             ..SandboxPolicy::default()
         },
-        config: Arc::new(ToolConfig::default()),
-    };
+        Arc::new(ToolConfig::default()),
+    );
     let listener = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
     listener

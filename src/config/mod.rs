@@ -67,6 +67,8 @@ pub struct ToolsFile {
     pub read_max_bytes: Option<usize>,
     pub list_max_entries: Option<usize>,
     pub grep_max_results: Option<usize>,
+    pub max_background_jobs: Option<usize>,
+    pub background_timeout_secs: Option<u64>,
     /// `[tools.shell_env]`: the environment of commands.
     pub shell_env: Option<ShellEnvPolicy>,
     /// apply_patch | apply_patch_freeform | edit_file | none (default: the model family's).
@@ -244,6 +246,8 @@ impl ConfigFile {
             pick(&mut t.read_max_bytes, o.read_max_bytes);
             pick(&mut t.list_max_entries, o.list_max_entries);
             pick(&mut t.grep_max_results, o.grep_max_results);
+            pick(&mut t.max_background_jobs, o.max_background_jobs);
+            pick(&mut t.background_timeout_secs, o.background_timeout_secs);
             pick(&mut t.shell_env, o.shell_env);
             pick(&mut t.edit_tool, o.edit_tool);
         }
@@ -527,6 +531,13 @@ fn tool_config(t: ToolsFile) -> Result<ToolConfig, ConfigError> {
     pick_into(&mut config.read_max_bytes, t.read_max_bytes);
     pick_into(&mut config.list_max_entries, t.list_max_entries);
     pick_into(&mut config.grep_max_results, t.grep_max_results);
+    pick_into(&mut config.max_background_jobs, t.max_background_jobs);
+    if let Some(secs) = t.background_timeout_secs {
+        if secs == 0 {
+            return err("tools.background_timeout_secs must be at least 1 (background jobs need a timeout; set tools.max_background_jobs = 0 to switch them off)");
+        }
+        config.background_timeout = Duration::from_secs(secs);
+    }
     pick_into(&mut config.shell_env, t.shell_env);
     config.edit_tool = t.edit_tool;
     config

@@ -142,6 +142,63 @@ impl CapturedStream {
 ///
 /// Dropping the returned future kills the child's process group.
 pub async fn run(req: ExecRequest) -> Result<ExecOutput, ExecError> {
+    let mut stdout = Capture::new(req.capture_limit_bytes);
+    let mut stderr = Capture::new(req.capture_limit_bytes);
+    let ended = run_streaming(
+        req,
+        &mut stdout,
+        &mut stderr,
+        std::future::pending(),
+        |_| {},
+    )
+    .await?;
+    Ok(ExecOutput {
+        termination: ended.termination,
+        duration: ended.duration,
+        timed_out: ended.timed_out,
+        stdout: stdout.finish(),
+        stderr: stderr.finish(),
+        output_left_open: ended.output_left_open,
+    })
+}
+
+/// Where a stream's bytes go as they are read.
+pub trait Sink {
+    fn push(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Capture {
+    fn push(&mut self, bytes: &[u8]) {
+        Capture::push(self, bytes);
+    }
+}
+
+/// How a run ended; its output went to the sinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    pub termination: Termination,
+    /// From spawn until the run returned.
+    pub duration: Duration,
+    pub timed_out: bool,
+    /// `stop` resolved and the process was terminated.
+    pub stopped: bool,
+    /// See [`ExecOutput::output_left_open`].
+    pub output_left_open: bool,
+}
+
+/// Run `req`, passing its output to the sinks as it comes. When `stop`
+/// resolves first, the process is terminated as on a timeout (SIGTERM,
+/// then SIGKILL after the grace). `on_start` gets the process group id
+/// once the process runs.
+///
+/// Dropping the returned future kills the child's process group.
+pub async fn run_streaming(
+    req: ExecRequest,
+    stdout: &mut impl Sink,
+    stderr: &mut impl Sink,
+    stop: impl Future<Output = ()>,
+    on_start: impl FnOnce(i32),
+) -> Result<Ended, ExecError> {
     let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -168,43 +225,44 @@ pub async fn run(req: ExecRequest) -> Result<ExecOutput, ExecError> {
         source,
     })?;
     let mut group = child.id().map(GroupGuard::new);
-    let mut stdout = Capture::new(req.capture_limit_bytes);
-    let mut stderr = Capture::new(req.capture_limit_bytes);
+    if let Some(group) = &group {
+        on_start(group.pgid);
+    }
     let (stdout_pipe, stderr_pipe) = (child.stdout.take(), child.stderr.take());
 
-    let (status, timed_out, output_left_open) = {
-        let pumps = async {
-            tokio::join!(
-                pump(stdout_pipe, &mut stdout),
-                pump(stderr_pipe, &mut stderr)
-            );
-        };
-        let mut pumps = Pumps::new(pumps);
-        let waited = pumps
-            .alongside(tokio::time::timeout_at(start + req.timeout, child.wait()))
-            .await;
-        let (status, timed_out) = match waited {
-            Ok(status) => (status.map_err(ExecError::Wait)?, false),
-            Err(_elapsed) => {
-                let pgid = group.as_ref().map(|g| g.pgid);
-                let status = pumps
-                    .alongside(terminate(&mut child, pgid, req.kill_grace))
-                    .await?;
-                (status, true)
-            }
-        };
-        let left_open = !pumps.finish_within(req.io_drain).await;
-        (status, timed_out, left_open)
+    let pumps = async {
+        tokio::join!(pump(stdout_pipe, stdout), pump(stderr_pipe, stderr));
     };
+    let mut pumps = Pumps::new(pumps);
+    let waited = pumps
+        .alongside(async {
+            tokio::select! {
+                waited = tokio::time::timeout_at(start + req.timeout, child.wait()) => {
+                    waited.map(|status| (status, false)).map_err(|_| false)
+                }
+                () = stop => Err(true),
+            }
+        })
+        .await;
+    let (status, timed_out, stopped) = match waited {
+        Ok((status, _)) => (status.map_err(ExecError::Wait)?, false, false),
+        Err(stopped) => {
+            let pgid = group.as_ref().map(|g| g.pgid);
+            let status = pumps
+                .alongside(terminate(&mut child, pgid, req.kill_grace))
+                .await?;
+            (status, !stopped, stopped)
+        }
+    };
+    let output_left_open = !pumps.finish_within(req.io_drain).await;
     if let Some(group) = group.as_mut() {
         group.disarm();
     }
-    Ok(ExecOutput {
+    Ok(Ended {
         termination: Termination::from_status(status),
         duration: start.elapsed(),
         timed_out,
-        stdout: stdout.finish(),
-        stderr: stderr.finish(),
+        stopped,
         output_left_open,
     })
 }
@@ -330,13 +388,13 @@ impl<F: Future<Output = ()>> Pumps<F> {
     }
 }
 
-async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, capture: &mut Capture) {
+async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, sink: &mut impl Sink) {
     let Some(mut reader) = reader else { return };
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) => return,
-            Ok(n) => capture.push(&buf[..n]),
+            Ok(n) => sink.push(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // A broken pipe read ends like end of file: nothing more comes.
             Err(_) => return,
@@ -344,8 +402,10 @@ async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, capture: &mut Capture) {
     }
 }
 
-/// Head + tail capture of one stream while it is being read.
-struct Capture {
+/// Head + tail capture of one stream while it is being read: memory stays
+/// under the limit whatever the stream's size.
+#[derive(Debug)]
+pub struct Capture {
     head: Vec<u8>,
     head_cap: usize,
     tail: Ring,
@@ -355,7 +415,7 @@ struct Capture {
 }
 
 impl Capture {
-    fn new(limit: usize) -> Self {
+    pub fn new(limit: usize) -> Self {
         let head_cap = limit.div_ceil(2);
         Capture {
             head: Vec::new(),
@@ -367,7 +427,7 @@ impl Capture {
         }
     }
 
-    fn push(&mut self, chunk: &[u8]) {
+    pub fn push(&mut self, chunk: &[u8]) {
         self.total_bytes += chunk.len() as u64;
         self.newlines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         let to_head = (self.head_cap - self.head.len()).min(chunk.len());
@@ -377,7 +437,18 @@ impl Capture {
         }
     }
 
-    fn finish(self) -> CapturedStream {
+    /// True once anything was written.
+    pub fn has_data(&self) -> bool {
+        self.total_bytes > 0
+    }
+
+    /// What was captured so far; the capture starts over, empty.
+    pub fn take(&mut self) -> CapturedStream {
+        let limit = self.head_cap + self.tail.cap;
+        std::mem::replace(self, Capture::new(limit)).finish()
+    }
+
+    pub fn finish(self) -> CapturedStream {
         let last_byte = self.tail.last().or(self.head.last().copied());
         let total_lines = self.newlines + u64::from(last_byte.is_some_and(|b| b != b'\n'));
         let mut head = self.head;
@@ -442,6 +513,7 @@ fn incomplete_char_suffix(bytes: &[u8]) -> usize {
 }
 
 /// Fixed-size ring of the most recent bytes.
+#[derive(Debug)]
 struct Ring {
     buf: Vec<u8>,
     cap: usize,

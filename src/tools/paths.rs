@@ -282,14 +282,14 @@ pub(crate) mod tests {
 
     /// A context rooted at `cwd` with default settings.
     pub(crate) fn ctx(cwd: &Path, mode: SandboxMode) -> ToolContext {
-        ToolContext {
-            cwd: cwd.to_path_buf(),
-            sandbox: SandboxPolicy {
+        ToolContext::new(
+            cwd.to_path_buf(),
+            SandboxPolicy {
                 mode,
                 ..SandboxPolicy::default()
             },
-            config: Arc::new(ToolConfig::default()),
-        }
+            Arc::new(ToolConfig::default()),
+        )
     }
 
     fn setup() -> (tempfile::TempDir, PathBuf) {

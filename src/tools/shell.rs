@@ -4,7 +4,7 @@
 //! session and policy.
 
 use super::env::ShellEnvPolicy;
-use super::exec::{self, ExecOutput, ExecRequest, Termination};
+use super::exec::{self, CapturedStream, ExecOutput, ExecRequest, Termination};
 use super::truncate::Limits;
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
@@ -20,6 +20,8 @@ use std::time::Duration;
 pub struct ShellTool {
     description: String,
     escalation: bool,
+    /// Offer `background` (background jobs are on).
+    background: bool,
     env_policy: ShellEnvPolicy,
     /// The child environment, computed on first use: cogni's own
     /// environment does not change during a session, and compiling the
@@ -41,13 +43,20 @@ impl ShellTool {
                  `command`: a string runs via the shell (-c), an array runs directly as argv. \
                  No stdin/TTY. Timeout {}s by default, `timeout_ms` up to {}s; \
                  the whole process group is killed on timeout. \
-                 Output over {} bytes or {} lines keeps head and tail.",
+                 Output over {} bytes or {} lines keeps head and tail.{}",
                 config.shell_timeout.as_secs(),
                 config.max_shell_timeout.as_secs(),
                 config.max_output_bytes,
                 config.max_output_lines,
+                if config.max_background_jobs > 0 {
+                    " `background: true` starts a server or watcher and returns a job id at once \
+                     (read with shell_output, stop with shell_kill)."
+                } else {
+                    ""
+                },
             ),
             escalation: config.shell_escalation,
+            background: config.max_background_jobs > 0,
             env_policy: config.shell_env.clone(),
             env: OnceLock::new(),
             temp_dir: OnceLock::new(),
@@ -105,6 +114,8 @@ struct Args {
     command: CommandArg,
     timeout_ms: Option<u64>,
     workdir: Option<String>,
+    #[serde(default)]
+    background: bool,
     // Read by the approval policy before the call reaches the tool.
     #[serde(default, rename = "escalate")]
     _escalate: bool,
@@ -134,6 +145,9 @@ impl Tool for ShellTool {
             "required": ["command"],
             "additionalProperties": false
         });
+        if self.background {
+            parameters["properties"]["background"] = serde_json::json!({"type": "boolean"});
+        }
         if self.escalation {
             parameters["properties"]["escalate"] = serde_json::json!({
                 "type": "boolean",
@@ -212,6 +226,10 @@ impl ShellTool {
             };
             return apply_patch::run_patch(dir, ctx.sandbox.clone(), call.patch).await;
         }
+        let shown = match &args.command {
+            CommandArg::Line(line) => line.clone(),
+            CommandArg::Argv(argv) => argv.join(" "),
+        };
         let argv = match args.command {
             CommandArg::Line(line) => vec![ctx.sandbox.shell.clone(), "-c".to_string(), line],
             CommandArg::Argv(argv) => argv,
@@ -220,10 +238,18 @@ impl ShellTool {
             Some(program) if !program.trim().is_empty() => {}
             _ => return ToolResult::error("`command` is empty; nothing was run"),
         }
-        let timeout = args
-            .timeout_ms
-            .map_or(config.shell_timeout, Duration::from_millis)
-            .min(config.max_shell_timeout);
+        if args.background && !ctx.jobs.enabled() {
+            return ToolResult::error(
+                "background jobs are switched off (tools.max_background_jobs = 0); nothing was run",
+            );
+        }
+        let timeout = if args.background {
+            ctx.jobs.timeout(args.timeout_ms.map(Duration::from_millis))
+        } else {
+            args.timeout_ms
+                .map_or(config.shell_timeout, Duration::from_millis)
+                .min(config.max_shell_timeout)
+        };
         let mut env = env.clone();
         let sandbox = if ctx.sandbox.mode == SandboxMode::DangerFullAccess {
             None
@@ -252,6 +278,9 @@ impl ShellTool {
             io_drain: exec::DEFAULT_IO_DRAIN,
             sandbox: sandbox.clone(),
         };
+        if args.background {
+            return self.start_job(ctx, request, shown, missing);
+        }
         let result = exec::run(request).await;
         let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
         let mut result = match result {
@@ -265,30 +294,94 @@ impl ShellTool {
                 }
             }
         }
-        if !undone.is_empty() {
-            let names: Vec<String> = undone.iter().map(|p| paths::display(&ctx.cwd, p)).collect();
-            push_block(
-            &mut result.content,
-            &format!(
-                "error: the command created {}, which the sandbox protects (.cogni, cogni.toml \
-                 and AGENTS.md steer cogni itself); it was removed. Ask the user to make this change.",
-                names.join(", ")
-            ),
-        );
+        if let Some(note) = protected_note(&ctx.cwd, &undone) {
+            push_block(&mut result.content, &note);
             result.is_error = true;
         }
         result
     }
+
+    /// Start `request` as a background job; the model gets its id at once.
+    fn start_job(
+        &self,
+        ctx: &ToolContext,
+        request: ExecRequest,
+        shown: String,
+        missing: Option<protected::Missing>,
+    ) -> ToolResult {
+        let timeout = request.timeout;
+        let cwd = ctx.cwd.clone();
+        let on_end: super::jobs::OnEnd = Box::new(move || {
+            let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
+            protected_note(&cwd, &undone)
+        });
+        match ctx.jobs.start(request, shown.clone(), on_end) {
+            Ok(id) => ToolResult::ok(format!(
+                "started background job {id}: `{shown}`. It runs until it exits, shell_kill \
+                 stops it, or {}s pass; shell_output reads what it writes (wait_ms waits for more).",
+                fmt_secs(timeout)
+            )),
+            Err(e) => ToolResult::error(format!("{e}; nothing was run")),
+        }
+    }
+}
+
+/// The error for protected paths a command created (and cogni removed).
+fn protected_note(cwd: &std::path::Path, undone: &[PathBuf]) -> Option<String> {
+    if undone.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = undone.iter().map(|p| paths::display(cwd, p)).collect();
+    Some(format!(
+        "error: the command created {}, which the sandbox protects (.cogni, cogni.toml and \
+         AGENTS.md steer cogni itself); it was removed. Ask the user to make this change.",
+        names.join(", ")
+    ))
 }
 
 /// Header line, then stdout, then stderr (labelled) when there is any.
 fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolResult {
+    let mut text = status_line(
+        output.termination,
+        output.timed_out.then_some(timeout),
+        output.duration,
+    );
+    text.push('\n');
+    if output.output_left_open {
+        let _ = writeln!(
+            text,
+            "note: a background process kept stdout/stderr open; later output was not read"
+        );
+    }
+    let limits = Limits {
+        max_bytes: config.max_output_bytes,
+        max_lines: config.max_output_lines,
+    };
+    let streams = render_streams(&output.stdout, &output.stderr, limits);
+    text.push_str(if streams.is_empty() {
+        "(no output)\n"
+    } else {
+        &streams
+    });
+    ToolResult {
+        content: text,
+        is_error: output.timed_out || !output.termination.success(),
+        exit_code: Some(output.termination.exit_code()),
+    }
+}
+
+/// `exit code 0, 1.2s`, `killed by signal 9 (SIGKILL), 0.3s`, with
+/// `timed out after 5s; ` in front when `timed_out` gives the timeout.
+pub(super) fn status_line(
+    termination: Termination,
+    timed_out: Option<Duration>,
+    duration: Duration,
+) -> String {
     let mut text = String::new();
-    let secs = output.duration.as_secs_f64();
-    if output.timed_out {
+    if let Some(timeout) = timed_out {
         let _ = write!(text, "timed out after {}s; ", fmt_secs(timeout));
     }
-    match output.termination {
+    match termination {
         Termination::Exited(code) => {
             let _ = write!(text, "exit code {code}");
         }
@@ -299,18 +392,13 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
             }
         }
     }
-    let _ = writeln!(text, ", {secs:.1}s");
-    if output.output_left_open {
-        let _ = writeln!(
-            text,
-            "note: a background process kept stdout/stderr open; later output was not read"
-        );
-    }
-    let (out, err) = (&output.stdout, &output.stderr);
-    let limits = Limits {
-        max_bytes: config.max_output_bytes,
-        max_lines: config.max_output_lines,
-    };
+    let _ = write!(text, ", {:.1}s", duration.as_secs_f64());
+    text
+}
+
+/// stdout, then stderr labelled, sharing `limits` (empty when both are).
+pub(super) fn render_streams(out: &CapturedStream, err: &CapturedStream, limits: Limits) -> String {
+    let mut text = String::new();
     let out_limits = Limits {
         max_bytes: share(limits.max_bytes, err.total_bytes, limits.max_bytes / 2),
         max_lines: share(limits.max_lines, err.total_lines, limits.max_lines / 2),
@@ -334,14 +422,7 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
         text.push_str("stderr:\n");
         push_block(&mut text, &err.to_model_text(err_limits));
     }
-    if out.is_empty() && err.is_empty() {
-        text.push_str("(no output)\n");
-    }
-    ToolResult {
-        content: text,
-        is_error: output.timed_out || !output.termination.success(),
-        exit_code: Some(output.termination.exit_code()),
-    }
+    text
 }
 
 /// The shell output in the plain layout models trained with a freeform

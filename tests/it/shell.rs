@@ -33,11 +33,11 @@ async fn run(script: &str, timeout: Duration) -> ExecOutput {
 
 async fn shell(command: serde_json::Value) -> ToolResult {
     let config = ToolConfig::default();
-    let ctx = ToolContext {
-        cwd: std::env::temp_dir().canonicalize().unwrap(),
-        sandbox: SandboxPolicy::default(),
-        config: Arc::new(config.clone()),
-    };
+    let ctx = ToolContext::new(
+        std::env::temp_dir().canonicalize().unwrap(),
+        SandboxPolicy::default(),
+        Arc::new(config.clone()),
+    );
     ShellTool::new(&config)
         .run(
             ToolInput::Json(serde_json::json!({ "command": command })),

@@ -135,6 +135,12 @@ fn builtins() -> Vec<Builtin> {
             run: handler!(tools),
         },
         Builtin {
+            name: "jobs",
+            usage: "[kill N]",
+            help: "background shell jobs; `kill N` stops one",
+            run: handler!(jobs),
+        },
+        Builtin {
             name: "metrics",
             usage: "",
             help: "tokens, cost and timings so far",
@@ -343,6 +349,50 @@ async fn tools(r: &mut Repl, _: &str) -> Flow {
         let _ = writeln!(text, "  {:<14} {}{ro}", t.name, first.trim());
     }
     r.sink.say(text.trim_end());
+    Flow::Continue
+}
+
+async fn jobs(r: &mut Repl, arg: &str) -> Flow {
+    let table = r.session.jobs().clone();
+    let words: Vec<&str> = arg.split_whitespace().collect();
+    match words.as_slice() {
+        [] => {
+            let jobs = table.list();
+            if jobs.is_empty() {
+                r.sink.say("no background jobs");
+                return Flow::Continue;
+            }
+            let mut text = String::from("background jobs:\n");
+            for mut j in jobs {
+                j.command = crate::cli::render::strip_terminal_controls(&j.command).into_owned();
+                let _ = writeln!(
+                    text,
+                    "  {:>3}  {:<24} {:>7.1}s  {}",
+                    j.id,
+                    j.status,
+                    j.elapsed.as_secs_f64(),
+                    j.command
+                );
+            }
+            r.sink.say(text.trim_end());
+        }
+        ["kill", id] => match id.parse::<u32>() {
+            Ok(id) => {
+                let limits = crate::tools::truncate::Limits {
+                    max_bytes: 4096,
+                    max_lines: 40,
+                };
+                let result = table.stop(id, limits).await;
+                // Command output: no terminal controls reach the screen.
+                let clean = crate::cli::render::strip_terminal_controls(&result.content);
+                r.sink.say(clean.trim_end());
+            }
+            Err(_) => r
+                .sink
+                .say(&format!("`{id}` is not a job number; /jobs lists them")),
+        },
+        _ => r.sink.say("usage: /jobs, or /jobs kill N"),
+    }
     Flow::Continue
 }
 
