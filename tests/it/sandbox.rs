@@ -102,14 +102,34 @@ fn run_with(
     args: &[&str],
     adjust: impl FnOnce(&mut assert_cmd::Command),
 ) -> Run {
-    let script = json!({
-        "turns": [
-            { "text": "trying", "tool_calls": calls },
-            { "text": "done" },
-        ]
-    });
-    let toml_value: toml::Value = serde_json::from_value(script).unwrap();
-    let path = env.write("script.toml", &toml::to_string(&toml_value).unwrap());
+    run_script(env, &[calls.to_vec()], args, adjust)
+}
+
+/// Run `turns` (each one model response's tool calls; a final answer
+/// follows) with `args` added to `cogni run --json`.
+fn run_turns(env: &Env, turns: &[Vec<Value>], args: &[&str]) -> Run {
+    run_script(env, turns, args, |_| {})
+}
+
+/// A script file of `turns` (each one response's tool calls) and a final
+/// answer.
+fn script_file(env: &Env, turns: &[Vec<Value>]) -> PathBuf {
+    let mut script: Vec<Value> = turns
+        .iter()
+        .map(|calls| json!({ "text": "trying", "tool_calls": calls }))
+        .collect();
+    script.push(json!({ "text": "done" }));
+    let toml_value: toml::Value = serde_json::from_value(json!({ "turns": script })).unwrap();
+    env.write("script.toml", &toml::to_string(&toml_value).unwrap())
+}
+
+fn run_script(
+    env: &Env,
+    turns: &[Vec<Value>],
+    args: &[&str],
+    adjust: impl FnOnce(&mut assert_cmd::Command),
+) -> Run {
+    let path = script_file(env, turns);
     let mut cmd = env.cmd();
     cmd.args(["run", "--json", "--script"]).arg(&path);
     cmd.args(args).arg("try to escape");
@@ -629,12 +649,7 @@ fn nothing_outlives_cogni_killed_mid_command() {
             let env = env();
             let marker = format!("{}.{i}{j}0", 8000 + std::process::id() % 1000);
             let command = format!("{} ; sleep {marker}9", background_jobs(&marker));
-            let script = json!({ "turns": [
-                { "text": "", "tool_calls": [shell(&command)] },
-                { "text": "done" },
-            ]});
-            let toml_value: toml::Value = serde_json::from_value(script).unwrap();
-            let path = env.write("script.toml", &toml::to_string(&toml_value).unwrap());
+            let path = script_file(&env, &[vec![shell(&command)]]);
             let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"));
             cmd.current_dir(env.work())
                 .env_clear()
@@ -670,6 +685,61 @@ fn nothing_outlives_cogni_killed_mid_command() {
             );
         }
     }
+}
+
+#[test]
+fn background_jobs_are_confined_and_end_with_the_session() {
+    if !backend("background_jobs_are_confined_and_end_with_the_session") {
+        return;
+    }
+    let env = env();
+    let target = outside(&env, "outside").join("escaped");
+    let marker = format!("{}.5150", 9000 + std::process::id() % 1000);
+    let bg = |command: &str| tool("shell", json!({ "command": command, "background": true }));
+    let r = run_turns(
+        &env,
+        &[
+            vec![bg(&format!(
+                "echo x > {}; echo server up; sleep {marker}",
+                target.display()
+            ))],
+            vec![tool("shell_output", json!({ "id": 1, "wait_ms": 10000 }))],
+            vec![bg(&format!("setsid sleep {marker} & sleep {marker}"))],
+            vec![tool(
+                "shell",
+                json!({ "command": "echo foreground still works" }),
+            )],
+        ],
+        &[],
+    );
+    assert_eq!(r.calls.len(), 4, "{}", r.stderr);
+    assert!(
+        r.calls[0].output.contains("started background job 1"),
+        "{}",
+        r.calls[0].output
+    );
+    let read = &r.calls[1].output;
+    assert!(
+        read.contains("job 1") && read.contains("running for"),
+        "{read}"
+    );
+    assert!(read.contains("server up"), "{read}");
+    assert!(read.contains("Permission denied"), "{read}");
+    assert!(
+        !target.exists(),
+        "a background job wrote outside the workspace"
+    );
+    assert!(
+        r.calls[2].output.contains("started background job 2"),
+        "{}",
+        r.calls[2].output
+    );
+    assert!(r.calls[3].output.contains("foreground still works"));
+    let left = gone_soon(&marker);
+    assert!(
+        left.is_empty(),
+        "background jobs outlived the session: {left:?}"
+    );
 }
 
 #[test]
