@@ -420,3 +420,46 @@ fn model_output_cannot_act_on_the_terminal() {
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0));
 }
+
+#[test]
+fn jobs_lists_and_stops_background_jobs() {
+    let env = Env::new();
+    let marker = format!("{}.4321", 6000 + std::process::id() % 1000);
+    let script = env.write(
+        "script.toml",
+        &format!(
+            "[[turns]]\ntext = \"\"\ntool_calls = [{{ name = \"shell\", arguments = {{ command = \"sleep {marker}\", background = true }} }}]\n\
+             [[turns]]\ntext = \"the server runs\"\n"
+        ),
+    );
+    let mut child = cogni(&env, None, &["repl", "--no-sandbox", "--script"])
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"start the server\n/jobs\n/jobs kill 1\n/jobs\n/jobs kill x\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("the server runs"), "{stdout}");
+    let listed = stdout
+        .find("background jobs:")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(stdout[listed..].contains("running"), "{stdout}");
+    assert!(
+        stdout[listed..].contains(&format!("sleep {marker}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stopped by shell_kill"), "{stdout}");
+    assert!(stdout.contains("no background jobs"), "{stdout}");
+    assert!(stdout.contains("`x` is not a job number"), "{stdout}");
+    assert!(processes_with(&format!("sleep\u{0}{marker}")).is_empty());
+}
