@@ -496,7 +496,7 @@ impl Confinement {
             if self.network {
                 ""
             } else {
-                "; the network is off (only AF_UNIX sockets work)"
+                "; the network is off (only Unix sockets under those directories work)"
             }
         ))
     }
