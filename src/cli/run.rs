@@ -4,7 +4,7 @@ use super::approve::TerminalApprover;
 use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
-use super::{setup, RunArgs};
+use super::{setup, signals, RunArgs};
 use crate::agent::{start_session, AgentError, Session};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, SandboxMode, TurnOutcome};
@@ -228,19 +228,19 @@ fn execute(
     };
     let stop = session.stop_handle();
     let result = runtime.block_on(async {
-        // Ctrl-C stops the turn cleanly (running commands are killed and
-        // every call gets its output); a second Ctrl-C leaves at once.
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.stop();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("cogni: interrupted");
-                    std::process::exit(i32::from(exit::INTERRUPTED));
-                }
-            }
-        });
-        session.run_turn(&task, sink).await
+        // Ctrl-C, SIGTERM or SIGHUP stops the turn cleanly (running
+        // commands are killed and every call gets its output, which the
+        // session file records); a second signal leaves at once.
+        let received = signals::stop_on_interrupt(move |_| stop.stop())?;
+        Ok::<_, String>((session.run_turn(&task, sink).await, received))
     });
+    let (result, received) = match result {
+        Ok(done) => done,
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            return exit::TASK_FAILED;
+        }
+    };
     if let (Some(file), Ok(turn)) = (&file, &result) {
         file.record_usage(&turn.usage);
     }
@@ -251,8 +251,11 @@ fn execute(
             exit::PROVIDER
         }
         Ok(turn) if turn.outcome == TurnOutcome::Interrupted => {
-            eprintln!("cogni: interrupted");
-            exit::INTERRUPTED
+            match received.get() {
+                Some(signal) => eprintln!("cogni: interrupted ({})", signal.describe()),
+                None => eprintln!("cogni: interrupted"),
+            }
+            received.exit_code()
         }
         Ok(turn) => {
             if !args.json {
