@@ -118,6 +118,54 @@ impl HistoryItem {
             _ => None,
         }
     }
+
+    /// A copy with `f` applied to every free text the item holds (message
+    /// text, call arguments, outputs, reasoning), e.g. to redact secrets
+    /// before the item is encoded. Ids, names and tags stay as they are.
+    pub fn map_text(&self, f: &dyn Fn(&str) -> String) -> HistoryItem {
+        // Every field is named, so a new one cannot be missed here.
+        let content = match &self.content {
+            Content::Text { text, tag } => Content::Text {
+                text: f(text),
+                tag: *tag,
+            },
+            Content::ToolCall(ToolCall {
+                id,
+                name,
+                arguments,
+                kind,
+            }) => Content::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: f(arguments),
+                kind: *kind,
+            }),
+            Content::ToolOutput(ToolOutput {
+                call_id,
+                content,
+                is_error,
+            }) => Content::ToolOutput(ToolOutput {
+                call_id: call_id.clone(),
+                content: f(content),
+                is_error: *is_error,
+            }),
+            Content::Reasoning(Reasoning {
+                id,
+                text,
+                encrypted,
+                source,
+            }) => Content::Reasoning(Reasoning {
+                id: id.clone(),
+                text: f(text),
+                encrypted: encrypted.clone(),
+                source: source.clone(),
+            }),
+        };
+        HistoryItem {
+            role: self.role,
+            content,
+        }
+    }
 }
 
 /// How the model expressed a tool call: JSON arguments to a function, or raw

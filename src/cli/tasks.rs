@@ -9,7 +9,7 @@
 //! file, selector or config.
 
 use super::run::init_logging;
-use super::{exit, setup, signals, ConfigArgs, RunArgs};
+use super::{exit, persist, setup, signals, ConfigArgs, RunArgs};
 use crate::agent::{check_session_config, SessionConfig, TurnLimits};
 use crate::config::ConfigFile;
 use crate::protocol::SandboxMode;
@@ -20,6 +20,7 @@ use crate::runner::{
     self, compare, AttemptId, Phase, Plan, Progress, ProgressEvent, RunControl, RunOptions, Verdict,
 };
 use crate::spec::tasks::{AgentSpec, TaskFile};
+use crate::store::Redactor;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -138,6 +139,8 @@ struct Prepared {
     plan: Plan,
     cwd: PathBuf,
     home: PathBuf,
+    /// Secrets out of the log: key shapes and every agent's provider key.
+    redact: Redactor,
     output_dir: Option<PathBuf>,
     color: bool,
 }
@@ -172,11 +175,13 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     options.fail_fast = batch.fail_fast;
     options.exclude = vec![cwd.join(DEFAULT_RESULTS)];
     options.exclude.extend(output_dir.clone());
+    let redact = persist::redactor(configs.values());
     let plan = Plan::new(file, selection, configs, options)?;
     Ok(Prepared {
         plan,
         cwd,
         home,
+        redact,
         output_dir,
         color: !args.no_color
             && std::env::var_os("NO_COLOR").is_none()
@@ -253,10 +258,11 @@ fn execute(prepared: Prepared) -> u8 {
         plan,
         cwd,
         home,
+        redact,
         output_dir,
         color,
     } = prepared;
-    init_logging(&home);
+    init_logging(&home, redact);
     let runtime = match setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {

@@ -152,8 +152,9 @@ fn prepare(
     };
     let loaded = super::setup::load(&args.common, &launch_dir, cwd.clone(), flags)?;
     let home = loaded.home;
-    super::run::init_logging(&home);
     let mut config = loaded.config.session;
+    let redact = persist::redactor([&config]);
+    super::run::init_logging(&home, redact.clone());
     let unconfined = config.sandbox_policy.mode == SandboxMode::DangerFullAccess;
     if let Some(mode) = args.mode.as_deref().and_then(Mode::parse) {
         mode.apply(&mut config, unconfined);
@@ -167,7 +168,6 @@ fn prepare(
         fork,
     };
     persist.prepare(&mut config)?;
-    let redact = persist::redactor(&config);
     let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
     let file = persist.attach(&mut session, redact.clone())?;
     let mode = Mode::of(&config);
