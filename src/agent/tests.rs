@@ -1526,6 +1526,60 @@ async fn cost_budget_uses_the_model_price() {
     assert!((cost - 2.0).abs() < 1e-9, "{cost}");
 }
 
+#[tokio::test]
+async fn after_a_model_switch_cost_and_cost_budgets_use_the_new_models_price() {
+    let mut c = config();
+    c.provider.default_family = Some("generic".into());
+    c.model_override = Some("cheap".into());
+    for (model, price) in [("cheap", 10_000.0), ("dear", 30_000.0)] {
+        c.model_families.insert(
+            model.into(),
+            crate::provider::model_family::FamilyOverride {
+                input_price: Some(price),
+                output_price: Some(price),
+                ..Default::default()
+            },
+        );
+    }
+    // Every response: 100 tokens, $1 at the cheap price, $3 at the dear one.
+    let answer = "[[turns]]\ntext = \"ok\"\nusage = { input_tokens = 90, output_tokens = 10 }\n";
+    let mut h = harness_with(
+        &format!("{answer}{}", tool_turns(3, "{ text = \"x\" }")),
+        c.clone(),
+    );
+    h.session
+        .set_limits(TurnLimits {
+            max_cost_usd: Some(2.5),
+            ..Default::default()
+        })
+        .unwrap();
+    h.run("first").await.unwrap();
+    let cost = |h: &Harness| {
+        let s = h.session.metrics().snapshot();
+        let cents = |usd: Option<f64>| (usd.unwrap() * 100.0).round() as i64;
+        (cents(s.turn.cost_usd), cents(s.session.cost_usd))
+    };
+    assert_eq!(cost(&h), (100, 100));
+
+    // `/model dear`: the next turn's $2.5 budget is spent by one request.
+    let mut dear = c.clone();
+    dear.model_override = Some("dear".into());
+    h.session.reconfigure(dear).unwrap();
+    let r = h.run("second").await.unwrap();
+    assert_eq!(
+        (r.outcome, r.limit, r.iterations),
+        (TurnOutcome::BudgetExceeded, Some(Limit::Cost), 1)
+    );
+    assert_eq!(cost(&h), (300, 400));
+
+    // A model without a price cannot take over a cost budget.
+    let mut unpriced = c;
+    unpriced.model_override = Some("mystery".into());
+    let err = h.session.reconfigure(unpriced).unwrap_err();
+    assert!(err.to_string().contains("input_price"), "{err}");
+    assert_eq!(h.session.context().model, "dear");
+}
+
 #[test]
 fn a_cost_budget_without_a_price_is_refused() {
     let mut c = config();
