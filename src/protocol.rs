@@ -498,8 +498,10 @@ pub enum AgentEvent {
     #[serde(rename = "model.request")]
     ModelRequest {
         iteration: u32,
-        /// The prompt as sent, only when verbose logging is on.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// The prompt as sent, only when verbose logging is on. Never
+        /// serialised: verbose output is for the verbose log (stderr) and
+        /// must not change what `--json` prints.
+        #[serde(skip)]
         prompt: Option<serde_json::Value>,
     },
     /// A model response finished streaming.

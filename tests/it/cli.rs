@@ -132,6 +132,60 @@ fn json_mode_prints_one_event_per_line() {
     assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
 }
 
+/// Events without what differs between two runs (ids, timings).
+fn comparable(stdout: &str) -> Vec<String> {
+    fn strip(v: &mut serde_json::Value, seconds: &regex::Regex) {
+        match v {
+            serde_json::Value::Object(map) => {
+                map.retain(|k, _| k != "session_id" && !k.ends_with("_ms"));
+                map.values_mut().for_each(|v| strip(v, seconds));
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| strip(v, seconds)),
+            // "exit code 0, 0.1s" in a tool's output.
+            serde_json::Value::String(s) => *s = seconds.replace_all(s, "N.Ns").into_owned(),
+            _ => {}
+        }
+    }
+    let seconds = regex::Regex::new(r"\b\d+\.\ds\b").unwrap();
+    stdout
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            strip(&mut v, &seconds);
+            v.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn verbose_logs_go_to_stderr_and_never_change_the_json_on_stdout() {
+    let env = Env::new();
+    let quiet = env
+        .run_script(HELLO, "write hello")
+        .arg("--json")
+        .output()
+        .unwrap();
+    std::fs::remove_file(env.work().join("out.txt")).unwrap();
+    let verbose = env
+        .run_script(HELLO, "write hello")
+        .args(["--json", "--verbose"])
+        .output()
+        .unwrap();
+    assert_eq!(verbose.status.code(), Some(0), "{}", stderr_of(&verbose));
+    let (loud, quiet) = (
+        comparable(&stdout_of(&verbose)),
+        comparable(&stdout_of(&quiet)),
+    );
+    for (loud, quiet) in loud.iter().zip(&quiet) {
+        assert_eq!(loud, quiet);
+    }
+    assert_eq!(loud.len(), quiet.len());
+    // The prompt is logged on stderr instead.
+    let err = stderr_of(&verbose);
+    assert!(err.contains("[verbose] model request #1: {"), "{err}");
+    assert!(err.contains("write hello"), "{err}");
+}
+
 #[test]
 fn output_last_message_and_stdin_task() {
     let env = Env::new();
