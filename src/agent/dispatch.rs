@@ -206,8 +206,9 @@ impl Session {
                 );
             }
             Precheck::Ask { reason, escalate } => {
-                if let Err(refusal) = self.ask(call, reason, sink, approvals).await {
-                    return ToolResult::error(refusal);
+                if let Err(no) = self.ask(call, reason, sink, approvals).await {
+                    let interactive = self.approver.is_interactive();
+                    return ToolResult::error(approval::denial_output(&no, !interactive));
                 }
                 if escalate {
                     return self.tools.dispatch(call, &self.unsandboxed()).await;
@@ -216,13 +217,22 @@ impl Session {
         }
         let result = self.tools.dispatch(call, &self.tool_ctx).await;
         if result.is_error
-            && approval::on_failure_retry(policy, self.tool_ctx.sandbox.mode, &result.content)
+            && approval::on_failure_retry(
+                policy,
+                self.tool_ctx.sandbox.mode,
+                self.approver.is_interactive(),
+                &result.content,
+            )
         {
             let reason = "it failed in the sandbox; run it again without the sandbox?".to_string();
             return match self.ask(call, reason, sink, approvals).await {
                 Ok(()) => self.tools.dispatch(call, &self.unsandboxed()).await,
-                Err(refusal) => ToolResult {
-                    content: format!("{}\n\n{refusal}", result.content),
+                Err(declined) => ToolResult {
+                    content: format!(
+                        "{}\n\n{}",
+                        result.content,
+                        approval::retry_declined_output(&declined)
+                    ),
                     ..result
                 },
             };
@@ -256,14 +266,14 @@ impl Session {
     }
 
     /// Ask the approver (unless the same call was approved for the
-    /// session). `Err` carries what the model is told on a no.
+    /// session). `Err` is the user's no.
     async fn ask(
         &self,
         call: &ToolCall,
         reason: String,
         sink: &dyn EventSink,
         approvals: &mut Vec<ApprovalStatus>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApprovalDecision> {
         let key = approval::call_key(call);
         let approved_before = self
             .session_approved
@@ -307,7 +317,7 @@ impl Session {
                 }
                 Ok(())
             }
-            other => Err(approval::denial_output(&other, !interactive)),
+            other => Err(other),
         }
     }
 }

@@ -1344,11 +1344,67 @@ text = "done"
         ["denied touch", "start touch", "end touch"]
     );
 
+    // The user says no: the model sees the failure and, truthfully, that
+    // the call ran (in the sandbox) and was not run again.
+    let mut h = harness_with(script, c.clone());
+    h.session
+        .set_approver(Answers::new(vec![ApprovalDecision::Deny]));
+    let r = h.run("x").await.unwrap();
+    let output = &r.tool_calls[0].result;
+    assert!(r.tool_calls[0].is_error);
+    assert!(
+        output.starts_with("touch: cannot touch 'x': Permission denied\n\n"),
+        "{output}"
+    );
+    assert!(
+        output.contains("declined to run it again without the sandbox"),
+        "{output}"
+    );
+    assert!(
+        !output.contains("Not run") && !output.contains("nothing was run"),
+        "{output}"
+    );
+    assert_eq!(*h.log.lock().unwrap(), ["denied touch"]);
+    assert_eq!(
+        approvals(&h),
+        [("call_0".into(), "asked"), ("call_0".into(), "denied")]
+    );
+}
+
+#[tokio::test]
+async fn on_failure_without_anyone_to_ask_keeps_the_commands_own_output() {
+    // A command that ran and printed "Permission denied" (e.g. a test
+    // suite's output) in a run nobody can answer questions in.
+    let script = r#"
+[[turns]]
+[[turns.tool_calls]]
+name = "echo"
+arguments = { text = "touch", needs_full_access = true }
+[[turns]]
+text = "done"
+"#;
+    let mut c = config();
+    c.approval_policy = ApprovalPolicy::OnFailure;
     let mut h = harness_with(script, c);
     let r = h.run("x").await.unwrap();
     assert!(r.tool_calls[0].is_error);
-    assert!(r.tool_calls[0].result.contains("Permission denied"));
-    assert!(r.tool_calls[0].result.contains("non-interactive"));
+    assert_eq!(
+        r.tool_calls[0].result,
+        "touch: cannot touch 'x': Permission denied"
+    );
+    assert!(approvals(&h).is_empty(), "{:?}", approvals(&h));
+    assert!(h.session.metrics().snapshot().session.approvals.is_empty());
+    // The model got the same single output.
+    let seen = h.fake.seen();
+    let output = seen[1]
+        .input
+        .iter()
+        .find_map(|i| match &i.content {
+            Content::ToolOutput(o) => Some(o.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(output, "touch: cannot touch 'x': Permission denied");
 }
 
 #[tokio::test]

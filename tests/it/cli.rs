@@ -187,6 +187,50 @@ fn verbose_logs_go_to_stderr_and_never_change_the_json_on_stdout() {
 }
 
 #[test]
+fn on_failure_without_a_terminal_leaves_a_failed_commands_output_alone() {
+    let env = Env::new();
+    let script = r#"
+[[turns]]
+[[turns.tool_calls]]
+name = "shell"
+arguments = { command = "echo 'ls: cannot open directory x: Permission denied' >&2; exit 2" }
+[[turns]]
+expect = "Permission denied"
+text = "seen"
+"#;
+    let out = env
+        .run_script(script, "x")
+        .args(["--json", "--approval", "on-failure"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let events: Vec<serde_json::Value> = stdout_of(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        !events.iter().any(|e| e["type"] == "approval"),
+        "nobody was asked: {}",
+        stdout_of(&out)
+    );
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .unwrap();
+    let output = done["item"]["output"].as_str().unwrap();
+    assert!(output.contains("Permission denied"), "{output}");
+    assert!(
+        !output.contains("Not run") && !output.contains("approval"),
+        "{output}"
+    );
+    let metrics = events.iter().find(|e| e["type"] == "metrics").unwrap();
+    assert_eq!(
+        metrics["snapshot"]["session"]["approvals"],
+        serde_json::json!({})
+    );
+}
+
+#[test]
 fn output_last_message_and_stdin_task() {
     let env = Env::new();
     let script = env.write("s.toml", "[[turns]]\ntext = \"the answer\"\n");
