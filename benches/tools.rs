@@ -27,6 +27,7 @@ fn context(cwd: &std::path::Path, sandbox: SandboxPolicy) -> ToolContext {
         cwd: cwd.to_path_buf(),
         sandbox,
         config: Arc::new(ToolConfig::default()),
+        commits: Default::default(),
     }
 }
 

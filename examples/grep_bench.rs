@@ -56,6 +56,7 @@ fn search(dir: PathBuf, pattern: &str, runs: u32) -> ExitCode {
         cwd: dir,
         sandbox: SandboxPolicy::default(),
         config: Arc::new(ToolConfig::default()),
+        commits: Default::default(),
     };
     let tool = GrepTool::new(&ctx.config);
     let mut best = Duration::MAX;

@@ -300,6 +300,7 @@ pub fn start_session_with_provider(
         cwd: ctx.cwd.clone(),
         sandbox: ctx.sandbox_policy.clone(),
         config: Arc::new(tool_config),
+        commits: Default::default(),
     };
     Ok(Session {
         environment: ctx.environment(),

@@ -1669,6 +1669,106 @@ async fn time_budget_stops_a_running_tool_and_answers_its_call() {
     assert_calls_answered(h.session.history());
 }
 
+/// A file tool like `write_file`: its work runs on a blocking thread that
+/// goes on when the call is dropped, and makes its change only when the
+/// commit gate admits it. The test decides when it gets there: with
+/// `admit_first` it asks the gate, says so and then waits for `release`;
+/// otherwise it says it started, waits, and only then asks.
+struct GatedWrite {
+    admit_first: bool,
+    events: tokio::sync::mpsc::UnboundedSender<&'static str>,
+    release: Arc<Mutex<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl Tool for GatedWrite {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write".into(),
+            description: "write".into(),
+            format: ToolFormat::Function {
+                parameters: serde_json::json!({"type": "object"}),
+            },
+            read_only: false,
+        }
+    }
+
+    fn run<'a>(&'a self, _input: ToolInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        let (admit_first, events, release) =
+            (self.admit_first, self.events.clone(), self.release.clone());
+        let commits = ctx.commits.clone();
+        Box::pin(async move {
+            let work = tokio::task::spawn_blocking(move || {
+                let admitted = admit_first && commits.admit();
+                let _ = events.send(if admit_first { "admitted" } else { "started" });
+                let _ = release.lock().unwrap().recv();
+                let admitted = admitted || (!admit_first && commits.admit());
+                let _ = events.send(if admitted { "written" } else { "refused" });
+                admitted
+            });
+            match work.await {
+                Ok(true) => ToolResult::ok("wrote f"),
+                _ => ToolResult::error("stopped; nothing was written"),
+            }
+        })
+    }
+}
+
+/// Stop a turn whose only call is a [`GatedWrite`] once it reports its
+/// first step; returns the turn and the tool's steps.
+async fn stop_a_gated_write(admit_first: bool) -> (TurnResult, Vec<&'static str>) {
+    let script = "[[turns]]\n[[turns.tool_calls]]\nname = \"write\"\narguments = {}\n";
+    let mut h = harness(script);
+    let (events, mut steps) = tokio::sync::mpsc::unbounded_channel();
+    let (release, released) = std::sync::mpsc::channel();
+    let mut registry = ToolRegistry::default();
+    registry.register(Arc::new(GatedWrite {
+        admit_first,
+        events,
+        release: Arc::new(Mutex::new(released)),
+    }));
+    h.session.set_tools(registry);
+    let stop = h.session.stop_handle();
+    let mut seen = Vec::new();
+    let driver = async {
+        seen.push(steps.recv().await.unwrap());
+        stop.stop();
+        if admit_first {
+            // The turn waits for the admitted change.
+            release.send(()).unwrap();
+        }
+    };
+    let (turn, ()) = tokio::join!(h.run("x"), driver);
+    if !admit_first {
+        // The turn is over; the dropped call's thread goes on now.
+        release.send(()).unwrap();
+    }
+    seen.push(steps.recv().await.unwrap());
+    assert_calls_answered(h.session.history());
+    (turn.unwrap(), seen)
+}
+
+#[tokio::test]
+async fn a_file_change_admitted_before_a_stop_is_reported_as_made() {
+    let (r, steps) = stop_a_gated_write(true).await;
+    assert_eq!(steps, ["admitted", "written"]);
+    assert_eq!(r.outcome, TurnOutcome::Interrupted);
+    assert_eq!(r.tool_calls[0].result, "wrote f");
+    assert!(!r.tool_calls[0].is_error);
+}
+
+#[tokio::test]
+async fn a_file_change_not_yet_admitted_at_a_stop_is_never_made() {
+    let (r, steps) = stop_a_gated_write(false).await;
+    assert_eq!(steps, ["started", "refused"]);
+    assert_eq!(r.outcome, TurnOutcome::Interrupted);
+    assert!(r.tool_calls[0].is_error);
+    assert!(
+        r.tool_calls[0].result.contains("did not finish"),
+        "{}",
+        r.tool_calls[0].result
+    );
+}
+
 #[tokio::test]
 async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
     let script = format!(

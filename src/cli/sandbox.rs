@@ -89,6 +89,7 @@ fn run_command(args: &SandboxArgs) -> Result<u8, String> {
         cwd: session.cwd,
         sandbox: policy,
         config: Arc::new(session.tool_config),
+        commits: Default::default(),
     };
     let result = super::setup::runtime()?.block_on(shell(&ctx, serde_json::json!(args.command)));
     let mut out = std::io::stdout().lock();
@@ -193,6 +194,7 @@ async fn run_canaries(mode: SandboxMode) -> Result<Vec<Canary>, String> {
             ..SandboxPolicy::default()
         },
         config: Arc::new(ToolConfig::default()),
+        commits: Default::default(),
     };
     let listener = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;

@@ -90,6 +90,9 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     pub sandbox: SandboxPolicy,
     pub config: Arc<ToolConfig>,
+    /// File tools make their changes only when it admits them (closed
+    /// when the turn is stopped).
+    pub commits: fs::CommitGate,
 }
 
 /// The input of one call, already decoded.

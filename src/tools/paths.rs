@@ -289,6 +289,7 @@ pub(crate) mod tests {
                 ..SandboxPolicy::default()
             },
             config: Arc::new(ToolConfig::default()),
+            commits: Default::default(),
         }
     }
 

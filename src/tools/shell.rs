@@ -210,7 +210,7 @@ impl ShellTool {
                 }
                 None => cwd,
             };
-            return apply_patch::run_patch(dir, ctx.sandbox.clone(), call.patch).await;
+            return apply_patch::run_patch(ctx, dir, call.patch).await;
         }
         let argv = match args.command {
             CommandArg::Line(line) => vec![ctx.sandbox.shell.clone(), "-c".to_string(), line],

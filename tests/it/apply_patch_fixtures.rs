@@ -81,6 +81,7 @@ async fn run_patch(cwd: &Path, patch: String) -> ToolResult {
         cwd: cwd.to_path_buf(),
         sandbox: SandboxPolicy::default(),
         config: Arc::new(ToolConfig::default()),
+        commits: Default::default(),
     };
     apply_patch_tool(false)
         .run(ToolInput::Json(serde_json::json!({ "input": patch })), &ctx)

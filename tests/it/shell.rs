@@ -37,6 +37,7 @@ async fn shell(command: serde_json::Value) -> ToolResult {
         cwd: std::env::temp_dir().canonicalize().unwrap(),
         sandbox: SandboxPolicy::default(),
         config: Arc::new(config.clone()),
+        commits: Default::default(),
     };
     ShellTool::new(&config)
         .run(
