@@ -1322,8 +1322,8 @@ text = "ok"
     );
 }
 
-#[tokio::test]
-async fn on_failure_offers_a_retry_without_the_sandbox() {
+/// A call that fails the way a sandbox refusal looks, under `on-failure`.
+fn on_failure_harness() -> Harness {
     let script = r#"
 [[turns]]
 [[turns.tool_calls]]
@@ -1334,7 +1334,12 @@ text = "done"
 "#;
     let mut c = config();
     c.approval_policy = ApprovalPolicy::OnFailure;
-    let mut h = harness_with(script, c.clone());
+    harness_with(script, c)
+}
+
+#[tokio::test]
+async fn on_failure_offers_a_retry_without_the_sandbox() {
+    let mut h = on_failure_harness();
     h.session
         .set_approver(Answers::new(vec![ApprovalDecision::Approve]));
     let r = h.run("x").await.unwrap();
@@ -1346,7 +1351,7 @@ text = "done"
 
     // The user says no: the model sees the failure and, truthfully, that
     // the call ran (in the sandbox) and was not run again.
-    let mut h = harness_with(script, c.clone());
+    let mut h = on_failure_harness();
     h.session
         .set_approver(Answers::new(vec![ApprovalDecision::Deny]));
     let r = h.run("x").await.unwrap();
@@ -1375,17 +1380,7 @@ text = "done"
 async fn on_failure_without_anyone_to_ask_keeps_the_commands_own_output() {
     // A command that ran and printed "Permission denied" (e.g. a test
     // suite's output) in a run nobody can answer questions in.
-    let script = r#"
-[[turns]]
-[[turns.tool_calls]]
-name = "echo"
-arguments = { text = "touch", needs_full_access = true }
-[[turns]]
-text = "done"
-"#;
-    let mut c = config();
-    c.approval_policy = ApprovalPolicy::OnFailure;
-    let mut h = harness_with(script, c);
+    let mut h = on_failure_harness();
     let r = h.run("x").await.unwrap();
     assert!(r.tool_calls[0].is_error);
     assert_eq!(
