@@ -1008,6 +1008,58 @@ fn an_interrupted_run_stops_its_tasks_and_still_writes_results() {
 }
 
 #[test]
+fn a_signal_during_a_setup_command_stops_it_at_once() {
+    let t = Tasks::new();
+    let marker = t.env.dir.path().join("setup.started");
+    t.script("answer", "[[turns]]\ntext = \"never asked\"\n");
+    t.file(&format!(
+        "{OFFLINE_AGENT}[[tasks]]\nid = \"slow-setup\"\nprompt = \"x\"\nscript = \"scripts/answer.toml\"\nsetup = [\"echo > {}; exec sleep 60.4242\"]\n",
+        marker.display()
+    ));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
+        .current_dir(t.env.work())
+        .env("COGNI_HOME", t.env.dir.path().join("home"))
+        .arg("run")
+        .arg("--tasks")
+        .arg(t.env.dir.path().join("tasks.toml"))
+        .arg("--output-dir")
+        .arg(t.out())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "the setup never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let signalled = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    // Not after the setup's 60 s.
+    assert!(signalled.elapsed() < Duration::from_secs(30));
+    let results = t.results();
+    let attempt = &attempts(&results, "slow-setup")[0];
+    assert_eq!(attempt["failure_reason"], "interrupted");
+    assert!(
+        attempt["error"].as_str().unwrap().contains("during setup"),
+        "{attempt}"
+    );
+    // Its process group was killed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !crate::common::pids_running("sleep\x0060.4242").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the setup command outlived the run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn a_ci_cancellation_by_sigterm_or_sighup_still_writes_results() {
     interrupt_tasks(libc::SIGTERM, 143);
     interrupt_tasks(libc::SIGHUP, 129);
