@@ -958,20 +958,9 @@ fn results_go_under_cogni_results_by_default() {
     assert!(run_dir.join("junit.xml").is_file() && run_dir.join("report.html").is_file());
 }
 
-/// `cogni run --tasks` with a task that sleeps, sent `signal` once it runs.
-fn interrupt_tasks(signal: i32, code: i32) {
-    let t = Tasks::new();
-    let pid_file = t.env.dir.path().join("sleeper.pid");
-    t.script(
-        "sleep",
-        &format!(
-            "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo $$ > {}; exec sleep 30\" }}\n",
-            pid_file.display()
-        ),
-    );
-    t.file(&format!(
-        "{OFFLINE_AGENT}sandbox = \"danger-full-access\" # the pid file is outside the workspace\n[[tasks]]\nid = \"slow\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n[[tasks]]\nid = \"later\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n"
-    ));
+/// `cogni run --tasks` (the task file written) started in the background
+/// and sent `signal` once `started` exists; returns its exit status.
+fn signal_tasks_once(t: &Tasks, started: &Path, signal: i32) -> std::process::ExitStatus {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
         .current_dir(t.env.work())
         .env("COGNI_HOME", t.env.dir.path().join("home"))
@@ -986,13 +975,30 @@ fn interrupt_tasks(signal: i32, code: i32) {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !pid_file.exists() {
+    while !started.exists() {
         assert!(Instant::now() < deadline, "the task never started");
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
-    let status = child.wait().unwrap();
+    child.wait().unwrap()
+}
+
+/// `cogni run --tasks` with a task that sleeps, sent `signal` once it runs.
+fn interrupt_tasks(signal: i32, code: i32) {
+    let t = Tasks::new();
+    let pid_file = t.env.dir.path().join("sleeper.pid");
+    t.script(
+        "sleep",
+        &format!(
+            "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo $$ > {}; exec sleep 30\" }}\n",
+            pid_file.display()
+        ),
+    );
+    t.file(&format!(
+        "{OFFLINE_AGENT}sandbox = \"danger-full-access\" # the pid file is outside the workspace\n[[tasks]]\nid = \"slow\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n[[tasks]]\nid = \"later\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n"
+    ));
+    let status = signal_tasks_once(&t, &pid_file, signal);
     assert_eq!(status.code(), Some(code), "signal {signal}");
     let results = t.results();
     let slow = &attempts(&results, "slow")[0];
@@ -1016,31 +1022,11 @@ fn a_signal_during_a_setup_command_stops_it_at_once() {
         "{OFFLINE_AGENT}[[tasks]]\nid = \"slow-setup\"\nprompt = \"x\"\nscript = \"scripts/answer.toml\"\nsetup = [\"echo > {}; exec sleep 60.4242\"]\n",
         marker.display()
     ));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
-        .current_dir(t.env.work())
-        .env("COGNI_HOME", t.env.dir.path().join("home"))
-        .arg("run")
-        .arg("--tasks")
-        .arg(t.env.dir.path().join("tasks.toml"))
-        .arg("--output-dir")
-        .arg(t.out())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !marker.exists() {
-        assert!(Instant::now() < deadline, "the setup never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let signalled = Instant::now();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    let started = Instant::now();
+    let status = signal_tasks_once(&t, &marker, libc::SIGTERM);
     assert_eq!(status.code(), Some(143));
     // Not after the setup's 60 s.
-    assert!(signalled.elapsed() < Duration::from_secs(30));
+    assert!(started.elapsed() < Duration::from_secs(30));
     let results = t.results();
     let attempt = &attempts(&results, "slow-setup")[0];
     assert_eq!(attempt["failure_reason"], "interrupted");
