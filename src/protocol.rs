@@ -118,6 +118,54 @@ impl HistoryItem {
             _ => None,
         }
     }
+
+    /// A copy with `f` applied to every free text the item holds (message
+    /// text, call arguments, outputs, reasoning), e.g. to redact secrets
+    /// before the item is encoded. Ids, names and tags stay as they are.
+    pub fn map_text(&self, f: &dyn Fn(&str) -> String) -> HistoryItem {
+        // Every field is named, so a new one cannot be missed here.
+        let content = match &self.content {
+            Content::Text { text, tag } => Content::Text {
+                text: f(text),
+                tag: *tag,
+            },
+            Content::ToolCall(ToolCall {
+                id,
+                name,
+                arguments,
+                kind,
+            }) => Content::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: f(arguments),
+                kind: *kind,
+            }),
+            Content::ToolOutput(ToolOutput {
+                call_id,
+                content,
+                is_error,
+            }) => Content::ToolOutput(ToolOutput {
+                call_id: call_id.clone(),
+                content: f(content),
+                is_error: *is_error,
+            }),
+            Content::Reasoning(Reasoning {
+                id,
+                text,
+                encrypted,
+                source,
+            }) => Content::Reasoning(Reasoning {
+                id: id.clone(),
+                text: f(text),
+                encrypted: encrypted.clone(),
+                source: source.clone(),
+            }),
+        };
+        HistoryItem {
+            role: self.role,
+            content,
+        }
+    }
 }
 
 /// How the model expressed a tool call: JSON arguments to a function, or raw
@@ -450,8 +498,10 @@ pub enum AgentEvent {
     #[serde(rename = "model.request")]
     ModelRequest {
         iteration: u32,
-        /// The prompt as sent, only when verbose logging is on.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// The prompt as sent, only when verbose logging is on. Never
+        /// serialised: verbose output is for the verbose log (stderr) and
+        /// must not change what `--json` prints.
+        #[serde(skip)]
         prompt: Option<serde_json::Value>,
     },
     /// A model response finished streaming.

@@ -4,7 +4,9 @@
 //! - `untrusted`: read-only tools and known-safe read-only commands run;
 //!   everything else is asked.
 //! - `on-failure`: everything runs sandboxed; a call that fails the way a
-//!   sandbox refusal looks is offered for a retry without the sandbox.
+//!   sandbox refusal looks is offered for a retry without the sandbox when
+//!   someone can answer (without a terminal the failure stands as it is:
+//!   nothing is asked, nothing is added to the output).
 //! - `on-request`: everything runs sandboxed; the model may ask for a shell
 //!   command to run without the sandbox (`escalate` + `justification`).
 //! - `never`: nobody is asked; what the sandbox forbids fails.
@@ -135,9 +137,19 @@ pub(crate) fn looks_like_sandbox_denial(content: &str) -> bool {
     SIGNS.iter().any(|s| content.contains(s))
 }
 
-pub(crate) fn on_failure_retry(policy: ApprovalPolicy, mode: SandboxMode, content: &str) -> bool {
+/// Whether to offer a failed call a retry without the sandbox: only under
+/// `on-failure`, in a sandbox, when the failure looks like the sandbox's,
+/// and when someone is there to answer (`interactive`); without anyone the
+/// answer would be no, so asking would only add noise to a true output.
+pub(crate) fn on_failure_retry(
+    policy: ApprovalPolicy,
+    mode: SandboxMode,
+    interactive: bool,
+    content: &str,
+) -> bool {
     policy == ApprovalPolicy::OnFailure
         && mode != SandboxMode::DangerFullAccess
+        && interactive
         && looks_like_sandbox_denial(content)
 }
 
@@ -168,6 +180,16 @@ pub(crate) fn status_of(decision: &ApprovalDecision) -> ApprovalStatus {
     match decision {
         ApprovalDecision::Approve | ApprovalDecision::ApproveForSession => ApprovalStatus::Approved,
         ApprovalDecision::Deny | ApprovalDecision::DenyWithMessage(_) => ApprovalStatus::Denied,
+    }
+}
+
+/// What follows a failed call's output when the user said no to running it
+/// again without the sandbox: the call did run, in the sandbox.
+pub(crate) fn retry_declined_output(decision: &ApprovalDecision) -> String {
+    let declined = "The command ran in the sandbox and failed as shown above; the user declined to run it again without the sandbox.";
+    match decision {
+        ApprovalDecision::DenyWithMessage(m) => format!("{declined} They said: {m}"),
+        _ => format!("{declined} Do something else or explain what you need."),
     }
 }
 
@@ -289,26 +311,38 @@ mod tests {
         assert!(on_failure_retry(
             p,
             SandboxMode::WorkspaceWrite,
+            true,
             "`/etc/x` is outside the workspace (/w); nothing was written"
         ));
         assert!(on_failure_retry(
             p,
             SandboxMode::ReadOnly,
+            true,
             "touch: cannot touch 'x': Read-only file system"
         ));
         assert!(!on_failure_retry(
             p,
             SandboxMode::WorkspaceWrite,
+            true,
             "test failed: expected 1, got 2"
         ));
         assert!(!on_failure_retry(
             p,
             SandboxMode::DangerFullAccess,
+            true,
             "Permission denied"
         ));
         assert!(!on_failure_retry(
             ApprovalPolicy::Never,
             SandboxMode::ReadOnly,
+            true,
+            "Permission denied"
+        ));
+        // Nobody to ask: nothing is offered.
+        assert!(!on_failure_retry(
+            p,
+            SandboxMode::ReadOnly,
+            false,
             "Permission denied"
         ));
     }

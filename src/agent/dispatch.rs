@@ -10,6 +10,7 @@ use crate::protocol::{
     AgentEvent, ApprovalDecision, ApprovalStatus, EventSink, Item, SandboxMode, ToolCall,
     ToolStatus,
 };
+use crate::tools::fs::CommitGate;
 use crate::tools::{ToolContext, ToolResult};
 use futures::StreamExt;
 use std::time::{Duration, Instant};
@@ -34,7 +35,10 @@ impl Session {
     /// a `cap` of `(n, limit)` at most `n` calls run and the rest are
     /// answered as stopped by `limit`. When the turn is
     /// stopped, running calls are dropped (their process groups killed) and
-    /// every call without a result gets the halt's output.
+    /// every call without a result gets the halt's output; a file change
+    /// that is being committed is finished instead and reported as it is
+    /// (see `tools::fs::CommitGate`), so the model is never told a change
+    /// did not happen when it did.
     pub(crate) async fn run_tools(
         &mut self,
         calls: &[ToolCall],
@@ -61,17 +65,29 @@ impl Session {
                 1
             };
             let batch = &calls[i..i + batch_len];
+            // File changes of this batch are made through a gate its stop closes.
+            self.tool_ctx.commits = CommitGate::default();
             let this = &*self;
             let mut running = futures::stream::iter(batch)
                 .map(|call| this.run_one(call, blocked, sink))
                 .buffered(MAX_CONCURRENT_TOOLS);
             let mut outcomes = Vec::with_capacity(batch_len);
+            let mut stopped = false;
             loop {
                 match watch.run(running.next()).await {
                     Ok(Some(outcome)) => outcomes.push(outcome),
                     Ok(None) => break,
                     Err(stop) => {
                         halt = Some(stop);
+                        stopped = true;
+                        if self.tool_ctx.commits.close() {
+                            // A change was let through before the stop: wait
+                            // for it (a few writes and renames) and keep
+                            // what it reports.
+                            while let Some(outcome) = running.next().await {
+                                outcomes.push(outcome);
+                            }
+                        }
                         break;
                     }
                 }
@@ -85,7 +101,7 @@ impl Session {
                 }
                 records.push(outcome.record);
             }
-            if halt.is_some() && records.len() < i + batch_len {
+            if stopped || (halt.is_some() && records.len() < i + batch_len) {
                 break;
             }
             i += batch_len;
@@ -206,8 +222,9 @@ impl Session {
                 );
             }
             Precheck::Ask { reason, escalate } => {
-                if let Err(refusal) = self.ask(call, reason, sink, approvals).await {
-                    return ToolResult::error(refusal);
+                if let Err(no) = self.ask(call, reason, sink, approvals).await {
+                    let interactive = self.approver.is_interactive();
+                    return ToolResult::error(approval::denial_output(&no, !interactive));
                 }
                 if escalate {
                     return self.tools.dispatch(call, &self.unsandboxed()).await;
@@ -216,13 +233,22 @@ impl Session {
         }
         let result = self.tools.dispatch(call, &self.tool_ctx).await;
         if result.is_error
-            && approval::on_failure_retry(policy, self.tool_ctx.sandbox.mode, &result.content)
+            && approval::on_failure_retry(
+                policy,
+                self.tool_ctx.sandbox.mode,
+                self.approver.is_interactive(),
+                &result.content,
+            )
         {
             let reason = "it failed in the sandbox; run it again without the sandbox?".to_string();
             return match self.ask(call, reason, sink, approvals).await {
                 Ok(()) => self.tools.dispatch(call, &self.unsandboxed()).await,
-                Err(refusal) => ToolResult {
-                    content: format!("{}\n\n{refusal}", result.content),
+                Err(declined) => ToolResult {
+                    content: format!(
+                        "{}\n\n{}",
+                        result.content,
+                        approval::retry_declined_output(&declined)
+                    ),
                     ..result
                 },
             };
@@ -256,14 +282,14 @@ impl Session {
     }
 
     /// Ask the approver (unless the same call was approved for the
-    /// session). `Err` carries what the model is told on a no.
+    /// session). `Err` is the user's no.
     async fn ask(
         &self,
         call: &ToolCall,
         reason: String,
         sink: &dyn EventSink,
         approvals: &mut Vec<ApprovalStatus>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApprovalDecision> {
         let key = approval::call_key(call);
         let approved_before = self
             .session_approved
@@ -307,7 +333,7 @@ impl Session {
                 }
                 Ok(())
             }
-            other => Err(approval::denial_output(&other, !interactive)),
+            other => Err(other),
         }
     }
 }

@@ -540,9 +540,12 @@ impl Session {
     /// instructions and tools) and keep the conversation: the new initial
     /// context replaces the old one, everything after it stays. The
     /// provider, metrics, approver, stop handle, observer and checkpoints
-    /// are kept.
+    /// are kept; what follows is priced at the new model's price (a cost
+    /// budget on a model without one is refused, as in [`Session::set_limits`]).
     pub fn reconfigure(&mut self, config: SessionConfig) -> Result<(), SessionError> {
         let fresh = start_session_with_provider(config, self.provider.clone())?;
+        check_priced(&fresh.ctx.model, &fresh.ctx.model_family, &self.limits)?;
+        self.metrics.set_price(fresh.ctx.model_family.price);
         let mut history = fresh.history;
         history.extend_from_slice(&self.history[self.initial_len()..]);
         self.ctx = fresh.ctx;

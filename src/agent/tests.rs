@@ -1322,8 +1322,8 @@ text = "ok"
     );
 }
 
-#[tokio::test]
-async fn on_failure_offers_a_retry_without_the_sandbox() {
+/// A call that fails the way a sandbox refusal looks, under `on-failure`.
+fn on_failure_harness() -> Harness {
     let script = r#"
 [[turns]]
 [[turns.tool_calls]]
@@ -1334,7 +1334,12 @@ text = "done"
 "#;
     let mut c = config();
     c.approval_policy = ApprovalPolicy::OnFailure;
-    let mut h = harness_with(script, c.clone());
+    harness_with(script, c)
+}
+
+#[tokio::test]
+async fn on_failure_offers_a_retry_without_the_sandbox() {
+    let mut h = on_failure_harness();
     h.session
         .set_approver(Answers::new(vec![ApprovalDecision::Approve]));
     let r = h.run("x").await.unwrap();
@@ -1344,11 +1349,57 @@ text = "done"
         ["denied touch", "start touch", "end touch"]
     );
 
-    let mut h = harness_with(script, c);
+    // The user says no: the model sees the failure and, truthfully, that
+    // the call ran (in the sandbox) and was not run again.
+    let mut h = on_failure_harness();
+    h.session
+        .set_approver(Answers::new(vec![ApprovalDecision::Deny]));
+    let r = h.run("x").await.unwrap();
+    let output = &r.tool_calls[0].result;
+    assert!(r.tool_calls[0].is_error);
+    assert!(
+        output.starts_with("touch: cannot touch 'x': Permission denied\n\n"),
+        "{output}"
+    );
+    assert!(
+        output.contains("declined to run it again without the sandbox"),
+        "{output}"
+    );
+    assert!(
+        !output.contains("Not run") && !output.contains("nothing was run"),
+        "{output}"
+    );
+    assert_eq!(*h.log.lock().unwrap(), ["denied touch"]);
+    assert_eq!(
+        approvals(&h),
+        [("call_0".into(), "asked"), ("call_0".into(), "denied")]
+    );
+}
+
+#[tokio::test]
+async fn on_failure_without_anyone_to_ask_keeps_the_commands_own_output() {
+    // A command that ran and printed "Permission denied" (e.g. a test
+    // suite's output) in a run nobody can answer questions in.
+    let mut h = on_failure_harness();
     let r = h.run("x").await.unwrap();
     assert!(r.tool_calls[0].is_error);
-    assert!(r.tool_calls[0].result.contains("Permission denied"));
-    assert!(r.tool_calls[0].result.contains("non-interactive"));
+    assert_eq!(
+        r.tool_calls[0].result,
+        "touch: cannot touch 'x': Permission denied"
+    );
+    assert!(approvals(&h).is_empty(), "{:?}", approvals(&h));
+    assert!(h.session.metrics().snapshot().session.approvals.is_empty());
+    // The model got the same single output.
+    let seen = h.fake.seen();
+    let output = seen[1]
+        .input
+        .iter()
+        .find_map(|i| match &i.content {
+            Content::ToolOutput(o) => Some(o.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(output, "touch: cannot touch 'x': Permission denied");
 }
 
 #[tokio::test]
@@ -1526,6 +1577,60 @@ async fn cost_budget_uses_the_model_price() {
     assert!((cost - 2.0).abs() < 1e-9, "{cost}");
 }
 
+#[tokio::test]
+async fn after_a_model_switch_cost_and_cost_budgets_use_the_new_models_price() {
+    let mut c = config();
+    c.provider.default_family = Some("generic".into());
+    c.model_override = Some("cheap".into());
+    for (model, price) in [("cheap", 10_000.0), ("dear", 30_000.0)] {
+        c.model_families.insert(
+            model.into(),
+            crate::provider::model_family::FamilyOverride {
+                input_price: Some(price),
+                output_price: Some(price),
+                ..Default::default()
+            },
+        );
+    }
+    // Every response: 100 tokens, $1 at the cheap price, $3 at the dear one.
+    let answer = "[[turns]]\ntext = \"ok\"\nusage = { input_tokens = 90, output_tokens = 10 }\n";
+    let mut h = harness_with(
+        &format!("{answer}{}", tool_turns(3, "{ text = \"x\" }")),
+        c.clone(),
+    );
+    h.session
+        .set_limits(TurnLimits {
+            max_cost_usd: Some(2.5),
+            ..Default::default()
+        })
+        .unwrap();
+    h.run("first").await.unwrap();
+    let cost = |h: &Harness| {
+        let s = h.session.metrics().snapshot();
+        let cents = |usd: Option<f64>| (usd.unwrap() * 100.0).round() as i64;
+        (cents(s.turn.cost_usd), cents(s.session.cost_usd))
+    };
+    assert_eq!(cost(&h), (100, 100));
+
+    // `/model dear`: the next turn's $2.5 budget is spent by one request.
+    let mut dear = c.clone();
+    dear.model_override = Some("dear".into());
+    h.session.reconfigure(dear).unwrap();
+    let r = h.run("second").await.unwrap();
+    assert_eq!(
+        (r.outcome, r.limit, r.iterations),
+        (TurnOutcome::BudgetExceeded, Some(Limit::Cost), 1)
+    );
+    assert_eq!(cost(&h), (300, 400));
+
+    // A model without a price cannot take over a cost budget.
+    let mut unpriced = c;
+    unpriced.model_override = Some("mystery".into());
+    let err = h.session.reconfigure(unpriced).unwrap_err();
+    assert!(err.to_string().contains("input_price"), "{err}");
+    assert_eq!(h.session.context().model, "dear");
+}
+
 #[test]
 fn a_cost_budget_without_a_price_is_refused() {
     let mut c = config();
@@ -1557,6 +1662,106 @@ async fn time_budget_stops_a_running_tool_and_answers_its_call() {
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
     assert!(r.tool_calls[0].result.contains("time budget"));
     assert_calls_answered(h.session.history());
+}
+
+/// A file tool like `write_file`: its work runs on a blocking thread that
+/// goes on when the call is dropped, and makes its change only when the
+/// commit gate admits it. The test decides when it gets there: with
+/// `admit_first` it asks the gate, says so and then waits for `release`;
+/// otherwise it says it started, waits, and only then asks.
+struct GatedWrite {
+    admit_first: bool,
+    events: tokio::sync::mpsc::UnboundedSender<&'static str>,
+    release: Arc<Mutex<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl Tool for GatedWrite {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write".into(),
+            description: "write".into(),
+            format: ToolFormat::Function {
+                parameters: serde_json::json!({"type": "object"}),
+            },
+            read_only: false,
+        }
+    }
+
+    fn run<'a>(&'a self, _input: ToolInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        let (admit_first, events, release) =
+            (self.admit_first, self.events.clone(), self.release.clone());
+        let commits = ctx.commits.clone();
+        Box::pin(async move {
+            let work = tokio::task::spawn_blocking(move || {
+                let admitted = admit_first && commits.admit();
+                let _ = events.send(if admit_first { "admitted" } else { "started" });
+                let _ = release.lock().unwrap().recv();
+                let admitted = admitted || (!admit_first && commits.admit());
+                let _ = events.send(if admitted { "written" } else { "refused" });
+                admitted
+            });
+            match work.await {
+                Ok(true) => ToolResult::ok("wrote f"),
+                _ => ToolResult::error("stopped; nothing was written"),
+            }
+        })
+    }
+}
+
+/// Stop a turn whose only call is a [`GatedWrite`] once it reports its
+/// first step; returns the turn and the tool's steps.
+async fn stop_a_gated_write(admit_first: bool) -> (TurnResult, Vec<&'static str>) {
+    let script = "[[turns]]\n[[turns.tool_calls]]\nname = \"write\"\narguments = {}\n";
+    let mut h = harness(script);
+    let (events, mut steps) = tokio::sync::mpsc::unbounded_channel();
+    let (release, released) = std::sync::mpsc::channel();
+    let mut registry = ToolRegistry::default();
+    registry.register(Arc::new(GatedWrite {
+        admit_first,
+        events,
+        release: Arc::new(Mutex::new(released)),
+    }));
+    h.session.set_tools(registry);
+    let stop = h.session.stop_handle();
+    let mut seen = Vec::new();
+    let driver = async {
+        seen.push(steps.recv().await.unwrap());
+        stop.stop();
+        if admit_first {
+            // The turn waits for the admitted change.
+            release.send(()).unwrap();
+        }
+    };
+    let (turn, ()) = tokio::join!(h.run("x"), driver);
+    if !admit_first {
+        // The turn is over; the dropped call's thread goes on now.
+        release.send(()).unwrap();
+    }
+    seen.push(steps.recv().await.unwrap());
+    assert_calls_answered(h.session.history());
+    (turn.unwrap(), seen)
+}
+
+#[tokio::test]
+async fn a_file_change_admitted_before_a_stop_is_reported_as_made() {
+    let (r, steps) = stop_a_gated_write(true).await;
+    assert_eq!(steps, ["admitted", "written"]);
+    assert_eq!(r.outcome, TurnOutcome::Interrupted);
+    assert_eq!(r.tool_calls[0].result, "wrote f");
+    assert!(!r.tool_calls[0].is_error);
+}
+
+#[tokio::test]
+async fn a_file_change_not_yet_admitted_at_a_stop_is_never_made() {
+    let (r, steps) = stop_a_gated_write(false).await;
+    assert_eq!(steps, ["started", "refused"]);
+    assert_eq!(r.outcome, TurnOutcome::Interrupted);
+    assert!(r.tool_calls[0].is_error);
+    assert!(
+        r.tool_calls[0].result.contains("did not finish"),
+        "{}",
+        r.tool_calls[0].result
+    );
 }
 
 #[tokio::test]

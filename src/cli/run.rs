@@ -4,12 +4,12 @@ use super::approve::TerminalApprover;
 use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
-use super::{setup, RunArgs};
+use super::{setup, signals, RunArgs};
 use crate::agent::{start_session, AgentError, Session};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, SandboxMode, TurnOutcome};
-use crate::sandbox::{self, redact::redact};
-use crate::store::{SessionFile, Store};
+use crate::sandbox;
+use crate::store::{Redactor, SessionFile, Store};
 use crate::tools::fs::write_atomic;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -21,8 +21,8 @@ pub fn run(args: RunArgs) -> u8 {
         return super::tasks::run(args);
     }
     match prepare(&args) {
-        Ok((session, task, verbose_max_bytes, file)) => {
-            execute(session, task, &args, verbose_max_bytes, file)
+        Ok((session, task, verbose_max_bytes, file, redact)) => {
+            execute(session, task, &args, verbose_max_bytes, file, redact)
         }
         Err(message) => {
             eprintln!("cogni: {message}");
@@ -33,7 +33,7 @@ pub fn run(args: RunArgs) -> u8 {
 
 /// Everything that can fail before the first request: arguments, config,
 /// session. Failures here are usage or config errors (exit 2).
-type Prepared = (Session, String, usize, Option<Arc<SessionFile>>);
+type Prepared = (Session, String, usize, Option<Arc<SessionFile>>, Redactor);
 
 fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
@@ -70,7 +70,8 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let mut session_config = loaded.session;
     session_config.verbose = args.verbose;
     session_config.output_schema = output_schema;
-    init_logging(&home);
+    let redact = persist::redactor([&session_config]);
+    init_logging(&home, redact.clone());
     check_sandbox(session_config.sandbox_policy.mode, args.no_sandbox)?;
     let persist = Persist {
         store: Store::new(&home),
@@ -79,10 +80,9 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         fork: args.fork,
     };
     persist.prepare(&mut session_config)?;
-    let redact = persist::redactor(&session_config);
     let mut session = start_session(session_config).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, redact)?;
-    Ok((session, task, loaded.verbose_max_bytes, file))
+    let file = persist.attach(&mut session, redact.clone())?;
+    Ok((session, task, loaded.verbose_max_bytes, file, redact))
 }
 
 fn read_task(task: &str) -> Result<String, String> {
@@ -139,27 +139,31 @@ pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool) -> Result<(), S
     }
 }
 
-/// The log file, with known secret shapes redacted from every record.
-struct RedactedFile(std::fs::File);
+/// The log file, with secrets redacted from every record.
+struct RedactedFile {
+    file: std::fs::File,
+    redact: Redactor,
+}
 
 impl Write for RedactedFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        // The formatter writes one whole record per call.
+        // The formatter writes one whole record per call; values in it may
+        // be escaped (`Debug`), which the redactor's patterns allow for.
         match std::str::from_utf8(buf) {
-            Ok(text) => self.0.write_all(redact(text).as_bytes())?,
-            Err(_) => self.0.write_all(buf)?,
+            Ok(text) => self.file.write_all((self.redact)(text).as_bytes())?,
+            Err(_) => self.file.write_all(buf)?,
         }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+        self.file.flush()
     }
 }
 
 /// Diagnostics go to `$COGNI_HOME/log/cogni.log`, filtered by RUST_LOG,
-/// with secrets redacted.
-pub(super) fn init_logging(home: &Path) {
+/// with secrets redacted by `redact` (see [`persist::redactor`]).
+pub(super) fn init_logging(home: &Path, redact: Redactor) {
     let dir = home.join("log");
     if std::fs::create_dir_all(&dir).is_err() {
         return;
@@ -176,7 +180,7 @@ pub(super) fn init_logging(home: &Path) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(RedactedFile(file)))
+        .with_writer(std::sync::Mutex::new(RedactedFile { file, redact }))
         .try_init();
 }
 
@@ -186,6 +190,7 @@ fn execute(
     args: &RunArgs,
     verbose_max_bytes: usize,
     file: Option<Arc<SessionFile>>,
+    redact: Redactor,
 ) -> u8 {
     let options = RenderOptions {
         color: !args.no_color
@@ -228,19 +233,19 @@ fn execute(
     };
     let stop = session.stop_handle();
     let result = runtime.block_on(async {
-        // Ctrl-C stops the turn cleanly (running commands are killed and
-        // every call gets its output); a second Ctrl-C leaves at once.
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.stop();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("cogni: interrupted");
-                    std::process::exit(i32::from(exit::INTERRUPTED));
-                }
-            }
-        });
-        session.run_turn(&task, sink).await
+        // Ctrl-C, SIGTERM or SIGHUP stops the turn cleanly (running
+        // commands are killed and every call gets its output, which the
+        // session file records); a second signal leaves at once.
+        let received = signals::stop_on_interrupt(move |_| stop.stop())?;
+        Ok::<_, String>((session.run_turn(&task, sink).await, received))
     });
+    let (result, received) = match result {
+        Ok(done) => done,
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            return exit::TASK_FAILED;
+        }
+    };
     if let (Some(file), Ok(turn)) = (&file, &result) {
         file.record_usage(&turn.usage);
     }
@@ -251,8 +256,11 @@ fn execute(
             exit::PROVIDER
         }
         Ok(turn) if turn.outcome == TurnOutcome::Interrupted => {
-            eprintln!("cogni: interrupted");
-            exit::INTERRUPTED
+            match received.get() {
+                Some(signal) => eprintln!("cogni: interrupted ({})", signal.describe()),
+                None => eprintln!("cogni: interrupted"),
+            }
+            received.exit_code()
         }
         Ok(turn) => {
             if !args.json {
@@ -307,14 +315,36 @@ mod tests {
     fn the_log_writer_redacts_each_record() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("log");
-        let mut file = RedactedFile(std::fs::File::create(&path).unwrap());
+        let mut info = crate::provider::ProviderInfo::new(
+            "local",
+            "http://127.0.0.1:1",
+            crate::provider::WireApi::Chat,
+        );
+        info.api_key = Some("odd-provider-key-42".into());
+        let config = crate::agent::SessionConfig::new(info, std::path::PathBuf::from("/repo"));
+        let mut file = RedactedFile {
+            file: std::fs::File::create(&path).unwrap(),
+            redact: persist::redactor([&config]),
+        };
         let record = b"INFO request key=sk-abcdefghijklmnopqrstuvwx auth=Bearer abcdefgh12345678\n";
         assert_eq!(file.write(record).unwrap(), record.len());
+        // Values formatted with `Debug`: escaped newlines and tabs before
+        // the secrets, and the provider's own key.
+        let debug = format!(
+            "DEBUG output={:?} key={:?}\n",
+            "a\nghp_abcdefghijklmnopqrstuvwxyz0123456789\n\tAKIAIOSFODNN7EXAMPLE",
+            "odd-provider-key-42"
+        );
+        file.write_all(debug.as_bytes()).unwrap();
         file.write_all(b"\xff raw bytes pass\n").unwrap();
         let written = std::fs::read(&path).unwrap();
         assert_eq!(
-            written,
-            b"INFO request key=[REDACTED] auth=Bearer [REDACTED]\n\xff raw bytes pass\n"
+            String::from_utf8_lossy(&written),
+            String::from_utf8_lossy(
+                b"INFO request key=[REDACTED] auth=Bearer [REDACTED]\n\
+                  DEBUG output=\"a\\n[REDACTED]\\n\\t[REDACTED]\" key=\"[REDACTED]\"\n\
+                  \xff raw bytes pass\n"
+            )
         );
     }
 }

@@ -101,10 +101,15 @@ impl Attempt<'_> {
             self.progress.report(ProgressEvent::Phase(id, Phase::Setup));
         }
         for command in &task.setup {
-            let done = agent
+            let run = agent
                 .shell
-                .run(command, cwd, crate::spec::tasks::DEFAULT_COMMAND_TIMEOUT)
-                .await;
+                .run(command, cwd, crate::spec::tasks::DEFAULT_COMMAND_TIMEOUT);
+            let Some(done) = self.control.unless_interrupted(run).await else {
+                return result.fail(
+                    FailureReason::Interrupted,
+                    format!("interrupted during setup command `{command}`"),
+                );
+            };
             if !done.success {
                 let output = tail(done.output_tail.trim_end(), OUTPUT_TAIL_BYTES);
                 result.fail(
@@ -124,8 +129,14 @@ impl Attempt<'_> {
         }
         self.progress
             .report(ProgressEvent::Phase(id, Phase::Checks));
-        result.checks =
-            checks::run_all(&task.checks, cwd, &result.final_answer, &agent.shell).await;
+        let run = checks::run_all(&task.checks, cwd, &result.final_answer, &agent.shell);
+        let Some(checks) = self.control.unless_interrupted(run).await else {
+            return result.fail(
+                FailureReason::Interrupted,
+                "interrupted while the checks ran".into(),
+            );
+        };
+        result.checks = checks;
         let failed: Vec<&str> = result
             .checks
             .iter()

@@ -99,6 +99,9 @@ pub struct ToolContext {
     pub config: Arc<ToolConfig>,
     /// The session's background shell jobs.
     pub jobs: Arc<jobs::JobTable>,
+    /// File tools make their changes only when it admits them (closed
+    /// when the turn is stopped).
+    pub commits: fs::CommitGate,
 }
 
 impl ToolContext {
@@ -113,6 +116,7 @@ impl ToolContext {
             sandbox,
             config,
             jobs,
+            commits: fs::CommitGate::default(),
         }
     }
 }

@@ -224,7 +224,7 @@ impl ShellTool {
                 }
                 None => cwd,
             };
-            return apply_patch::run_patch(dir, ctx.sandbox.clone(), call.patch).await;
+            return apply_patch::run_patch(ctx, dir, call.patch).await;
         }
         let shown = match &args.command {
             CommandArg::Line(line) => line.clone(),

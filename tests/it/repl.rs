@@ -149,6 +149,39 @@ fn ctrl_c_during_a_sleep_tool_leaves_no_process_behind() {
 }
 
 #[test]
+fn sigterm_stops_the_turn_and_leaves_with_the_session_saved_and_sighup_leaves_the_prompt() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(
+        MockResponse::sse([chat::role(), chat::text("thinking about it\n")]).stall_forever(),
+    );
+    let mut pty = repl(&env, &server, &[]);
+    let before = pty.modes();
+    pty.expect("› ", WAIT);
+    pty.send("a question that never gets its answer\r");
+    pty.expect("thinking about it", WAIT);
+    pty.signal(libc::SIGTERM);
+    pty.expect("SIGTERM", WAIT);
+    assert_eq!(pty.wait(WAIT).code(), Some(143), "{}", pty.screen());
+    assert_eq!(pty.modes(), before, "terminal modes restored");
+    let sessions = env.dir.path().join("home/sessions");
+    let files: Vec<_> = std::fs::read_dir(&sessions).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1);
+    let saved = std::fs::read_to_string(files[0].path()).unwrap();
+    assert!(
+        saved.contains("a question that never gets its answer"),
+        "{saved}"
+    );
+    assert!(saved.contains("\"type\":\"usage\""), "{saved}");
+
+    // SIGHUP at the prompt (the terminal went away) leaves too.
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.signal(libc::SIGHUP);
+    assert_eq!(pty.wait(WAIT).code(), Some(129), "{}", pty.screen());
+}
+
+#[test]
 fn slash_commands_do_what_they_say() {
     let env = Env::new();
     let commands = env.work().join(".cogni/commands");
