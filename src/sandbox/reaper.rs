@@ -150,6 +150,13 @@ unsafe fn wait_for_command(command: libc::pid_t, watched: &libc::sigset_t) -> Op
 unsafe fn kill_descendants() {
     let me = libc::getpid();
     for _ in 0..MAX_ROUNDS {
+        // The common case: the command left nothing behind; no /proc scan.
+        let mut status = 0;
+        match libc::waitpid(-1, &mut status, libc::WNOHANG) {
+            -1 if last_errno() == libc::ECHILD => return,
+            pid if pid > 0 => continue,
+            _ => {}
+        }
         let killed = kill_children(me);
         let mut reaped = 0;
         loop {
