@@ -333,6 +333,51 @@ fn start_session_fails_fast_on_invalid_config() {
 }
 
 #[test]
+fn temperature_range_depends_on_the_wire_api() {
+    let start = |wire: WireApi, temperature: f32, family: Option<f32>| {
+        let mut c = config();
+        c.provider.wire_api = wire;
+        c.sampling.temperature = Some(temperature).filter(|_| family.is_none());
+        if let Some(t) = family {
+            c.model_families.insert(
+                "scripted".into(),
+                crate::provider::model_family::FamilyOverride {
+                    temperature: Some(t),
+                    ..Default::default()
+                },
+            );
+        }
+        let checked =
+            check_session_config(&c, &crate::agent::limits::TurnLimits::default()).map(|_| ());
+        let started = start_session_with_provider(c, Fake::new("")).map(|_| ());
+        assert_eq!(
+            checked.as_ref().err().map(ToString::to_string),
+            started.as_ref().err().map(ToString::to_string),
+            "check_session_config and start_session agree"
+        );
+        started
+    };
+    // Anthropic accepts 0..1, the OpenAI-style APIs 0..2.
+    let err = start(WireApi::Anthropic, 1.5, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("between 0 and 1") && err.contains("wire_api = \"anthropic\""),
+        "{err}"
+    );
+    assert!(start(WireApi::Anthropic, 1.0, None).is_ok());
+    assert!(start(WireApi::Chat, 1.5, None).is_ok());
+    assert!(start(WireApi::Responses, 1.5, None).is_ok());
+    assert!(start(WireApi::Ollama, 1.5, None).is_ok());
+    assert!(start(WireApi::Chat, 2.5, None).is_err());
+    // A family's default temperature is checked the same way.
+    let err = start(WireApi::Anthropic, 0.0, Some(1.2))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("between 0 and 1"), "{err}");
+}
+
+#[test]
 fn model_override_wins_and_sampling_resolves_config_then_family() {
     let mut c = config();
     c.model = Some("gpt-4o".into());
