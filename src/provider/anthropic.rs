@@ -20,9 +20,10 @@
 //!   from the call's JSON arguments; freeform text as `{"input": text}`;
 //!   arguments that are not a JSON object as `{"input": raw}`). User: text,
 //!   and `tool_result` blocks (with `is_error`), which are put before any
-//!   text of the same message as the API requires. Empty texts are left out
-//!   (the API rejects them) and an empty tool result is sent as
-//!   `(no output)`.
+//!   text of the same message as the API requires. Empty and
+//!   whitespace-only texts are left out (the API rejects them, e.g. the
+//!   "\n\n" a model may write before its calls) and such a tool result is
+//!   sent as `(no output)`.
 //! - Reasoning: only items with `source == "anthropic"` that carry a
 //!   signature, and only when the request enables thinking (the API rejects
 //!   thinking blocks when thinking is off). A reasoning item with text is a
@@ -330,12 +331,12 @@ fn build_body(request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
     let thinking = budget.is_some();
 
     let mut system: Vec<Block<'_>> = Vec::new();
-    if !request.instructions.is_empty() {
+    if !is_blank(request.instructions) {
         system.push(Block::text(request.instructions));
     }
     for item in request.input {
         if let (Role::Developer, Content::Text { text, .. }) = (item.role, &item.content) {
-            if !text.is_empty() {
+            if !is_blank(text) {
                 system.push(Block::text(text));
             }
         }
@@ -394,7 +395,7 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
                     Role::Assistant => "assistant",
                     Role::User | Role::Tool => "user",
                 };
-                if text.is_empty() {
+                if is_blank(text) {
                     continue;
                 }
                 (role, Block::text(text))
@@ -416,7 +417,7 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
                 "user",
                 Block::ToolResult {
                     tool_use_id: &output.call_id,
-                    content: if output.content.is_empty() {
+                    content: if is_blank(&output.content) {
                         "(no output)"
                     } else {
                         &output.content
@@ -447,6 +448,13 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
         }
     }
     messages
+}
+
+/// Empty or whitespace only: the API rejects such text blocks ("text
+/// content blocks must contain non-whitespace text"), also when they were
+/// only replayed from history.
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
 }
 
 /// A thinking block to send back, if the API needs (and accepts) one.
@@ -1169,6 +1177,44 @@ mod tests {
                     {"type": "tool_result", "tool_use_id": "c4", "content": "bad arguments", "is_error": true},
                 ]},
                 {"role": "assistant", "content": [{"type": "text", "text": "Finished."}]},
+            ])
+        );
+    }
+
+    #[test]
+    fn whitespace_only_texts_are_left_out() {
+        // The API rejects text blocks that hold only whitespace ("text
+        // content blocks must contain non-whitespace text") on every later
+        // request, so a "\n\n" a model wrote before its calls must not be
+        // replayed.
+        let input = [
+            HistoryItem::text(Role::Developer, " \n"),
+            HistoryItem::text(Role::User, "go"),
+            HistoryItem::text(Role::Assistant, "\n\n"),
+            HistoryItem::tool_call(call("c1", "read", "{}")),
+            tool_output("c1", "  \n", false),
+            HistoryItem::text(Role::Assistant, " "),
+            HistoryItem::text(Role::User, "\t"),
+            HistoryItem::text(Role::User, "next"),
+        ];
+        let mut body = body_json(&request(&input, &[]));
+        assert_eq!(body["system"].as_array().map(Vec::len), Some(1), "{body}");
+        for message in body["messages"].as_array_mut().expect("messages") {
+            for block in message["content"].as_array_mut().expect("content") {
+                block.as_object_mut().expect("block").remove(CACHE);
+            }
+        }
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "go"}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "c1", "name": "read", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "(no output)", "is_error": false},
+                    {"type": "text", "text": "next"},
+                ]},
             ])
         );
     }
