@@ -164,6 +164,7 @@ impl Session {
             reasoning_effort: self.ctx.sampling.reasoning_effort,
             context_window: self.ctx.model_family.context_window,
             context_window_is_default: self.ctx.model_family.context_window_is_default,
+            max_tokens_param: self.ctx.model_family.max_tokens_param,
         };
         let mut stream = self.provider.stream(&request);
         let mut text = String::new();

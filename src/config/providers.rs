@@ -1,7 +1,7 @@
 //! Built-in providers and `[model_providers.<id>]`.
 
 use super::ConfigError;
-use crate::provider::{ProviderInfo, WireApi};
+use crate::provider::{MaxTokensParam, ProviderInfo, WireApi};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,9 @@ pub struct ProviderFile {
     pub auth_command: Option<Vec<String>>,
     /// How long a token from auth_command is reused (default 300).
     pub auth_command_ttl_secs: Option<u64>,
+    /// Chat Completions: send the output limit as `max_tokens` or
+    /// `max_completion_tokens` for every model (default: by model family).
+    pub max_tokens_param: Option<MaxTokensParam>,
 }
 
 impl ProviderFile {
@@ -73,6 +76,7 @@ impl ProviderFile {
         pick(&mut self.key_header, o.key_header);
         pick(&mut self.auth_command, o.auth_command);
         pick(&mut self.auth_command_ttl_secs, o.auth_command_ttl_secs);
+        pick(&mut self.max_tokens_param, o.max_tokens_param);
     }
 }
 
@@ -132,6 +136,9 @@ fn builtin(id: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderInf
             p.query_params.insert("api-version".into(), version);
             // Deployment names are the user's own.
             p.default_family = Some("generic".into());
+            // So the family cannot tell an o-series deployment; Azure takes
+            // `max_completion_tokens` for every model since 2024-09-01.
+            p.max_tokens_param = Some(MaxTokensParam::MaxCompletionTokens);
             p
         }
         "ollama" => {
@@ -280,6 +287,9 @@ fn apply(p: &mut ProviderInfo, f: &ProviderFile) -> Result<(), ConfigError> {
     }
     if let Some(v) = f.auth_command_ttl_secs {
         p.auth_command_ttl = Duration::from_secs(v);
+    }
+    if let Some(v) = f.max_tokens_param {
+        p.max_tokens_param = Some(v);
     }
     Ok(())
 }

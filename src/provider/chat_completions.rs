@@ -19,7 +19,10 @@ use super::freeform;
 use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
 use super::retry::Jitter;
 use super::sse::SseEvent;
-use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
+use super::{
+    MaxTokensParam, ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent,
+    ResponseStream,
+};
 use crate::protocol::{
     Content, HistoryItem, Role, StopReason, ToolCall, ToolCallKind, ToolFormat, ToolSpec, Usage,
 };
@@ -64,11 +67,15 @@ impl Provider for ChatCompletions {
 
     fn stream(&self, request: &ModelRequest<'_>) -> ResponseStream {
         let freeform = freeform::names(request.tools);
-        self.endpoint.stream(
-            build_body(self.endpoint.id(), request),
-            request.model,
-            move || ChunkParser::new(freeform.clone()),
-        )
+        let limit_field = self
+            .endpoint
+            .info
+            .max_tokens_param
+            .unwrap_or(request.max_tokens_param);
+        self.endpoint
+            .stream(build_body(limit_field, request), request.model, move || {
+                ChunkParser::new(freeform.clone())
+            })
     }
 }
 
@@ -152,9 +159,13 @@ struct WireFunction<'a> {
     parameters: Cow<'a, Value>,
 }
 
-/// Serialise `request` as a Chat Completions body.
-fn build_body(provider_id: &str, request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
-    let uses_completion_tokens = matches!(provider_id, "openai" | "azure");
+/// Serialise `request` as a Chat Completions body, with the output limit
+/// in `limit_field`.
+fn build_body(
+    limit_field: MaxTokensParam,
+    request: &ModelRequest<'_>,
+) -> serde_json::Result<Vec<u8>> {
+    let uses_completion_tokens = limit_field == MaxTokensParam::MaxCompletionTokens;
     let body = Body {
         model: request.model,
         messages: build_messages(request.instructions, request.input),
@@ -593,14 +604,15 @@ mod tests {
         started,
     };
 
-    fn body_json(provider: &str, request: &ModelRequest<'_>) -> Value {
-        serde_json::from_slice(&build_body(provider, request).expect("encode")).expect("json")
+    fn body_json(request: &ModelRequest<'_>) -> Value {
+        serde_json::from_slice(&build_body(request.max_tokens_param, request).expect("encode"))
+            .expect("json")
     }
 
     #[test]
     fn minimal_body_has_no_nulls_and_no_tool_fields() {
         let input = [HistoryItem::text(Role::User, "hi")];
-        let body = body_json("ollama", &request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(
             body,
             json!({
@@ -631,7 +643,7 @@ mod tests {
             output("c3", "done"),
             HistoryItem::text(Role::Assistant, "Finished."),
         ];
-        let body = body_json("vllm", &request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(
             body["messages"],
             json!([
@@ -662,7 +674,7 @@ mod tests {
             HistoryItem::text(Role::Assistant, "a"),
             HistoryItem::text(Role::Assistant, "b"),
         ];
-        let body = body_json("vllm", &request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
     }
 
@@ -677,7 +689,7 @@ mod tests {
         req.max_tokens = Some(100);
         req.output_schema = Some(&schema);
 
-        let body = body_json("openrouter", &req);
+        let body = body_json(&req);
         assert_eq!(body["parallel_tool_calls"], json!(false));
         assert_eq!(body["temperature"], json!(0.5));
         assert_eq!(body["max_tokens"], json!(100));
@@ -702,11 +714,10 @@ mod tests {
             json!("string")
         );
 
-        for provider in ["openai", "azure"] {
-            let body = body_json(provider, &req);
-            assert_eq!(body["max_completion_tokens"], json!(100), "{provider}");
-            assert!(body.get("max_tokens").is_none(), "{provider}");
-        }
+        req.max_tokens_param = MaxTokensParam::MaxCompletionTokens;
+        let body = body_json(&req);
+        assert_eq!(body["max_completion_tokens"], json!(100));
+        assert!(body.get("max_tokens").is_none());
     }
 
     // --- stream parsing ---------------------------------------------------

@@ -649,6 +649,7 @@ async fn anthropic_request_body_matches_the_snapshot() {
         reasoning_effort: Some("medium"),
         context_window: 200_000,
         context_window_is_default: false,
+        max_tokens_param: cogni::provider::MaxTokensParam::MaxTokens,
     };
     run_ok(&API.provider_for(&server), &req).await;
     let sent = server.last_request().expect("a request");

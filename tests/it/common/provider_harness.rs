@@ -11,7 +11,8 @@ use super::mock::{MockResponse, MockServer};
 use cogni::protocol::{HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind, Usage};
 use cogni::provider::retry::Jitter;
 use cogni::provider::{
-    ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, RetrySettings, WireApi,
+    MaxTokensParam, ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent,
+    RetrySettings, WireApi,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -102,6 +103,7 @@ impl<P: Provider> Api<P> {
             reasoning_effort: None,
             context_window: self.context_window,
             context_window_is_default: false,
+            max_tokens_param: MaxTokensParam::MaxTokens,
         }
     }
 
