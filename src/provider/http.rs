@@ -329,26 +329,44 @@ impl Endpoint {
         model: &str,
         timeout: Duration,
     ) -> Result<Value, ProviderError> {
-        self.fetch_json(method, path, body, model, timeout)
+        let url = endpoint_url(&self.info, path)?;
+        self.fetch_json(method.clone(), &url, body, model, timeout)
             .await
             .map_err(|mut error| {
-                if let Some(hint) = self.hint {
-                    hint(&mut error);
-                }
+                self.explain(&mut error, &method, &url);
                 error.for_each_text(|text| self.redact(text));
                 error
             })
     }
 
+    /// Advice added to every error before it leaves the endpoint: the wire
+    /// API's hint, then for a 404 the URL that was requested and the
+    /// setting that makes it.
+    fn explain(&self, error: &mut ProviderError, method: &reqwest::Method, url: &reqwest::Url) {
+        if let Some(hint) = self.hint {
+            hint(error);
+        }
+        if let ProviderError::Http {
+            status: 404,
+            message,
+            ..
+        } = error
+        {
+            message.push_str(&format!(
+                " (HTTP 404 for {method} {url}: check {} and the model name)",
+                self.info.base_url_hint()
+            ));
+        }
+    }
+
     async fn fetch_json(
         &self,
         method: reqwest::Method,
-        path: &str,
+        url: &reqwest::Url,
         body: Option<&Value>,
         model: &str,
         timeout: Duration,
     ) -> Result<Value, ProviderError> {
-        let url = endpoint_url(&self.info, path)?;
         let mut headers = self.request_headers().await?;
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let mut request = self
@@ -583,9 +601,8 @@ impl Driver {
     fn fail(&mut self, mut failure: Failure) -> Result<ResponseEvent, ProviderError> {
         // Whatever the failed attempt produced is void.
         self.pending.clear();
-        if let Some(hint) = self.endpoint.hint {
-            hint(&mut failure.error);
-        }
+        let endpoint = &self.endpoint;
+        endpoint.explain(&mut failure.error, &reqwest::Method::POST, &endpoint.url);
         let backoff = &self.endpoint.backoff;
         if failure.retryable && self.attempt <= backoff.max_retries() {
             let retry = self.attempt;

@@ -266,6 +266,9 @@ pub struct ProviderInfo {
     /// The Chat Completions output limit field for every model of this
     /// provider; `None` lets each model family decide.
     pub max_tokens_param: Option<MaxTokensParam>,
+    /// The environment variable a built-in provider reads its base URL
+    /// from (`ANTHROPIC_BASE_URL`), named when a URL is not found.
+    pub base_url_env: Option<String>,
 }
 
 impl std::fmt::Debug for ProviderInfo {
@@ -291,6 +294,7 @@ impl std::fmt::Debug for ProviderInfo {
             .field("key_header", &self.key_header)
             .field("auth_command", &self.auth_command)
             .field("max_tokens_param", &self.max_tokens_param)
+            .field("base_url_env", &self.base_url_env)
             .finish()
     }
 }
@@ -304,6 +308,15 @@ impl ProviderInfo {
                 "Set env_key (or key_file) in [model_providers.{}] so cogni sends a key.",
                 self.id
             ),
+        }
+    }
+
+    /// Where the user fixes a URL the server does not know.
+    pub fn base_url_hint(&self) -> String {
+        let table = format!("base_url in [model_providers.{}]", self.id);
+        match &self.base_url_env {
+            Some(var) => format!("{table} (or ${var})"),
+            None => table,
         }
     }
 
@@ -327,6 +340,7 @@ impl ProviderInfo {
             auth_command: None,
             auth_command_ttl: Duration::from_secs(300),
             max_tokens_param: None,
+            base_url_env: None,
         }
     }
 }

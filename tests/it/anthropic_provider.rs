@@ -501,6 +501,16 @@ async fn anthropic_400_and_404_are_not_retried() {
 }
 
 #[tokio::test]
+async fn anthropic_404_names_the_url_and_the_setting() {
+    // What LiteLLM (FastAPI) answers for a path it does not serve.
+    API.assert_404_names_the_url_and_the_setting(
+        MockResponse::json(404, &json!({"detail": "Not Found"})),
+        "/messages",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn anthropic_prompt_too_long_is_a_context_overflow() {
     API.assert_context_overflow(
         wire::error_response(

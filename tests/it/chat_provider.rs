@@ -340,6 +340,15 @@ async fn chat_400_and_404_are_not_retried() {
 }
 
 #[tokio::test]
+async fn chat_404_names_the_url_and_the_setting() {
+    API.assert_404_names_the_url_and_the_setting(
+        MockResponse::error(404, "Invalid URL (POST /v1/chat/completion)"),
+        "/chat/completions",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn chat_connection_refused_is_retried_then_reported() {
     API.assert_unreachable_is_retried_then_reported().await;
 }

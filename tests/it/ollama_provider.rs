@@ -278,6 +278,18 @@ async fn ollama_model_not_found_names_ollama_pull() {
 }
 
 #[tokio::test]
+async fn ollama_404_names_the_url_and_the_setting() {
+    let text = API
+        .assert_404_names_the_url_and_the_setting(
+            MockResponse::new(404).chunk("404 page not found"),
+            "/api/chat",
+        )
+        .await;
+    assert!(text.contains("without /v1"), "{text}");
+    assert!(!text.contains("ollama pull"), "not a missing model: {text}");
+}
+
+#[tokio::test]
 async fn ollama_connection_refused_says_to_start_ollama_serve() {
     let (events, last) = API.assert_unreachable_is_retried_then_reported().await;
     assert!(

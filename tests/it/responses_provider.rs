@@ -437,6 +437,15 @@ async fn responses_400_and_404_are_not_retried() {
 }
 
 #[tokio::test]
+async fn responses_404_names_the_url_and_the_setting() {
+    API.assert_404_names_the_url_and_the_setting(
+        MockResponse::error(404, "Invalid URL (POST /v1/response)"),
+        "/responses",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn responses_context_length_exceeded_400_is_a_context_overflow() {
     API.assert_context_overflow(
         MockResponse::json(
