@@ -183,6 +183,15 @@ struct TokenCommand {
 }
 
 impl TokenCommand {
+    /// The server rejected `token`: the next [`TokenCommand::get`] runs the
+    /// command again (unless another request already replaced the token).
+    async fn invalidate(&self, token: &HeaderValue) {
+        let mut cached = self.cached.lock().await;
+        if cached.as_ref().is_some_and(|(value, _)| value == token) {
+            *cached = None;
+        }
+    }
+
     async fn get(&self, info: &ProviderInfo) -> Result<HeaderValue, ProviderError> {
         let mut cached = self.cached.lock().await;
         if let Some((value, at)) = cached.as_ref() {
@@ -313,6 +322,28 @@ impl Endpoint {
         Ok(headers)
     }
 
+    /// Send a request (`send` builds it from the request headers). When
+    /// the server answers 401 to a token from `auth_command`, that token is
+    /// dropped and the request sent once more with a fresh one; a second
+    /// 401 is the caller's to report.
+    async fn send_authorized<E, F, Fut>(&self, send: F) -> Result<reqwest::Response, E>
+    where
+        F: Fn(HeaderMap) -> Fut,
+        Fut: std::future::Future<Output = Result<reqwest::Response, E>>,
+        E: From<ProviderError>,
+    {
+        let headers = self.request_headers().await?;
+        let sent = headers.get(AUTHORIZATION).cloned();
+        let response = send(headers).await?;
+        match (&self.token, sent) {
+            (Some(token), Some(sent)) if response.status() == reqwest::StatusCode::UNAUTHORIZED => {
+                token.invalidate(&sent).await;
+                send(self.request_headers().await?).await
+            }
+            _ => Ok(response),
+        }
+    }
+
     pub fn id(&self) -> &str {
         &self.info.id
     }
@@ -367,24 +398,28 @@ impl Endpoint {
         model: &str,
         timeout: Duration,
     ) -> Result<Value, ProviderError> {
-        let mut headers = self.request_headers().await?;
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        let mut request = self
-            .client
-            .request(method, url.clone())
-            .headers(headers)
-            .timeout(timeout);
-        if let Some(body) = body {
-            request = request.body(body.to_string());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ProviderError::Unreachable {
-                provider: self.info.id.clone(),
-                url: url.to_string(),
-                message: error_chain(&e.without_url()),
-            })?;
+        let send = |mut headers: HeaderMap| {
+            headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+            let mut request = self
+                .client
+                .request(method.clone(), url.clone())
+                .headers(headers)
+                .timeout(timeout);
+            if let Some(body) = body {
+                request = request.body(body.to_string());
+            }
+            async move {
+                request
+                    .send()
+                    .await
+                    .map_err(|e| ProviderError::Unreachable {
+                        provider: self.info.id.clone(),
+                        url: url.to_string(),
+                        message: error_chain(&e.without_url()),
+                    })
+            }
+        };
+        let response = self.send_authorized(send).await?;
         let status = response.status();
         if !status.is_success() {
             let hint = retry::retry_after(response.headers());
@@ -487,6 +522,12 @@ struct Failure {
     retryable: bool,
     /// The server's `Retry-After`.
     hint: Option<Duration>,
+}
+
+impl From<ProviderError> for Failure {
+    fn from(error: ProviderError) -> Self {
+        Failure::fatal(error)
+    }
 }
 
 impl Failure {
@@ -681,25 +722,27 @@ async fn connect(endpoint: &Endpoint, body: &[u8], model: &str) -> Result<Frames
     let info = &endpoint.info;
     let framing = endpoint.framing;
     let idle = info.stream_idle_timeout;
-    let headers = endpoint.request_headers().await.map_err(Failure::fatal)?;
-    let request = endpoint
-        .client
-        .post(endpoint.url.clone())
-        .headers(headers)
-        .body(body.to_vec());
-    // No overall timeout (a long answer may stream for minutes), but
-    // waiting for the status line counts as idle time.
-    let response = match tokio::time::timeout(idle, request.send()).await {
-        Err(_) => return Err(Failure::retry(idle_error(info, model))),
-        Ok(Err(e)) => {
-            return Err(Failure::retry(ProviderError::Unreachable {
-                provider: info.id.clone(),
-                url: endpoint.url.to_string(),
-                message: error_chain(&e.without_url()),
-            }))
+    let send = |headers: HeaderMap| {
+        let request = endpoint
+            .client
+            .post(endpoint.url.clone())
+            .headers(headers)
+            .body(body.to_vec());
+        // No overall timeout (a long answer may stream for minutes), but
+        // waiting for the status line counts as idle time.
+        async move {
+            match tokio::time::timeout(idle, request.send()).await {
+                Err(_) => Err(Failure::retry(idle_error(info, model))),
+                Ok(Err(e)) => Err(Failure::retry(ProviderError::Unreachable {
+                    provider: info.id.clone(),
+                    url: endpoint.url.to_string(),
+                    message: error_chain(&e.without_url()),
+                })),
+                Ok(Ok(response)) => Ok(response),
+            }
         }
-        Ok(Ok(response)) => response,
     };
+    let response = endpoint.send_authorized(send).await?;
     let status = response.status();
     if status.is_success() {
         let content_type = response
@@ -755,17 +798,26 @@ fn status_failure(
     let provider = info.id.clone();
     let model = model.to_string();
     if matches!(code, 401 | 403) {
-        let message = if info.api_key.is_none() {
-            format!("{message} (no API key was sent)")
-        } else {
-            message
+        let (message, hint) = match &info.auth_command {
+            Some(argv) => (
+                message,
+                format!(
+                    "The token printed by auth_command `{}` was rejected (a 401 runs it once more); check auth_command in [model_providers.{}].",
+                    argv.join(" "),
+                    info.id
+                ),
+            ),
+            None if info.api_key.is_none() => {
+                (format!("{message} (no API key was sent)"), info.key_hint())
+            }
+            None => (message, info.key_hint()),
         };
         return Failure::fatal(ProviderError::Auth {
             provider,
             model,
             status: code,
             message,
-            hint: info.key_hint(),
+            hint,
         });
     }
     if is_context_overflow(code, body) {

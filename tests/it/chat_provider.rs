@@ -11,7 +11,7 @@ use cogni::protocol::{
     HistoryItem, Role, StopReason, ToolCall, ToolCallKind, ToolFormat, ToolOutput, ToolSpec, Usage,
 };
 use cogni::provider::chat_completions::ChatCompletions;
-use cogni::provider::{Provider, ProviderError, ResponseEvent, WireApi};
+use cogni::provider::{Provider, ProviderError, ProviderInfo, ResponseEvent, WireApi};
 use futures::StreamExt;
 use serde_json::json;
 use std::time::Duration;
@@ -601,6 +601,66 @@ async fn auth_command_token_is_sent_and_cached() {
     }
     let runs = std::fs::read_to_string(&count).unwrap();
     assert_eq!(runs.lines().count(), 1, "the token is cached");
+}
+
+/// A provider whose auth_command prints `tok-1`, `tok-2`, ... (one more
+/// each run), counting its runs in a file under `dir`.
+fn counting_token_command(server: &MockServer, dir: &std::path::Path) -> ProviderInfo {
+    let count = dir.join("runs");
+    let mut info = API.info(server);
+    info.api_key = None;
+    info.auth_command = Some(vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "n=$(cat {0} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {0}; echo tok-$n",
+            count.display()
+        ),
+    ]);
+    info
+}
+
+#[tokio::test]
+async fn a_401_refreshes_the_auth_command_token_once() {
+    let server = MockServer::start();
+    server.enqueue(MockResponse::error(401, "token expired"));
+    server.enqueue(chat::text_response("fresh"));
+    server.enqueue(chat::text_response("still fresh"));
+    let dir = tempfile::tempdir().unwrap();
+    let provider = API.provider(counting_token_command(&server, dir.path()));
+    let input = user("hi");
+    let events = run_ok(&provider, &API.request(&input)).await;
+    assert_eq!(text_of(&events), "fresh");
+    assert!(retries(&events).is_empty(), "{events:?}");
+    run_ok(&provider, &API.request(&input)).await;
+    let tokens: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").unwrap_or("").to_string())
+        .collect();
+    assert_eq!(tokens, ["Bearer tok-1", "Bearer tok-2", "Bearer tok-2"]);
+    server.assert_invariants();
+}
+
+#[tokio::test]
+async fn a_second_401_after_the_refresh_is_an_auth_error() {
+    let server = MockServer::start();
+    server.enqueue(MockResponse::error(401, "token expired"));
+    server.enqueue(MockResponse::error(401, "still not allowed"));
+    let dir = tempfile::tempdir().unwrap();
+    let provider = API.provider(counting_token_command(&server, dir.path()));
+    let input = user("hi");
+    let error = run_err(&provider, &API.request(&input)).await;
+    assert!(
+        matches!(&error, ProviderError::Auth { status: 401, message, .. } if message.contains("still not allowed")),
+        "{error}"
+    );
+    let text = error.to_string();
+    assert!(text.contains("auth_command `sh -c"), "{text}");
+    assert!(!text.contains("no API key was sent"), "{text}");
+    assert_eq!(server.request_count(), 2, "one refresh, then fail");
+    let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap();
+    assert_eq!(runs.trim(), "2");
 }
 
 #[tokio::test]
