@@ -5,7 +5,10 @@
 //! to the shared HTTP driver ([`Endpoint::stream`]), which connects, retries
 //! (429, 5xx including 529 `overloaded`, broken streams, and the in-stream
 //! errors this parser marks retryable), enforces the idle timeout and size
-//! cap, and recognises "prompt is too long" as a context overflow.
+//! cap. [`is_context_overflow`] decides which errors (a status or an
+//! in-stream `error` event) mean the request is larger than the context
+//! window: "prompt is too long" and "input length and `max_tokens` exceed
+//! context limit".
 //!
 //! # Request
 //!
@@ -80,7 +83,9 @@
 //! `cache_write_tokens`).
 
 use super::freeform;
-use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
+use super::http::{
+    self, Auth, Endpoint, FrameError, Framing, ServerError, Wire, WireParser, MAX_ERROR_CHARS,
+};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
@@ -120,7 +125,22 @@ pub(crate) const WIRE: Wire = Wire {
     headers: &[("anthropic-version", ANTHROPIC_VERSION)],
     framing: Framing::Sse,
     hint: None,
+    overflow: is_context_overflow,
 };
+
+/// Whether an error says the request does not fit the model's context
+/// window. Anthropic says it two ways: "prompt is too long: N tokens > M
+/// maximum", and "input length and `max_tokens` exceed context limit: N +
+/// M > W" when the input fits but the room asked for the answer does not.
+/// (Bedrock words the first "input is too long".)
+pub(crate) fn is_context_overflow(error: &ServerError) -> bool {
+    error.status_in(&[400, 413])
+        && error.says_any(&[
+            "prompt is too long",
+            "exceed context limit",
+            "input is too long",
+        ])
+}
 
 impl AnthropicMessages {
     /// A client with random retry jitter. No network I/O happens here.
@@ -798,7 +818,10 @@ impl EventParser {
                 });
                 return Ok(true);
             }
-            WireEvent::Error { error } => return Err(stream_error(&error)),
+            WireEvent::Error { error } => {
+                let overflow = is_context_overflow(&ServerError::parse(None, data));
+                return Err(stream_error(&error, overflow));
+            }
             WireEvent::Ping | WireEvent::Unknown => {}
         }
         Ok(false)
@@ -1018,8 +1041,13 @@ fn stop_reason(reason: &str) -> StopReason {
     }
 }
 
-/// An `error` event: retryable when the server was overloaded or failed.
-fn stream_error(error: &WireError) -> FrameError {
+/// An `error` event: a context overflow (`overflow`, as
+/// [`is_context_overflow`] decided), retryable when the server was
+/// overloaded or failed, fatal otherwise.
+fn stream_error(error: &WireError, overflow: bool) -> FrameError {
+    if overflow {
+        return FrameError::context_overflow(http::truncate_chars(&error.message, MAX_ERROR_CHARS));
+    }
     let message = format!(
         "the server reported an error mid-stream: {}: {}",
         error.kind,
@@ -1813,6 +1841,40 @@ mod tests {
             assert!(err.message.contains(kind), "{}", err.message);
             assert!(err.message.contains("Overloaded"), "{}", err.message);
         }
+    }
+
+    #[test]
+    fn both_overflow_messages_are_context_overflows_also_in_the_stream() {
+        let body = |message: &str| {
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": message},
+                   "request_id": "req_011CUB2XUHWkFnQzxcKBbjpF"})
+            .to_string()
+        };
+        let too_long = body("prompt is too long: 215003 tokens > 200000 maximum");
+        let limit = body("input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000, decrease input length or `max_tokens` and try again");
+        for text in [&too_long, &limit] {
+            assert!(
+                is_context_overflow(&ServerError::parse(Some(400), text)),
+                "{text}"
+            );
+            assert!(
+                is_context_overflow(&ServerError::parse(None, text)),
+                "{text}"
+            );
+        }
+        let other = body("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1");
+        assert!(!is_context_overflow(&ServerError::parse(Some(400), &other)));
+        assert!(!is_context_overflow(&ServerError::parse(
+            Some(500),
+            &too_long
+        )));
+        // And an `error` event saying so ends the stream as an overflow.
+        let err = parse(&[
+            json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "prompt is too long: 215003 tokens > 200000 maximum"}}),
+        ])
+        .expect_err("error event");
+        assert!(err.context_overflow && !err.retryable, "{err:?}");
     }
 
     #[test]

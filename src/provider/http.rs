@@ -10,10 +10,11 @@
 //! A retry after part of a response arrived restarts the response: the
 //! consumer must drop what it collected of the failed attempt (the engine
 //! does, on `Retrying`). Never retried: other statuses (401/403 become
-//! [`ProviderError::Auth`]; a context overflow, in a status or an in-stream
-//! error the parser flags with [`FrameError::context_overflow`], becomes
-//! [`ProviderError::ContextOverflow`]), malformed frames, and a body over
-//! the size cap. When retries run out the error is
+//! [`ProviderError::Auth`]; a context overflow becomes
+//! [`ProviderError::ContextOverflow`]: in a status when the wire API's
+//! classifier, [`Wire::overflow`], says so, inside a stream when its parser
+//! flags the error with [`FrameError::context_overflow`] using the same
+//! classifier), malformed frames, and a body over the size cap. When retries run out the error is
 //! [`ProviderError::RetriesExhausted`]. Error texts never contain the key.
 //!
 //! A wire API describes its endpoint once, as a [`Wire`] (path, auth,
@@ -149,6 +150,75 @@ pub struct Wire {
     pub framing: Framing,
     /// Advice added to every error of the endpoint.
     pub hint: Option<ErrorHint>,
+    /// Whether an error status says the request is larger than the
+    /// model's context window (each API words it its own way; parsers use
+    /// the same function for errors inside a stream).
+    pub overflow: fn(&ServerError) -> bool,
+}
+
+/// An error a server reported, as a wire API's overflow classifier sees
+/// it: the HTTP status (`None` for an error inside a stream), the error
+/// object's `code` and `type`, and the whole body in lower case.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerError {
+    pub status: Option<u16>,
+    /// `error.code` (or a top-level `code`); a number as its digits.
+    pub code: Option<String>,
+    /// `error.type` (or a top-level `type`).
+    pub kind: Option<String>,
+    /// The body, lower-cased, for the phrases servers use.
+    pub text: String,
+}
+
+impl ServerError {
+    /// From an error body, JSON or not.
+    pub fn parse(status: Option<u16>, body: &str) -> Self {
+        match serde_json::from_str::<Value>(body) {
+            Ok(value) => ServerError::from_json(status, &value),
+            Err(_) => ServerError {
+                status,
+                text: body.to_lowercase(),
+                ..ServerError::default()
+            },
+        }
+    }
+
+    /// From an error payload: `{"error": {...}}` or the error object itself.
+    pub fn from_json(status: Option<u16>, value: &Value) -> Self {
+        let object = value
+            .get("error")
+            .filter(|e| e.is_object())
+            .unwrap_or(value);
+        let text_of = |v: Option<&Value>| match v? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        ServerError {
+            status,
+            code: text_of(object.get("code")),
+            kind: text_of(object.get("type")),
+            text: value.to_string().to_lowercase(),
+        }
+    }
+
+    pub fn code_is(&self, code: &str) -> bool {
+        self.code.as_deref() == Some(code)
+    }
+
+    pub fn kind_is(&self, kind: &str) -> bool {
+        self.kind.as_deref() == Some(kind)
+    }
+
+    /// The body says one of `phrases` (given in lower case).
+    pub fn says_any(&self, phrases: &[&str]) -> bool {
+        phrases.iter().any(|p| self.text.contains(p))
+    }
+
+    /// The status is one of `statuses`, or the error came inside a stream.
+    pub fn status_in(&self, statuses: &[u16]) -> bool {
+        self.status.map_or(true, |s| statuses.contains(&s))
+    }
 }
 
 /// One provider endpoint: everything each request needs.
@@ -160,6 +230,7 @@ pub struct Endpoint {
     framing: Framing,
     backoff: Backoff,
     hint: Option<ErrorHint>,
+    overflow: fn(&ServerError) -> bool,
     token: Option<TokenCommand>,
 }
 
@@ -308,6 +379,7 @@ impl Endpoint {
             backoff,
             token,
             hint: wire.hint,
+            overflow: wire.overflow,
         })
     }
 
@@ -820,7 +892,7 @@ fn status_failure(
             hint,
         });
     }
-    if is_context_overflow(code, body) {
+    if (endpoint.overflow)(&ServerError::parse(Some(code), body)) {
         return Failure::fatal(ProviderError::ContextOverflow {
             provider,
             model,
@@ -852,24 +924,6 @@ fn status_failure(
         retryable: retry::is_retryable_status(code),
         hint,
     }
-}
-
-/// The request was larger than the model's context window.
-fn is_context_overflow(code: u16, body: &str) -> bool {
-    if !matches!(code, 400 | 413 | 422) {
-        return false;
-    }
-    let lower = body.to_ascii_lowercase();
-    [
-        "context_length_exceeded",
-        "maximum context length",
-        "context window",
-        "prompt is too long",
-        "too many tokens",
-        "exceeds the context",
-    ]
-    .iter()
-    .any(|s| lower.contains(s))
 }
 
 fn is_quota_exhausted(body: &str) -> bool {
@@ -986,23 +1040,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn context_overflow_and_quota_are_recognised() {
-        assert!(is_context_overflow(
-            400,
-            r#"{"error":{"code":"context_length_exceeded"}}"#
-        ));
-        assert!(is_context_overflow(
-            400,
-            r#"{"type":"error","error":{"message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#
-        ));
-        assert!(!is_context_overflow(
-            400,
-            r#"{"error":{"message":"bad tool schema"}}"#
-        ));
-        assert!(!is_context_overflow(500, "context_length_exceeded"));
+    fn quota_is_recognised() {
         assert!(is_quota_exhausted(
             r#"{"error":{"type":"insufficient_quota"}}"#
         ));
+        assert!(!is_quota_exhausted(r#"{"error":{"type":"rate_limit"}}"#));
+    }
+
+    #[test]
+    fn server_errors_expose_code_type_and_text() {
+        let e = ServerError::parse(
+            Some(400),
+            r#"{"error":{"message":"Too Long","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+        );
+        assert!(e.code_is("context_length_exceeded") && e.kind_is("invalid_request_error"));
+        assert!(e.says_any(&["too long"]) && e.status_in(&[400]) && !e.status_in(&[413]));
+        let e = ServerError::parse(None, r#"{"code":500,"message":"x","type":"server_error"}"#);
+        assert!(e.code_is("500") && e.status_in(&[]));
+        let e = ServerError::parse(Some(404), "404 page NOT found");
+        assert_eq!((e.code, e.kind), (None, None));
+        assert_eq!(e.text, "404 page not found");
     }
 
     #[test]

@@ -315,6 +315,47 @@ async fn ollama_context_overflow_is_reported_as_such() {
 }
 
 #[tokio::test]
+async fn ollama_runner_overflow_is_a_context_overflow() {
+    API.assert_context_overflow(
+        ollama::exceeds_context(8_889, 4_096),
+        "exceeds the available context size (4096 tokens)",
+    )
+    .await;
+    API.assert_context_overflow(
+        ollama::ndjson([ollama::error(
+            "the prompt is longer than the context length currently available to the model",
+        )]),
+        "longer than the context length",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_mock_rejects_what_ollama_rejects() {
+    for (body, says) in [
+        (json!({"model": "", "messages": []}), "model is required"),
+        (
+            json!({"model": "m", "think": "minimal", "messages": []}),
+            "invalid think value: \"minimal\" (must be \"high\", \"medium\", \"low\", \"max\", true, or false)",
+        ),
+        (
+            json!({"model": "m", "messages": [{"role": "assistant", "content": "",
+                "tool_calls": [{"function": {"name": "x", "arguments": "{}"}}]}]}),
+            "json: cannot unmarshal string",
+        ),
+    ] {
+        let broken = ollama::rule_broken(&body);
+        assert!(
+            broken.as_deref().is_some_and(|m| m.starts_with(says)),
+            "{says}: {broken:?}"
+        );
+    }
+    // Ollama checks no tool pairing: it renders what it gets.
+    let orphan = json!({"model": "m", "messages": [{"role": "tool", "content": "x"}]});
+    assert_eq!(ollama::rule_broken(&orphan), None);
+}
+
+#[tokio::test]
 async fn ollama_sends_a_configured_key_as_bearer() {
     let server = MockServer::start();
     server.enqueue(ollama::text_response("ok"));

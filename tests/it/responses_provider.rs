@@ -609,13 +609,30 @@ async fn mock_records_responses_pairing_violations() {
             is_error: false,
         }),
     ];
-    run_ok(&API.provider_for(&server), &API.request(&input)).await;
+    // The API rejects the orphaned output first, in its own words.
+    let error = run_err(&API.provider_for(&server), &API.request(&input)).await;
+    assert!(
+        matches!(&error, ProviderError::Http { status: 400, message, .. }
+            if message == "No tool call found for function call output with call_id call_9."),
+        "{error}"
+    );
     let violations = server.violations();
-    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert_eq!(violations.len(), 3, "{violations:?}");
     assert!(
         violations[0].contains("`call_2`") && violations[0].contains("no function_call_output")
     );
     assert!(violations[1].contains("`call_9`"));
+    assert!(violations[2].contains("rejected"));
+
+    // A call without its output is rejected too.
+    let unanswered = &input[..3];
+    let error = run_err(&API.provider_for(&server), &API.request(unanswered)).await;
+    assert!(
+        error
+            .to_string()
+            .contains("No tool output found for function call call_1."),
+        "{error}"
+    );
 }
 
 // ---------------------------------------------------------------------------
