@@ -226,6 +226,12 @@ pub struct Session {
     /// History changed without a model request (context stack, resume):
     /// `context_tokens` is re-estimated before the next request.
     pub(crate) tokens_stale: bool,
+    /// What the provider counts per locally estimated token (at least 1),
+    /// learnt from the first request after a compaction.
+    pub(crate) token_scale: f64,
+    /// The estimated size of the request after a compaction, until the
+    /// provider reports the real one.
+    pub(crate) compacted_estimate: Option<u64>,
     pub id: String,
 }
 
@@ -316,6 +322,8 @@ pub fn start_session_with_provider(
         observer: None,
         checkpoints: Vec::new(),
         tokens_stale: false,
+        token_scale: 1.0,
+        compacted_estimate: None,
         id: new_session_id(),
     })
 }

@@ -808,8 +808,7 @@ impl Provider for Overflowing {
     }
     fn stream(&self, r: &ModelRequest<'_>) -> ResponseStream {
         self.requests.lock().unwrap().push(r.input.len());
-        let event = if r.tools.is_empty() {
-            // The summary request.
+        let event = if is_summary_request(r.input) {
             Ok(ResponseEvent::TextDelta("summary".into()))
         } else if r.input.len() > self.max_items {
             Err(ProviderError::ContextOverflow {
@@ -1099,7 +1098,7 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
         call("w2", "echo"),
         output("w2", "wrote again"),
     ];
-    let keep = compact::items_to_keep(&history, |n| n == "look");
+    let keep = compact::items_to_keep(&history, |c| c.name == "look");
     let out = compact::compacted_history(
         &history,
         &keep,
@@ -1132,33 +1131,60 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
     assert_calls_answered(&out);
 }
 
+/// Whether `r` is a compaction's summary request.
+fn is_summary_request(input: &[HistoryItem]) -> bool {
+    input.last().and_then(HistoryItem::as_text) == Some(compact::SUMMARY_REQUEST)
+}
+
 #[tokio::test]
-async fn compaction_runs_only_over_the_limit_and_never_loops() {
-    // Turn 1 reports 500 tokens (over the limit of 100): the next request
-    // is preceded by one summary request.
+async fn the_summary_request_is_the_sessions_request_with_one_more_user_message() {
+    // Turn 1 reports 2500 tokens (over the limit of 2000): the next request
+    // is preceded by one summary request. The model calls a tool in its
+    // summary; that call is ignored.
     let script = r#"
 [[turns]]
-usage = { input_tokens = 450, output_tokens = 50 }
+usage = { input_tokens = 2450, output_tokens = 50 }
 [[turns.tool_calls]]
 name = "look"
 arguments = { text = "a" }
 [[turns]]
 text = "the summary"
-usage = { input_tokens = 400, output_tokens = 10 }
+usage = { input_tokens = 2500, output_tokens = 10 }
+[[turns.tool_calls]]
+name = "echo"
+arguments = { text = "never run" }
 [[turns]]
 text = "final"
-usage = { input_tokens = 50, output_tokens = 5 }
+usage = { input_tokens = 500, output_tokens = 5 }
 "#;
     let mut c = config();
-    c.compaction.token_limit = Some(100);
+    c.compaction.token_limit = Some(2000);
     let mut h = harness_with(script, c);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
     let seen = h.fake.seen();
     assert_eq!(seen.len(), 3);
-    // The summary request carries no tools and its own instructions.
-    assert!(seen[1].tools.is_empty());
-    assert!(seen[1].instructions.contains("summarizing"));
+    // Same instructions and tools, the history as sent plus the new
+    // items, then the request to summarise: the cached prefix is reused.
+    let summary = &seen[1];
+    assert_eq!(summary.instructions, seen[0].instructions);
+    assert_eq!(summary.tools, seen[0].tools);
+    assert!(!summary.tools.is_empty());
+    assert_eq!(summary.input[..seen[0].input.len()], seen[0].input[..]);
+    assert!(is_summary_request(&summary.input));
+    assert_eq!(
+        summary.input.len(),
+        seen[0].input.len() + 3,
+        "call, output, request"
+    );
+    assert!(
+        !h.log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("never run")),
+        "a call in the summary is not run"
+    );
     // The request after compaction holds the summary, not the read-only call.
     let after = &seen[2].input;
     assert!(after
@@ -1189,7 +1215,7 @@ usage = { input_tokens = 50, output_tokens = 5 }
 async fn failed_summary_still_compacts() {
     let script = r#"
 [[turns]]
-usage = { input_tokens = 450, output_tokens = 50 }
+usage = { input_tokens = 2450, output_tokens = 50 }
 [[turns.tool_calls]]
 name = "echo"
 arguments = { text = "a" }
@@ -1201,7 +1227,7 @@ text = "final"
 usage = { input_tokens = 5, output_tokens = 1 }
 "#;
     let mut c = config();
-    c.compaction.token_limit = Some(100);
+    c.compaction.token_limit = Some(2000);
     let mut h = harness_with(script, c);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
@@ -1213,6 +1239,388 @@ usage = { input_tokens = 5, output_tokens = 1 }
     assert!(after
         .iter()
         .any(|i| matches!(&i.content, Content::ToolCall(c) if c.name == "echo")));
+}
+
+#[tokio::test]
+async fn compaction_runs_again_at_the_next_crossing_of_the_same_turn() {
+    // Each response reports more than the limit: every iteration after one
+    // is preceded by a compaction, none is switched off.
+    let turn = |text: &str| {
+        format!(
+            "[[turns]]\nusage = {{ input_tokens = 2600, output_tokens = 10 }}\n[[turns.tool_calls]]\nname = \"echo\"\narguments = {{ text = \"{text}\" }}\n"
+        )
+    };
+    let summary = "[[turns]]\ntext = \"summary\"\n";
+    let script = [
+        turn("a"),
+        summary.into(),
+        turn("b"),
+        summary.into(),
+        "[[turns]]\ntext = \"done\"\nusage = { input_tokens = 100, output_tokens = 1 }\n".into(),
+    ]
+    .concat();
+    let mut c = config();
+    c.compaction.token_limit = Some(2000);
+    let mut h = harness_with(&script, c);
+    let r = h.run("task").await.unwrap();
+    assert_eq!(r.final_text, "done");
+    let summaries = h
+        .fake
+        .seen()
+        .iter()
+        .filter(|s| is_summary_request(&s.input))
+        .count();
+    assert_eq!(summaries, 2);
+    assert_eq!(h.session.metrics().snapshot().session.compactions, 2);
+}
+
+#[tokio::test]
+async fn compaction_that_cannot_fit_ends_the_turn_with_one_clear_error() {
+    // The latest request alone is larger than the compaction limit: no
+    // compaction can help, and the turn must not go on (or loop).
+    let script = r#"
+[[turns]]
+usage = { input_tokens = 2450, output_tokens = 50 }
+[[turns.tool_calls]]
+name = "echo"
+arguments = { text = "a" }
+[[turns]]
+text = "the summary"
+[[turns]]
+text = "never reached"
+"#;
+    let mut c = config();
+    c.compaction.token_limit = Some(2000);
+    let mut h = harness_with(script, c);
+    let huge = "word ".repeat(3000);
+    let err = h.run(&huge).await.unwrap_err().to_string();
+    assert!(
+        err.contains("compaction cannot bring the history under 2000 tokens")
+            && err.contains("context_window")
+            && err.contains("token_limit"),
+        "{err}"
+    );
+    let seen = h.fake.seen();
+    assert_eq!(seen.len(), 2, "the request and one summary request");
+    let failures = h
+        .event_types()
+        .iter()
+        .filter(|t| t.as_str() == "turn.failed")
+        .count();
+    assert_eq!(failures, 1);
+}
+
+/// Answers like a model with a context window of `window` tokens (counted
+/// as the local estimate counts them): a larger request is an overflow; a
+/// summary request gets a summary; anything else gets "fits now". Records
+/// each request's size and whether it was a summary request.
+struct Windowed {
+    window: u64,
+    requests: Mutex<Vec<(u64, bool)>>,
+}
+
+impl Provider for Windowed {
+    fn id(&self) -> &str {
+        "windowed"
+    }
+    fn stream(&self, r: &ModelRequest<'_>) -> ResponseStream {
+        let size = crate::metrics::tokens::count_items(r.input)
+            + crate::metrics::tokens::count(r.instructions)
+            + crate::metrics::tokens::count(&serde_json::to_string(r.tools).unwrap());
+        let summary = is_summary_request(r.input);
+        self.requests.lock().unwrap().push((size, summary));
+        let event = if size > self.window {
+            Err(ProviderError::ContextOverflow {
+                provider: "windowed".into(),
+                model: "m".into(),
+                message: format!(
+                    "prompt is too long: {size} tokens > {} maximum",
+                    self.window
+                ),
+            })
+        } else if summary {
+            Ok(ResponseEvent::TextDelta("summary".into()))
+        } else {
+            Ok(ResponseEvent::TextDelta("fits now".into()))
+        };
+        let done = Ok(ResponseEvent::Completed {
+            usage: None,
+            stop_reason: StopReason::Stop,
+            incomplete_tool_call: None,
+        });
+        Box::pin(futures::stream::iter(vec![event, done]))
+    }
+}
+
+/// A session whose history holds `calls` state-changing calls, each with
+/// an output of about 500 tokens, under a model that overflows at `window`.
+fn windowed_session(window: u64, calls: usize) -> (Session, Arc<Windowed>) {
+    let p = Arc::new(Windowed {
+        window,
+        requests: Mutex::new(Vec::new()),
+    });
+    let mut c = config();
+    c.tool_config.edit_tool = None;
+    let mut s = start_session_with_provider(c, p.clone()).unwrap();
+    s.history.push(HistoryItem::text(Role::User, "first task"));
+    for n in 0..calls {
+        let id = format!("w{n}");
+        s.history.push(HistoryItem::tool_call(ToolCall {
+            id: id.clone(),
+            name: "shell".into(),
+            arguments: format!(r#"{{"command":"make step{n}"}}"#),
+            kind: ToolCallKind::Function,
+        }));
+        s.history.push(output(
+            &id,
+            &format!("line {n} of the build log\n").repeat(60),
+        ));
+    }
+    (s, p)
+}
+
+#[tokio::test]
+async fn after_an_overflow_the_summary_request_is_smaller_than_what_overflowed() {
+    let (mut s, p) = windowed_session(6000, 16);
+    let r = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap();
+    assert_eq!(r.final_text, "fits now");
+    let requests = p.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let (overflowed, summary, retried) = (requests[0], requests[1], requests[2]);
+    assert!(overflowed.0 > 6000 && !overflowed.1, "{requests:?}");
+    assert!(summary.1, "{requests:?}");
+    assert!(
+        summary.0 <= overflowed.0 * 3 / 4,
+        "the summary request was fitted well below the overflow: {requests:?}"
+    );
+    assert!(retried.0 <= 6000 && !retried.1, "{requests:?}");
+    // The summary made it into history (nothing was dropped unsummarised).
+    assert!(s
+        .history()
+        .iter()
+        .any(|i| i.tag() == Some(MessageTag::Summary)
+            && i.as_text().is_some_and(|t| t.ends_with("summary"))));
+    assert_calls_answered(s.history());
+}
+
+#[tokio::test]
+async fn compaction_brings_a_session_of_shell_calls_under_the_limit() {
+    // Sixteen `make` calls with long logs: none is read-only, so all are
+    // kept, but their outputs are cut to head and tail and the oldest go
+    // until the history is under the limit.
+    let (mut s, p) = windowed_session(1_000_000, 16);
+    s.ctx.compaction_limit = 3000;
+    s.tokens_stale = true;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |e: AgentEvent| events.lock().unwrap().push(e)
+    };
+    let r = s.run_turn("x", &sink).await.unwrap();
+    assert_eq!(r.final_text, "fits now");
+    let requests = p.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "the summary request, then the turn's");
+    assert!(requests[0].1 && !requests[1].1, "{requests:?}");
+    assert!(requests[1].0 <= 3000, "{requests:?}");
+    let kept: Vec<&ToolCall> = s
+        .history()
+        .iter()
+        .filter_map(|i| match &i.content {
+            Content::ToolCall(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(!kept.is_empty() && kept.len() < 16, "{}", kept.len());
+    assert!(
+        kept.last().is_some_and(|c| c.arguments.contains("step15")),
+        "the newest calls stay"
+    );
+    assert!(!events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, AgentEvent::Warning { .. })));
+    assert_calls_answered(s.history());
+}
+
+#[test]
+fn summary_input_trims_the_oldest_outputs_first_then_drops_the_oldest_items() {
+    let count = |i: &HistoryItem| crate::metrics::tokens::count_item(i);
+    let long = "x\n".repeat(500);
+    let history = vec![
+        HistoryItem::tagged(
+            Role::User,
+            MessageTag::Environment,
+            "<environment_context/>",
+        ),
+        HistoryItem::text(Role::User, "task"),
+        call("a", "shell"),
+        output("a", &long),
+        call("b", "shell"),
+        output("b", &long),
+        HistoryItem::text(Role::Assistant, "done"),
+    ];
+    let total = crate::metrics::tokens::count_items(&history);
+    // Room for all but one long output: only the oldest one is cut.
+    let room = total - 300;
+    let fitted = compact::fit_summary_input(history.clone(), room, &count);
+    assert_eq!(fitted.len(), history.len());
+    assert!(
+        fitted[3].content != history[3].content,
+        "the oldest output is cut"
+    );
+    assert_eq!(fitted[5].content, history[5].content, "the newest is not");
+    // Room for almost nothing: items go from the oldest, a call with its
+    // output, the initial context stays.
+    let fitted = compact::fit_summary_input(history.clone(), 30, &count);
+    assert_eq!(fitted[0], history[0]);
+    assert!(fitted.len() < history.len());
+    assert!(crate::metrics::tokens::count_items(&fitted) <= 30);
+    assert_calls_answered(&fitted);
+    assert_eq!(fitted.last(), history.last());
+}
+
+#[test]
+fn the_compacted_history_drops_the_oldest_kept_responses_to_fit_or_says_it_cannot() {
+    let count = |i: &HistoryItem| crate::metrics::tokens::count_item(i);
+    let mut items = vec![
+        HistoryItem::tagged(
+            Role::User,
+            MessageTag::Environment,
+            "<environment_context/>",
+        ),
+        HistoryItem::text(Role::User, "task"),
+    ];
+    for n in 0..10 {
+        items.push(call(&format!("w{n}"), "echo"));
+        items.push(call(&format!("v{n}"), "echo"));
+        items.push(output(&format!("w{n}"), &"word ".repeat(100)));
+        items.push(output(&format!("v{n}"), &"word ".repeat(100)));
+    }
+    let total = crate::metrics::tokens::count_items(&items);
+    let (fitted, tokens) =
+        compact::fit_compacted(items.clone(), &count, 100, 100 + total / 2).unwrap();
+    assert!(
+        tokens <= 100 + total / 4 + 1,
+        "under the soft limit: {tokens}"
+    );
+    assert!(fitted.len() < items.len());
+    assert_eq!(fitted[..2], items[..2], "what must stay, stays");
+    assert_eq!(fitted.last(), items.last(), "the newest response stays");
+    assert_calls_answered(&fitted);
+    // Parallel calls go together: no response is left half.
+    assert_eq!(fitted.len() % 4, 2);
+    let err = compact::fit_compacted(items, &count, 100, 105).unwrap_err();
+    assert_eq!(err.limit, 105);
+    assert!(err.needed > 105);
+}
+
+#[test]
+fn kept_calls_keep_their_arguments_and_known_safe_shell_calls_go() {
+    let shell = |id: &str, command: &str| {
+        HistoryItem::tool_call(ToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+            kind: ToolCallKind::Function,
+        })
+    };
+    let big = "0123456789\n".repeat(2000);
+    let history = vec![
+        HistoryItem::text(Role::User, "task"),
+        shell("ls", "ls -la src"),
+        output("ls", &big),
+        shell("rm", "rm -rf build && make"),
+        output("rm", &big),
+        HistoryItem::tool_call(ToolCall {
+            id: "wf".into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({"path": "a.txt", "content": big}).to_string(),
+            kind: ToolCallKind::Function,
+        }),
+        output("wf", "wrote a.txt"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| {
+        approval::only_reads(c, c.name == "read_file", "/bin/bash")
+    });
+    let out = compact::compacted_history(&history, &keep, "<env/>".into(), "S");
+    let find = |id: &str| {
+        out.iter().find_map(|i| match &i.content {
+            Content::ToolCall(c) if c.id == id => Some(c.arguments.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(find("ls"), None, "a known-safe command only read");
+    let Content::ToolCall(wf) = &history[5].content else {
+        panic!("a call")
+    };
+    assert_eq!(
+        find("wf"),
+        Some(wf.arguments.clone()),
+        "arguments stay whole"
+    );
+    let cut = out
+        .iter()
+        .find_map(|i| match &i.content {
+            Content::ToolOutput(o) if o.call_id == "rm" => Some(o.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(cut.len() < 3000 && cut.contains("omitted"), "{cut}");
+    assert!(cut.starts_with("0123456789") && cut.ends_with("0123456789\n"));
+    assert_calls_answered(&out);
+}
+
+#[test]
+fn thinking_that_opens_a_kept_call_of_the_current_request_is_kept() {
+    let thinking = |text: &str| HistoryItem {
+        role: Role::Assistant,
+        content: Content::Reasoning(Reasoning {
+            id: None,
+            text: text.into(),
+            encrypted: Some(format!("sig-{text}")),
+            source: "anthropic".into(),
+        }),
+    };
+    let history = vec![
+        HistoryItem::text(Role::User, "old task"),
+        thinking("t0"),
+        call("w0", "echo"),
+        output("w0", "x"),
+        HistoryItem::text(Role::User, "task"),
+        thinking("t1"),
+        call("r1", "look"),
+        output("r1", "read"),
+        thinking("t2"),
+        HistoryItem::text(Role::Assistant, "\n\n"),
+        call("w2", "echo"),
+        call("r2", "look"),
+        output("w2", "wrote"),
+        output("r2", "read"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| c.name == "look");
+    let kept: Vec<String> = history
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(i, _)| match &i.content {
+            Content::Reasoning(r) => format!("thinking {}", r.text),
+            Content::ToolCall(c) => format!("call {}", c.id),
+            Content::ToolOutput(o) => format!("output {}", o.call_id),
+            Content::Text { text, .. } => text.clone(),
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            "call w0",
+            "output w0",
+            "task",
+            "thinking t2",
+            "call w2",
+            "output w2"
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------
