@@ -11,8 +11,10 @@
 //! Tools are Chat Completions style functions (a freeform tool takes a
 //! string `input`). `options` carries `num_ctx` (the context window: Ollama
 //! otherwise uses its own small default and silently cuts the prompt),
-//! `temperature` and `num_predict` (max tokens); `format` carries the
-//! output schema; `think` the reasoning effort (`low`, `medium`, `high`;
+//! `temperature` and `num_predict` (max tokens); `truncate: false` makes a
+//! prompt longer than `num_ctx` an error (a context overflow, which the
+//! engine compacts for) where Ollama would otherwise silently drop its
+//! oldest messages; `format` carries the output schema; `think` the reasoning effort (`low`, `medium`, `high`;
 //! `minimal` is sent as `low`, the least Ollama knows; models without
 //! levels treat any level as "on"); `keep_alive` is [`KEEP_ALIVE`].
 //!
@@ -314,6 +316,10 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     stream: bool,
+    /// Always false: a prompt longer than `num_ctx` is refused (a context
+    /// overflow, which compaction handles) instead of silently losing its
+    /// oldest messages.
+    truncate: bool,
     options: Options,
     keep_alive: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,6 +383,7 @@ fn build_body(request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
             .map(chat_completions::wire_tool)
             .collect(),
         stream: true,
+        truncate: false,
         options: Options {
             num_ctx: request.context_window,
             temperature: request.temperature,
@@ -776,6 +783,7 @@ mod tests {
                     {"role": "user", "content": "hi"},
                 ],
                 "stream": true,
+                "truncate": false,
                 "options": {"num_ctx": 32768},
                 "keep_alive": "10m",
             })

@@ -64,6 +64,7 @@ async fn ollama_streams_text_deltas() {
                 {"role": "user", "content": "hi"},
             ],
             "stream": true,
+            "truncate": false,
             "options": {"num_ctx": 32768},
             "keep_alive": "10m",
         })

@@ -682,11 +682,25 @@ async fn serve_connection(socket: TcpStream, state: Arc<Mutex<State>>) -> std::i
             } else {
                 None
             };
-            let overflow = state
+            let over_window = state
                 .window
-                .as_ref()
-                .filter(|(window, _)| is_inference(&path) && tokens > *window)
-                .map(|(window, overflow)| overflow(tokens, *window));
+                .clone()
+                .filter(|(window, _)| is_inference(&path) && tokens > *window);
+            // Ollama refuses an over-long prompt only with `truncate:
+            // false`; otherwise it silently drops its oldest messages.
+            let silently_cut = path.ends_with("/api/chat")
+                && request
+                    .json
+                    .as_ref()
+                    .is_some_and(|j| j.get("truncate") != Some(&Value::Bool(false)));
+            if over_window.is_some() && silently_cut {
+                state.violations.push(format!(
+                    "request #{number}: Ollama would cut this prompt to fit num_ctx, silently dropping its oldest messages (send `truncate: false`)"
+                ));
+            }
+            let overflow = over_window
+                .filter(|_| !silently_cut)
+                .map(|(window, overflow)| overflow(tokens, window));
             let response = match (response, overflow) {
                 (Some(response), _) => Some(response),
                 (None, Some(overflow)) => {
