@@ -795,11 +795,43 @@ async fn a_retried_stream_discards_the_partial_response() {
     assert!(events.iter().any(|e| matches!(e, AgentEvent::ItemCompleted { item: Item::AgentMessage { id, text } } if id == "msg_1_1_retry1" && text == "Hello")));
 }
 
-/// Fails with a context overflow while the request holds more than
-/// `max_items` items, then answers.
+/// How large a request the fake model takes.
+#[derive(Clone, Copy)]
+enum Window {
+    /// Input items; summary requests always fit.
+    Items(usize),
+    /// Tokens as the local estimate counts them (instructions and tools
+    /// included).
+    Tokens(u64),
+}
+
+/// What the fake model was sent.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    items: usize,
+    tokens: u64,
+    summary: bool,
+}
+
+/// Answers like a model with a small context window: a larger request is a
+/// context overflow; a summary request gets "summary"; anything else gets
+/// "fits now". Records every request.
 struct Overflowing {
-    max_items: usize,
-    requests: Mutex<Vec<usize>>,
+    window: Window,
+    requests: Mutex<Vec<Sent>>,
+}
+
+impl Overflowing {
+    fn new(window: Window) -> Arc<Self> {
+        Arc::new(Overflowing {
+            window,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn sent(&self) -> Vec<Sent> {
+        self.requests.lock().unwrap().clone()
+    }
 }
 
 impl Provider for Overflowing {
@@ -807,15 +839,27 @@ impl Provider for Overflowing {
         "overflowing"
     }
     fn stream(&self, r: &ModelRequest<'_>) -> ResponseStream {
-        self.requests.lock().unwrap().push(r.input.len());
-        let event = if is_summary_request(r.input) {
-            Ok(ResponseEvent::TextDelta("summary".into()))
-        } else if r.input.len() > self.max_items {
+        use crate::metrics::tokens;
+        let sent = Sent {
+            items: r.input.len(),
+            tokens: tokens::count_items(r.input)
+                + tokens::count(r.instructions)
+                + tokens::count(&serde_json::to_string(r.tools).unwrap()),
+            summary: is_summary_request(r.input),
+        };
+        self.requests.lock().unwrap().push(sent);
+        let too_large = match self.window {
+            Window::Items(max) => !sent.summary && sent.items > max,
+            Window::Tokens(max) => sent.tokens > max,
+        };
+        let event = if too_large {
             Err(ProviderError::ContextOverflow {
                 provider: "overflowing".into(),
                 model: "m".into(),
                 message: "context_length_exceeded".into(),
             })
+        } else if sent.summary {
+            Ok(ResponseEvent::TextDelta("summary".into()))
         } else {
             Ok(ResponseEvent::TextDelta("fits now".into()))
         };
@@ -829,10 +873,7 @@ impl Provider for Overflowing {
 }
 
 fn overflowing_session(max_items: usize) -> (Session, Arc<Overflowing>) {
-    let p = Arc::new(Overflowing {
-        max_items,
-        requests: Mutex::new(Vec::new()),
-    });
+    let p = Overflowing::new(Window::Items(max_items));
     let mut c = config();
     c.tool_config.edit_tool = None;
     let mut s = start_session_with_provider(c, p.clone()).unwrap();
@@ -848,13 +889,9 @@ async fn context_overflow_compacts_once_and_retries() {
     let (mut s, p) = overflowing_session(10);
     let r = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap();
     assert_eq!(r.final_text, "fits now");
-    let sizes = p.requests.lock().unwrap().clone();
-    assert_eq!(
-        sizes.len(),
-        3,
-        "request, summary, retried request: {sizes:?}"
-    );
-    assert!(sizes[2] <= 10, "{sizes:?}");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 3, "request, summary, retried request: {sent:?}");
+    assert!(sent[2].items <= 10, "{sent:?}");
     assert_eq!(s.metrics().snapshot().session.compactions, 1);
 }
 
@@ -863,7 +900,7 @@ async fn context_overflow_twice_is_an_error_not_a_loop() {
     let (mut s, p) = overflowing_session(0);
     let err = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap_err();
     assert!(err.to_string().contains("context window"), "{err}");
-    assert_eq!(p.requests.lock().unwrap().len(), 3);
+    assert_eq!(p.sent().len(), 3);
 }
 
 #[tokio::test]
@@ -1131,9 +1168,24 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
     assert_calls_answered(&out);
 }
 
-/// Whether `r` is a compaction's summary request.
+/// Whether `input` is a compaction's summary request.
 fn is_summary_request(input: &[HistoryItem]) -> bool {
     input.last().and_then(HistoryItem::as_text) == Some(compact::SUMMARY_REQUEST)
+}
+
+/// A script turn that calls `tool` with `text` and reports 2500 tokens:
+/// over the limit of [`limited`] sessions.
+fn over_the_limit(tool: &str, text: &str) -> String {
+    format!(
+        "[[turns]]\nusage = {{ input_tokens = 2450, output_tokens = 50 }}\n[[turns.tool_calls]]\nname = \"{tool}\"\narguments = {{ text = \"{text}\" }}\n"
+    )
+}
+
+/// A harness for `script` whose compaction limit is 2000 tokens.
+fn limited(script: &str) -> Harness {
+    let mut c = config();
+    c.compaction.token_limit = Some(2000);
+    harness_with(script, c)
 }
 
 #[tokio::test]
@@ -1141,12 +1193,8 @@ async fn the_summary_request_is_the_sessions_request_with_one_more_user_message(
     // Turn 1 reports 2500 tokens (over the limit of 2000): the next request
     // is preceded by one summary request. The model calls a tool in its
     // summary; that call is ignored.
-    let script = r#"
-[[turns]]
-usage = { input_tokens = 2450, output_tokens = 50 }
-[[turns.tool_calls]]
-name = "look"
-arguments = { text = "a" }
+    let script = over_the_limit("look", "a")
+        + r#"
 [[turns]]
 text = "the summary"
 usage = { input_tokens = 2500, output_tokens = 10 }
@@ -1157,9 +1205,7 @@ arguments = { text = "never run" }
 text = "final"
 usage = { input_tokens = 500, output_tokens = 5 }
 "#;
-    let mut c = config();
-    c.compaction.token_limit = Some(2000);
-    let mut h = harness_with(script, c);
+    let mut h = limited(&script);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
     let seen = h.fake.seen();
@@ -1213,12 +1259,8 @@ usage = { input_tokens = 500, output_tokens = 5 }
 
 #[tokio::test]
 async fn failed_summary_still_compacts() {
-    let script = r#"
-[[turns]]
-usage = { input_tokens = 2450, output_tokens = 50 }
-[[turns.tool_calls]]
-name = "echo"
-arguments = { text = "a" }
+    let script = over_the_limit("echo", "a")
+        + r#"
 [[turns]]
 expect = "this never matches"
 text = "summary"
@@ -1226,9 +1268,7 @@ text = "summary"
 text = "final"
 usage = { input_tokens = 5, output_tokens = 1 }
 "#;
-    let mut c = config();
-    c.compaction.token_limit = Some(2000);
-    let mut h = harness_with(script, c);
+    let mut h = limited(&script);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
     let after = &h.fake.seen()[2].input;
@@ -1245,23 +1285,16 @@ usage = { input_tokens = 5, output_tokens = 1 }
 async fn compaction_runs_again_at_the_next_crossing_of_the_same_turn() {
     // Each response reports more than the limit: every iteration after one
     // is preceded by a compaction, none is switched off.
-    let turn = |text: &str| {
-        format!(
-            "[[turns]]\nusage = {{ input_tokens = 2600, output_tokens = 10 }}\n[[turns.tool_calls]]\nname = \"echo\"\narguments = {{ text = \"{text}\" }}\n"
-        )
-    };
     let summary = "[[turns]]\ntext = \"summary\"\n";
     let script = [
-        turn("a"),
+        over_the_limit("echo", "a"),
         summary.into(),
-        turn("b"),
+        over_the_limit("echo", "b"),
         summary.into(),
         "[[turns]]\ntext = \"done\"\nusage = { input_tokens = 100, output_tokens = 1 }\n".into(),
     ]
     .concat();
-    let mut c = config();
-    c.compaction.token_limit = Some(2000);
-    let mut h = harness_with(&script, c);
+    let mut h = limited(&script);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "done");
     let summaries = h
@@ -1278,20 +1311,14 @@ async fn compaction_runs_again_at_the_next_crossing_of_the_same_turn() {
 async fn compaction_that_cannot_fit_ends_the_turn_with_one_clear_error() {
     // The latest request alone is larger than the compaction limit: no
     // compaction can help, and the turn must not go on (or loop).
-    let script = r#"
-[[turns]]
-usage = { input_tokens = 2450, output_tokens = 50 }
-[[turns.tool_calls]]
-name = "echo"
-arguments = { text = "a" }
+    let script = over_the_limit("echo", "a")
+        + r#"
 [[turns]]
 text = "the summary"
 [[turns]]
 text = "never reached"
 "#;
-    let mut c = config();
-    c.compaction.token_limit = Some(2000);
-    let mut h = harness_with(script, c);
+    let mut h = limited(&script);
     let huge = "word ".repeat(3000);
     let err = h.run(&huge).await.unwrap_err().to_string();
     assert!(
@@ -1310,55 +1337,10 @@ text = "never reached"
     assert_eq!(failures, 1);
 }
 
-/// Answers like a model with a context window of `window` tokens (counted
-/// as the local estimate counts them): a larger request is an overflow; a
-/// summary request gets a summary; anything else gets "fits now". Records
-/// each request's size and whether it was a summary request.
-struct Windowed {
-    window: u64,
-    requests: Mutex<Vec<(u64, bool)>>,
-}
-
-impl Provider for Windowed {
-    fn id(&self) -> &str {
-        "windowed"
-    }
-    fn stream(&self, r: &ModelRequest<'_>) -> ResponseStream {
-        let size = crate::metrics::tokens::count_items(r.input)
-            + crate::metrics::tokens::count(r.instructions)
-            + crate::metrics::tokens::count(&serde_json::to_string(r.tools).unwrap());
-        let summary = is_summary_request(r.input);
-        self.requests.lock().unwrap().push((size, summary));
-        let event = if size > self.window {
-            Err(ProviderError::ContextOverflow {
-                provider: "windowed".into(),
-                model: "m".into(),
-                message: format!(
-                    "prompt is too long: {size} tokens > {} maximum",
-                    self.window
-                ),
-            })
-        } else if summary {
-            Ok(ResponseEvent::TextDelta("summary".into()))
-        } else {
-            Ok(ResponseEvent::TextDelta("fits now".into()))
-        };
-        let done = Ok(ResponseEvent::Completed {
-            usage: None,
-            stop_reason: StopReason::Stop,
-            incomplete_tool_call: None,
-        });
-        Box::pin(futures::stream::iter(vec![event, done]))
-    }
-}
-
 /// A session whose history holds `calls` state-changing calls, each with
 /// an output of about 500 tokens, under a model that overflows at `window`.
-fn windowed_session(window: u64, calls: usize) -> (Session, Arc<Windowed>) {
-    let p = Arc::new(Windowed {
-        window,
-        requests: Mutex::new(Vec::new()),
-    });
+fn windowed_session(window: u64, calls: usize) -> (Session, Arc<Overflowing>) {
+    let p = Overflowing::new(Window::Tokens(window));
     let mut c = config();
     c.tool_config.edit_tool = None;
     let mut s = start_session_with_provider(c, p.clone()).unwrap();
@@ -1384,16 +1366,16 @@ async fn after_an_overflow_the_summary_request_is_smaller_than_what_overflowed()
     let (mut s, p) = windowed_session(6000, 16);
     let r = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap();
     assert_eq!(r.final_text, "fits now");
-    let requests = p.requests.lock().unwrap().clone();
-    assert_eq!(requests.len(), 3, "{requests:?}");
-    let (overflowed, summary, retried) = (requests[0], requests[1], requests[2]);
-    assert!(overflowed.0 > 6000 && !overflowed.1, "{requests:?}");
-    assert!(summary.1, "{requests:?}");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    let (overflowed, summary, retried) = (sent[0], sent[1], sent[2]);
+    assert!(overflowed.tokens > 6000 && !overflowed.summary, "{sent:?}");
+    assert!(summary.summary, "{sent:?}");
     assert!(
-        summary.0 <= overflowed.0 * 3 / 4,
-        "the summary request was fitted well below the overflow: {requests:?}"
+        summary.tokens <= overflowed.tokens * 3 / 4,
+        "the summary request was fitted well below the overflow: {sent:?}"
     );
-    assert!(retried.0 <= 6000 && !retried.1, "{requests:?}");
+    assert!(retried.tokens <= 6000 && !retried.summary, "{sent:?}");
     // The summary made it into history (nothing was dropped unsummarised).
     assert!(s
         .history()
@@ -1418,10 +1400,10 @@ async fn compaction_brings_a_session_of_shell_calls_under_the_limit() {
     };
     let r = s.run_turn("x", &sink).await.unwrap();
     assert_eq!(r.final_text, "fits now");
-    let requests = p.requests.lock().unwrap().clone();
-    assert_eq!(requests.len(), 2, "the summary request, then the turn's");
-    assert!(requests[0].1 && !requests[1].1, "{requests:?}");
-    assert!(requests[1].0 <= 3000, "{requests:?}");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 2, "the summary request, then the turn's");
+    assert!(sent[0].summary && !sent[1].summary, "{sent:?}");
+    assert!(sent[1].tokens <= 3000, "{sent:?}");
     let kept: Vec<&ToolCall> = s
         .history()
         .iter()

@@ -1116,6 +1116,17 @@ mod tests {
         }
     }
 
+    /// `messages` without their `cache_control` marks.
+    fn without_breakpoints(messages: &Value) -> Value {
+        let mut messages = messages.clone();
+        for message in messages.as_array_mut().expect("messages") {
+            for block in message["content"].as_array_mut().expect("content") {
+                block.as_object_mut().expect("block").remove(CACHE);
+            }
+        }
+        messages
+    }
+
     fn cache_points(body: &Value) -> Vec<String> {
         let mut found = Vec::new();
         breakpoints(body, "", &mut found);
@@ -1166,7 +1177,7 @@ mod tests {
             tool_output("c4", "bad arguments", true),
             HistoryItem::text(Role::Assistant, "Finished."),
         ];
-        let mut body = body_json(&request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(
             body["system"],
             json!([
@@ -1174,13 +1185,8 @@ mod tests {
                 {"type": "text", "text": "dev note", CACHE: {"type": "ephemeral"}},
             ])
         );
-        for message in body["messages"].as_array_mut().expect("messages") {
-            for block in message["content"].as_array_mut().expect("content") {
-                block.as_object_mut().expect("block").remove(CACHE);
-            }
-        }
         assert_eq!(
-            body["messages"],
+            without_breakpoints(&body["messages"]),
             json!([
                 {"role": "user", "content": [
                     {"type": "text", "text": "<environment/>"},
@@ -1225,15 +1231,10 @@ mod tests {
             HistoryItem::text(Role::User, "\t"),
             HistoryItem::text(Role::User, "next"),
         ];
-        let mut body = body_json(&request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(body["system"].as_array().map(Vec::len), Some(1), "{body}");
-        for message in body["messages"].as_array_mut().expect("messages") {
-            for block in message["content"].as_array_mut().expect("content") {
-                block.as_object_mut().expect("block").remove(CACHE);
-            }
-        }
         assert_eq!(
-            body["messages"],
+            without_breakpoints(&body["messages"]),
             json!([
                 {"role": "user", "content": [{"type": "text", "text": "go"}]},
                 {"role": "assistant", "content": [

@@ -3,7 +3,7 @@
 //! builders are in [`super::mock::chat`].
 
 use super::mock::MockResponse;
-use super::wire_responses::openai_error;
+use super::wire_responses::{openai_error, temperature_rule};
 use serde_json::{json, Value};
 
 /// Models OpenAI serves only with `max_completion_tokens`.
@@ -22,13 +22,8 @@ fn needs_completion_tokens(model: &str) -> bool {
 /// answered by one of the tool messages right after it; an assistant
 /// message has content or tool calls.
 pub fn rule_broken(body: &Value) -> Option<(String, String, Option<&'static str>)> {
-    if let Some(t) = body.get("temperature").and_then(Value::as_f64) {
-        if t > 2.0 {
-            return Some((format!("Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got {t} instead."), "temperature".into(), Some("decimal_above_max_value")));
-        }
-        if t < 0.0 {
-            return Some((format!("Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got {t} instead."), "temperature".into(), Some("decimal_below_min_value")));
-        }
+    if let Some((message, code)) = temperature_rule(body) {
+        return Some((message, "temperature".into(), Some(code)));
     }
     let model = body.get("model").and_then(Value::as_str).unwrap_or("");
     if body.get("max_tokens").is_some() && needs_completion_tokens(model) {

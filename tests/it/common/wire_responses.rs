@@ -254,6 +254,18 @@ pub fn openai_error(
     )
 }
 
+/// OpenAI's range check of `temperature` (0 to 2): the message and code.
+pub fn temperature_rule(body: &Value) -> Option<(String, &'static str)> {
+    let t = body.get("temperature").and_then(Value::as_f64)?;
+    if t > 2.0 {
+        Some((format!("Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got {t} instead."), "decimal_above_max_value"))
+    } else if t < 0.0 {
+        Some((format!("Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got {t} instead."), "decimal_below_min_value"))
+    } else {
+        None
+    }
+}
+
 /// The first rule of the Responses API that `body` breaks, with the
 /// parameter it names and the error code, as the API reports them:
 /// `temperature` within 0..2; every `function_call_output` /
@@ -261,13 +273,8 @@ pub fn openai_error(
 /// call in `input` has its output (nothing is stored server-side with
 /// `store: false`).
 pub fn rule_broken(body: &Value) -> Option<(String, &'static str, Option<&'static str>)> {
-    if let Some(t) = body.get("temperature").and_then(Value::as_f64) {
-        if t > 2.0 {
-            return Some((format!("Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got {t} instead."), "temperature", Some("decimal_above_max_value")));
-        }
-        if t < 0.0 {
-            return Some((format!("Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got {t} instead."), "temperature", Some("decimal_below_min_value")));
-        }
+    if let Some((message, code)) = temperature_rule(body) {
+        return Some((message, "temperature", Some(code)));
     }
     let input = body.get("input").and_then(Value::as_array)?;
     let call_id = |item: &Value| item["call_id"].as_str().unwrap_or("").to_string();
