@@ -132,13 +132,10 @@ pub async fn compact(
     let mut limits = c.limits;
     if limits.after_overflow {
         let items = history.to_vec();
-        let overflowed = fixed
-            + tokio::task::spawn_blocking(move || scaled_total(&items, scale))
-                .await
-                .unwrap_or(0);
+        let overflowed = off_runtime(move || scaled_total(&items, scale)).await;
         // Half the history that overflowed (the instructions and tools
         // cannot shrink).
-        let cap = fixed + overflowed.saturating_sub(fixed) / 2;
+        let cap = fixed + overflowed / 2;
         limits.request_budget = limits.request_budget.min(cap);
         limits.hard = limits.hard.min(cap);
     }
@@ -159,14 +156,9 @@ pub async fn compact(
     let keep = items_to_keep(history, c.only_reads);
     let compacted = compacted_history(history, &keep, c.environment.clone(), &summary);
     let hard = limits.hard;
-    let (history, tokens) = tokio::task::spawn_blocking(move || {
-        fit_compacted(compacted, &|item| scaled(item, scale), fixed, hard)
-    })
-    .await
-    .map_err(|_| DoesNotFit {
-        needed: u64::MAX,
-        limit: hard,
-    })??;
+    let (history, tokens) =
+        off_runtime(move || fit_compacted(compacted, &|item| scaled(item, scale), fixed, hard))
+            .await?;
     Ok(Compacted {
         history,
         tokens,
@@ -191,14 +183,12 @@ pub async fn summarize(
     let fit = |budget: u64| {
         let items = request.input.to_vec();
         let room = budget.saturating_sub(fixed);
-        tokio::task::spawn_blocking(move || {
-            fit_summary_input(items, room, &|item| scaled(item, scale))
-        })
+        off_runtime(move || fit_summary_input(items, room, &|item| scaled(item, scale)))
     };
-    let input = fit(budget).await.unwrap_or_default();
+    let input = fit(budget).await;
     match ask_for_summary(provider, request, input).await {
         Err(ProviderError::ContextOverflow { .. }) => {
-            let input = fit(budget / 2).await.unwrap_or_default();
+            let input = fit(budget / 2).await;
             ask_for_summary(provider, request, input).await
         }
         answer => answer,
@@ -251,6 +241,15 @@ async fn fixed_tokens(request: &ModelRequest<'_>, scale: f64) -> u64 {
         serde_json::to_string(request.tools).unwrap_or_default(),
     ];
     (tokens::estimate(texts).await as f64 * scale).ceil() as u64
+}
+
+/// Run `work`, which counts tokens (loading the tokenizer the first time),
+/// on the blocking pool; on this thread if the pool cannot run it.
+async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Clone + Send + 'static) -> T {
+    let fallback = work.clone();
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|_| fallback())
 }
 
 fn scaled(item: &HistoryItem, scale: f64) -> u64 {

@@ -5,7 +5,7 @@
 //! to the shared HTTP driver ([`Endpoint::stream`]), which connects, retries
 //! (429, 5xx including 529 `overloaded`, broken streams, and the in-stream
 //! errors this parser marks retryable), enforces the idle timeout and size
-//! cap. [`is_context_overflow`] decides which errors (a status or an
+//! cap. `is_context_overflow` decides which errors (a status or an
 //! in-stream `error` event) mean the request is larger than the context
 //! window: "prompt is too long" and "input length and `max_tokens` exceed
 //! context limit".

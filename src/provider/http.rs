@@ -10,15 +10,19 @@
 //! A retry after part of a response arrived restarts the response: the
 //! consumer must drop what it collected of the failed attempt (the engine
 //! does, on `Retrying`). Never retried: other statuses (401/403 become
-//! [`ProviderError::Auth`]; a context overflow becomes
+//! [`ProviderError::Auth`], after one fresh token when it came from an
+//! `auth_command`; a context overflow becomes
 //! [`ProviderError::ContextOverflow`]: in a status when the wire API's
-//! classifier, [`Wire::overflow`], says so, inside a stream when its parser
-//! flags the error with [`FrameError::context_overflow`] using the same
-//! classifier), malformed frames, and a body over the size cap. When retries run out the error is
-//! [`ProviderError::RetriesExhausted`]. Error texts never contain the key.
+//! classifier, [`Wire::overflow`], says so, inside a stream when its
+//! parser flags the error with [`FrameError::context_overflow`] using the
+//! same classifier), malformed frames, and a body over the size cap. A 404
+//! names the URL and the setting that makes it. When retries run out the
+//! error is [`ProviderError::RetriesExhausted`]. Error texts never contain
+//! the key.
 //!
 //! A wire API describes its endpoint once, as a [`Wire`] (path, auth,
-//! headers, framing, and advice added to every error), and may make
+//! headers, framing, advice added to every error, and which errors are
+//! context overflows), and may make
 //! one-off JSON requests to the same server, e.g. to list models
 //! ([`Endpoint::request_json`]).
 
