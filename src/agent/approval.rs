@@ -82,6 +82,15 @@ fn shell_request(call: &ToolCall) -> Option<(ShellCommand, Option<String>)> {
     Some((command, escalation))
 }
 
+/// Whether `call` only reads: a call of a read-only tool, or a shell call
+/// whose command is known safe (what `untrusted` runs without asking).
+/// `shell` is the configured shell that runs command lines.
+pub(crate) fn only_reads(call: &ToolCall, read_only_tool: bool, shell: &str) -> bool {
+    read_only_tool
+        || (call.name == "shell"
+            && matches!(shell_request(call), Some((command, None)) if command.is_known_safe(shell)))
+}
+
 /// `shell` is the configured shell that runs command lines.
 pub(crate) fn precheck(
     policy: ApprovalPolicy,
@@ -102,11 +111,10 @@ pub(crate) fn precheck(
             _ => Precheck::Run,
         },
         ApprovalPolicy::Untrusted => {
-            if read_only_tool {
+            if only_reads(call, read_only_tool, shell) {
                 return Precheck::AutoApprove;
             }
             match asked {
-                Some((command, None)) if command.is_known_safe(shell) => Precheck::AutoApprove,
                 Some((_, Some(justification))) => Precheck::Ask {
                     reason: format!(
                         "approval policy is untrusted; the model asks to run this without the sandbox: {justification}"

@@ -98,6 +98,7 @@ impl Prompt<'_> {
             reasoning_effort: ctx.sampling.reasoning_effort,
             context_window: ctx.model_family.context_window,
             context_window_is_default: ctx.model_family.context_window_is_default,
+            max_tokens_param: ctx.model_family.max_tokens_param,
         }
     }
 

@@ -9,7 +9,7 @@ use crate::protocol::{
     SandboxPolicy, ToolSpec,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
-use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo};
+use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
 use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -226,6 +226,12 @@ pub struct Session {
     /// History changed without a model request (context stack, resume):
     /// `context_tokens` is re-estimated before the next request.
     pub(crate) tokens_stale: bool,
+    /// What the provider counts per locally estimated token (at least 1),
+    /// learnt from the first request after a compaction.
+    pub(crate) token_scale: f64,
+    /// The estimated size of the request after a compaction, until the
+    /// provider reports the real one.
+    pub(crate) compacted_estimate: Option<u64>,
     pub id: String,
 }
 
@@ -256,6 +262,7 @@ pub fn start_session_with_provider(
         config.provider.default_family.as_deref(),
         &config.model_families,
     )?;
+    let sampling = resolve_sampling(&config, &family)?;
     let mut tool_config = config.tool_config;
     // The model may ask to run a command without the sandbox only where
     // someone would be asked about it.
@@ -264,16 +271,6 @@ pub fn start_session_with_provider(
         ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
     );
     let tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
-    let family_effort = family.reasoning_effort.as_deref().and_then(effort_name);
-    let sampling = Sampling {
-        temperature: config.sampling.temperature.or(family.temperature),
-        max_tokens: config.sampling.max_tokens.or(family.default_max_tokens),
-        reasoning_effort: if family.supports_reasoning {
-            config.sampling.reasoning_effort.or(family_effort)
-        } else {
-            None
-        },
-    };
     // Truncation to whole tokens is intended.
     let from_window = (family.context_window as f64 * config.compaction.context_fraction) as u64;
     let compaction_limit = config.compaction.token_limit.unwrap_or(from_window);
@@ -325,6 +322,8 @@ pub fn start_session_with_provider(
         observer: None,
         checkpoints: Vec::new(),
         tokens_stale: false,
+        token_scale: 1.0,
+        compacted_estimate: None,
         id: new_session_id(),
     })
 }
@@ -349,8 +348,44 @@ pub fn check_session_config(
         &config.model_families,
     )?;
     ToolRegistry::from_config(&config.tool_config, family.edit_tool)?;
+    resolve_sampling(config, &family)?;
     check_priced(&model, &family, limits)?;
     Ok((model, family))
+}
+
+/// Sampling as sent: the config's, else the model family's defaults. The
+/// temperature must be in the range the provider's wire API accepts
+/// (Anthropic: 0 to 1; the others: 0 to 2).
+fn resolve_sampling(
+    config: &SessionConfig,
+    family: &ModelFamily,
+) -> Result<Sampling, SessionError> {
+    let family_effort = family.reasoning_effort.as_deref().and_then(effort_name);
+    let sampling = Sampling {
+        temperature: config.sampling.temperature.or(family.temperature),
+        max_tokens: config.sampling.max_tokens.or(family.default_max_tokens),
+        reasoning_effort: if family.supports_reasoning {
+            config.sampling.reasoning_effort.or(family_effort)
+        } else {
+            None
+        },
+    };
+    if let Some(t) = sampling.temperature {
+        let (max, api) = match config.provider.wire_api {
+            WireApi::Anthropic => (1.0, "anthropic"),
+            WireApi::Chat => (2.0, "chat"),
+            WireApi::Responses => (2.0, "responses"),
+            WireApi::Ollama => (2.0, "ollama"),
+            WireApi::Scripted => (2.0, "scripted"),
+        };
+        if !(0.0..=max).contains(&t) {
+            return Err(SessionError::Invalid(format!(
+                "temperature must be between 0 and {max} for provider `{}` (wire_api = \"{api}\"), got {t}",
+                config.provider.id
+            )));
+        }
+    }
+    Ok(sampling)
 }
 
 /// A cost budget needs the model's price: without one it is refused,
@@ -401,11 +436,6 @@ fn validate(config: &SessionConfig) -> Result<(), SessionError> {
         return invalid(format!(
             "compaction.context_fraction must be in (0, 1], got {fraction}"
         ));
-    }
-    if let Some(t) = config.sampling.temperature {
-        if !(0.0..=2.0).contains(&t) {
-            return invalid(format!("temperature must be between 0 and 2, got {t}"));
-        }
     }
     if config.sampling.max_tokens == Some(0) {
         return invalid("max_tokens must be at least 1".into());

@@ -39,7 +39,7 @@ fn is_initial(item: &HistoryItem) -> bool {
 }
 
 /// Items of the initial context at the start of `history`.
-fn initial_len(history: &[HistoryItem]) -> usize {
+pub(super) fn initial_len(history: &[HistoryItem]) -> usize {
     history.iter().take_while(|i| is_initial(i)).count()
 }
 
@@ -396,7 +396,7 @@ text = "summary two"
         s.checkpoint("cp");
         let saved = s.history().to_vec();
         let sink = |_e: AgentEvent| {};
-        s.compact(&sink).await;
+        s.compact(&sink).await.unwrap();
         assert_ne!(s.history(), saved.as_slice(), "compacted");
         assert!(s
             .history()

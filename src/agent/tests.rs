@@ -333,6 +333,51 @@ fn start_session_fails_fast_on_invalid_config() {
 }
 
 #[test]
+fn temperature_range_depends_on_the_wire_api() {
+    let start = |wire: WireApi, temperature: f32, family: Option<f32>| {
+        let mut c = config();
+        c.provider.wire_api = wire;
+        c.sampling.temperature = Some(temperature).filter(|_| family.is_none());
+        if let Some(t) = family {
+            c.model_families.insert(
+                "scripted".into(),
+                crate::provider::model_family::FamilyOverride {
+                    temperature: Some(t),
+                    ..Default::default()
+                },
+            );
+        }
+        let checked =
+            check_session_config(&c, &crate::agent::limits::TurnLimits::default()).map(|_| ());
+        let started = start_session_with_provider(c, Fake::new("")).map(|_| ());
+        assert_eq!(
+            checked.as_ref().err().map(ToString::to_string),
+            started.as_ref().err().map(ToString::to_string),
+            "check_session_config and start_session agree"
+        );
+        started
+    };
+    // Anthropic accepts 0..1, the OpenAI-style APIs 0..2.
+    let err = start(WireApi::Anthropic, 1.5, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("between 0 and 1") && err.contains("wire_api = \"anthropic\""),
+        "{err}"
+    );
+    assert!(start(WireApi::Anthropic, 1.0, None).is_ok());
+    assert!(start(WireApi::Chat, 1.5, None).is_ok());
+    assert!(start(WireApi::Responses, 1.5, None).is_ok());
+    assert!(start(WireApi::Ollama, 1.5, None).is_ok());
+    assert!(start(WireApi::Chat, 2.5, None).is_err());
+    // A family's default temperature is checked the same way.
+    let err = start(WireApi::Anthropic, 0.0, Some(1.2))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("between 0 and 1"), "{err}");
+}
+
+#[test]
 fn model_override_wins_and_sampling_resolves_config_then_family() {
     let mut c = config();
     c.model = Some("gpt-4o".into());
@@ -750,11 +795,43 @@ async fn a_retried_stream_discards_the_partial_response() {
     assert!(events.iter().any(|e| matches!(e, AgentEvent::ItemCompleted { item: Item::AgentMessage { id, text } } if id == "msg_1_1_retry1" && text == "Hello")));
 }
 
-/// Fails with a context overflow while the request holds more than
-/// `max_items` items, then answers.
+/// How large a request the fake model takes.
+#[derive(Clone, Copy)]
+enum Window {
+    /// Input items; summary requests always fit.
+    Items(usize),
+    /// Tokens as the local estimate counts them (instructions and tools
+    /// included).
+    Tokens(u64),
+}
+
+/// What the fake model was sent.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    items: usize,
+    tokens: u64,
+    summary: bool,
+}
+
+/// Answers like a model with a small context window: a larger request is a
+/// context overflow; a summary request gets "summary"; anything else gets
+/// "fits now". Records every request.
 struct Overflowing {
-    max_items: usize,
-    requests: Mutex<Vec<usize>>,
+    window: Window,
+    requests: Mutex<Vec<Sent>>,
+}
+
+impl Overflowing {
+    fn new(window: Window) -> Arc<Self> {
+        Arc::new(Overflowing {
+            window,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn sent(&self) -> Vec<Sent> {
+        self.requests.lock().unwrap().clone()
+    }
 }
 
 impl Provider for Overflowing {
@@ -762,16 +839,27 @@ impl Provider for Overflowing {
         "overflowing"
     }
     fn stream(&self, r: &ModelRequest<'_>) -> ResponseStream {
-        self.requests.lock().unwrap().push(r.input.len());
-        let event = if r.tools.is_empty() {
-            // The summary request.
-            Ok(ResponseEvent::TextDelta("summary".into()))
-        } else if r.input.len() > self.max_items {
+        use crate::metrics::tokens;
+        let sent = Sent {
+            items: r.input.len(),
+            tokens: tokens::count_items(r.input)
+                + tokens::count(r.instructions)
+                + tokens::count(&serde_json::to_string(r.tools).unwrap()),
+            summary: is_summary_request(r.input),
+        };
+        self.requests.lock().unwrap().push(sent);
+        let too_large = match self.window {
+            Window::Items(max) => !sent.summary && sent.items > max,
+            Window::Tokens(max) => sent.tokens > max,
+        };
+        let event = if too_large {
             Err(ProviderError::ContextOverflow {
                 provider: "overflowing".into(),
                 model: "m".into(),
                 message: "context_length_exceeded".into(),
             })
+        } else if sent.summary {
+            Ok(ResponseEvent::TextDelta("summary".into()))
         } else {
             Ok(ResponseEvent::TextDelta("fits now".into()))
         };
@@ -785,10 +873,7 @@ impl Provider for Overflowing {
 }
 
 fn overflowing_session(max_items: usize) -> (Session, Arc<Overflowing>) {
-    let p = Arc::new(Overflowing {
-        max_items,
-        requests: Mutex::new(Vec::new()),
-    });
+    let p = Overflowing::new(Window::Items(max_items));
     let mut c = config();
     c.tool_config.edit_tool = None;
     let mut s = start_session_with_provider(c, p.clone()).unwrap();
@@ -804,13 +889,9 @@ async fn context_overflow_compacts_once_and_retries() {
     let (mut s, p) = overflowing_session(10);
     let r = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap();
     assert_eq!(r.final_text, "fits now");
-    let sizes = p.requests.lock().unwrap().clone();
-    assert_eq!(
-        sizes.len(),
-        3,
-        "request, summary, retried request: {sizes:?}"
-    );
-    assert!(sizes[2] <= 10, "{sizes:?}");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 3, "request, summary, retried request: {sent:?}");
+    assert!(sent[2].items <= 10, "{sent:?}");
     assert_eq!(s.metrics().snapshot().session.compactions, 1);
 }
 
@@ -819,7 +900,7 @@ async fn context_overflow_twice_is_an_error_not_a_loop() {
     let (mut s, p) = overflowing_session(0);
     let err = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap_err();
     assert!(err.to_string().contains("context window"), "{err}");
-    assert_eq!(p.requests.lock().unwrap().len(), 3);
+    assert_eq!(p.sent().len(), 3);
 }
 
 #[tokio::test]
@@ -1054,7 +1135,7 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
         call("w2", "echo"),
         output("w2", "wrote again"),
     ];
-    let keep = compact::items_to_keep(&history, |n| n == "look");
+    let keep = compact::items_to_keep(&history, |c| c.name == "look");
     let out = compact::compacted_history(
         &history,
         &keep,
@@ -1087,33 +1168,69 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
     assert_calls_answered(&out);
 }
 
+/// Whether `input` is a compaction's summary request.
+fn is_summary_request(input: &[HistoryItem]) -> bool {
+    input.last().and_then(HistoryItem::as_text) == Some(compact::SUMMARY_REQUEST)
+}
+
+/// A script turn that calls `tool` with `text` and reports 2500 tokens:
+/// over the limit of [`limited`] sessions.
+fn over_the_limit(tool: &str, text: &str) -> String {
+    format!(
+        "[[turns]]\nusage = {{ input_tokens = 2450, output_tokens = 50 }}\n[[turns.tool_calls]]\nname = \"{tool}\"\narguments = {{ text = \"{text}\" }}\n"
+    )
+}
+
+/// A harness for `script` whose compaction limit is 2000 tokens.
+fn limited(script: &str) -> Harness {
+    let mut c = config();
+    c.compaction.token_limit = Some(2000);
+    harness_with(script, c)
+}
+
 #[tokio::test]
-async fn compaction_runs_only_over_the_limit_and_never_loops() {
-    // Turn 1 reports 500 tokens (over the limit of 100): the next request
-    // is preceded by one summary request.
-    let script = r#"
-[[turns]]
-usage = { input_tokens = 450, output_tokens = 50 }
-[[turns.tool_calls]]
-name = "look"
-arguments = { text = "a" }
+async fn the_summary_request_is_the_sessions_request_with_one_more_user_message() {
+    // Turn 1 reports 2500 tokens (over the limit of 2000): the next request
+    // is preceded by one summary request. The model calls a tool in its
+    // summary; that call is ignored.
+    let script = over_the_limit("look", "a")
+        + r#"
 [[turns]]
 text = "the summary"
-usage = { input_tokens = 400, output_tokens = 10 }
+usage = { input_tokens = 2500, output_tokens = 10 }
+[[turns.tool_calls]]
+name = "echo"
+arguments = { text = "never run" }
 [[turns]]
 text = "final"
-usage = { input_tokens = 50, output_tokens = 5 }
+usage = { input_tokens = 500, output_tokens = 5 }
 "#;
-    let mut c = config();
-    c.compaction.token_limit = Some(100);
-    let mut h = harness_with(script, c);
+    let mut h = limited(&script);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
     let seen = h.fake.seen();
     assert_eq!(seen.len(), 3);
-    // The summary request carries no tools and its own instructions.
-    assert!(seen[1].tools.is_empty());
-    assert!(seen[1].instructions.contains("summarizing"));
+    // Same instructions and tools, the history as sent plus the new
+    // items, then the request to summarise: the cached prefix is reused.
+    let summary = &seen[1];
+    assert_eq!(summary.instructions, seen[0].instructions);
+    assert_eq!(summary.tools, seen[0].tools);
+    assert!(!summary.tools.is_empty());
+    assert_eq!(summary.input[..seen[0].input.len()], seen[0].input[..]);
+    assert!(is_summary_request(&summary.input));
+    assert_eq!(
+        summary.input.len(),
+        seen[0].input.len() + 3,
+        "call, output, request"
+    );
+    assert!(
+        !h.log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("never run")),
+        "a call in the summary is not run"
+    );
     // The request after compaction holds the summary, not the read-only call.
     let after = &seen[2].input;
     assert!(after
@@ -1142,12 +1259,8 @@ usage = { input_tokens = 50, output_tokens = 5 }
 
 #[tokio::test]
 async fn failed_summary_still_compacts() {
-    let script = r#"
-[[turns]]
-usage = { input_tokens = 450, output_tokens = 50 }
-[[turns.tool_calls]]
-name = "echo"
-arguments = { text = "a" }
+    let script = over_the_limit("echo", "a")
+        + r#"
 [[turns]]
 expect = "this never matches"
 text = "summary"
@@ -1155,9 +1268,7 @@ text = "summary"
 text = "final"
 usage = { input_tokens = 5, output_tokens = 1 }
 "#;
-    let mut c = config();
-    c.compaction.token_limit = Some(100);
-    let mut h = harness_with(script, c);
+    let mut h = limited(&script);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
     let after = &h.fake.seen()[2].input;
@@ -1168,6 +1279,330 @@ usage = { input_tokens = 5, output_tokens = 1 }
     assert!(after
         .iter()
         .any(|i| matches!(&i.content, Content::ToolCall(c) if c.name == "echo")));
+}
+
+#[tokio::test]
+async fn compaction_runs_again_at_the_next_crossing_of_the_same_turn() {
+    // Each response reports more than the limit: every iteration after one
+    // is preceded by a compaction, none is switched off.
+    let summary = "[[turns]]\ntext = \"summary\"\n";
+    let script = [
+        over_the_limit("echo", "a"),
+        summary.into(),
+        over_the_limit("echo", "b"),
+        summary.into(),
+        "[[turns]]\ntext = \"done\"\nusage = { input_tokens = 100, output_tokens = 1 }\n".into(),
+    ]
+    .concat();
+    let mut h = limited(&script);
+    let r = h.run("task").await.unwrap();
+    assert_eq!(r.final_text, "done");
+    let summaries = h
+        .fake
+        .seen()
+        .iter()
+        .filter(|s| is_summary_request(&s.input))
+        .count();
+    assert_eq!(summaries, 2);
+    assert_eq!(h.session.metrics().snapshot().session.compactions, 2);
+}
+
+#[tokio::test]
+async fn compaction_that_cannot_fit_ends_the_turn_with_one_clear_error() {
+    // The latest request alone is larger than the compaction limit: no
+    // compaction can help, and the turn must not go on (or loop).
+    let script = over_the_limit("echo", "a")
+        + r#"
+[[turns]]
+text = "the summary"
+[[turns]]
+text = "never reached"
+"#;
+    let mut h = limited(&script);
+    let huge = "word ".repeat(3000);
+    let err = h.run(&huge).await.unwrap_err().to_string();
+    assert!(
+        err.contains("compaction cannot bring the history under 2000 tokens")
+            && err.contains("context_window")
+            && err.contains("token_limit"),
+        "{err}"
+    );
+    let seen = h.fake.seen();
+    assert_eq!(seen.len(), 2, "the request and one summary request");
+    let failures = h
+        .event_types()
+        .iter()
+        .filter(|t| t.as_str() == "turn.failed")
+        .count();
+    assert_eq!(failures, 1);
+}
+
+/// A session whose history holds `calls` state-changing calls, each with
+/// an output of about 500 tokens, under a model that overflows at `window`.
+fn windowed_session(window: u64, calls: usize) -> (Session, Arc<Overflowing>) {
+    let p = Overflowing::new(Window::Tokens(window));
+    let mut c = config();
+    c.tool_config.edit_tool = None;
+    let mut s = start_session_with_provider(c, p.clone()).unwrap();
+    s.history.push(HistoryItem::text(Role::User, "first task"));
+    for n in 0..calls {
+        let id = format!("w{n}");
+        s.history.push(HistoryItem::tool_call(ToolCall {
+            id: id.clone(),
+            name: "shell".into(),
+            arguments: format!(r#"{{"command":"make step{n}"}}"#),
+            kind: ToolCallKind::Function,
+        }));
+        s.history.push(output(
+            &id,
+            &format!("line {n} of the build log\n").repeat(60),
+        ));
+    }
+    (s, p)
+}
+
+#[tokio::test]
+async fn after_an_overflow_the_summary_request_is_smaller_than_what_overflowed() {
+    let (mut s, p) = windowed_session(6000, 16);
+    let r = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap();
+    assert_eq!(r.final_text, "fits now");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    let (overflowed, summary, retried) = (sent[0], sent[1], sent[2]);
+    assert!(overflowed.tokens > 6000 && !overflowed.summary, "{sent:?}");
+    assert!(summary.summary, "{sent:?}");
+    assert!(
+        summary.tokens <= overflowed.tokens * 3 / 4,
+        "the summary request was fitted well below the overflow: {sent:?}"
+    );
+    assert!(retried.tokens <= 6000 && !retried.summary, "{sent:?}");
+    // The summary made it into history (nothing was dropped unsummarised).
+    assert!(s
+        .history()
+        .iter()
+        .any(|i| i.tag() == Some(MessageTag::Summary)
+            && i.as_text().is_some_and(|t| t.ends_with("summary"))));
+    assert_calls_answered(s.history());
+}
+
+#[tokio::test]
+async fn compaction_brings_a_session_of_shell_calls_under_the_limit() {
+    // Sixteen `make` calls with long logs: none is read-only, so all are
+    // kept, but their outputs are cut to head and tail and the oldest go
+    // until the history is under the limit.
+    let (mut s, p) = windowed_session(1_000_000, 16);
+    s.ctx.compaction_limit = 3000;
+    s.tokens_stale = true;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |e: AgentEvent| events.lock().unwrap().push(e)
+    };
+    let r = s.run_turn("x", &sink).await.unwrap();
+    assert_eq!(r.final_text, "fits now");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 2, "the summary request, then the turn's");
+    assert!(sent[0].summary && !sent[1].summary, "{sent:?}");
+    assert!(sent[1].tokens <= 3000, "{sent:?}");
+    let kept: Vec<&ToolCall> = s
+        .history()
+        .iter()
+        .filter_map(|i| match &i.content {
+            Content::ToolCall(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(!kept.is_empty() && kept.len() < 16, "{}", kept.len());
+    assert!(
+        kept.last().is_some_and(|c| c.arguments.contains("step15")),
+        "the newest calls stay"
+    );
+    assert!(!events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, AgentEvent::Warning { .. })));
+    assert_calls_answered(s.history());
+}
+
+#[test]
+fn summary_input_trims_the_oldest_outputs_first_then_drops_the_oldest_items() {
+    let count = |i: &HistoryItem| crate::metrics::tokens::count_item(i);
+    let long = "x\n".repeat(500);
+    let history = vec![
+        HistoryItem::tagged(
+            Role::User,
+            MessageTag::Environment,
+            "<environment_context/>",
+        ),
+        HistoryItem::text(Role::User, "task"),
+        call("a", "shell"),
+        output("a", &long),
+        call("b", "shell"),
+        output("b", &long),
+        HistoryItem::text(Role::Assistant, "done"),
+    ];
+    let total = crate::metrics::tokens::count_items(&history);
+    // Room for all but one long output: only the oldest one is cut.
+    let room = total - 300;
+    let fitted = compact::fit_summary_input(history.clone(), room, &count);
+    assert_eq!(fitted.len(), history.len());
+    assert!(
+        fitted[3].content != history[3].content,
+        "the oldest output is cut"
+    );
+    assert_eq!(fitted[5].content, history[5].content, "the newest is not");
+    // Room for almost nothing: items go from the oldest, a call with its
+    // output, the initial context stays.
+    let fitted = compact::fit_summary_input(history.clone(), 30, &count);
+    assert_eq!(fitted[0], history[0]);
+    assert!(fitted.len() < history.len());
+    assert!(crate::metrics::tokens::count_items(&fitted) <= 30);
+    assert_calls_answered(&fitted);
+    assert_eq!(fitted.last(), history.last());
+}
+
+#[test]
+fn the_compacted_history_drops_the_oldest_kept_responses_to_fit_or_says_it_cannot() {
+    let count = |i: &HistoryItem| crate::metrics::tokens::count_item(i);
+    let mut items = vec![
+        HistoryItem::tagged(
+            Role::User,
+            MessageTag::Environment,
+            "<environment_context/>",
+        ),
+        HistoryItem::text(Role::User, "task"),
+    ];
+    for n in 0..10 {
+        items.push(call(&format!("w{n}"), "echo"));
+        items.push(call(&format!("v{n}"), "echo"));
+        items.push(output(&format!("w{n}"), &"word ".repeat(100)));
+        items.push(output(&format!("v{n}"), &"word ".repeat(100)));
+    }
+    let total = crate::metrics::tokens::count_items(&items);
+    let (fitted, tokens) =
+        compact::fit_compacted(items.clone(), &count, 100, 100 + total / 2).unwrap();
+    assert!(
+        tokens <= 100 + total / 4 + 1,
+        "under the soft limit: {tokens}"
+    );
+    assert!(fitted.len() < items.len());
+    assert_eq!(fitted[..2], items[..2], "what must stay, stays");
+    assert_eq!(fitted.last(), items.last(), "the newest response stays");
+    assert_calls_answered(&fitted);
+    // Parallel calls go together: no response is left half.
+    assert_eq!(fitted.len() % 4, 2);
+    let err = compact::fit_compacted(items, &count, 100, 105).unwrap_err();
+    assert_eq!(err.limit, 105);
+    assert!(err.needed > 105);
+}
+
+#[test]
+fn kept_calls_keep_their_arguments_and_known_safe_shell_calls_go() {
+    let shell = |id: &str, command: &str| {
+        HistoryItem::tool_call(ToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+            kind: ToolCallKind::Function,
+        })
+    };
+    let big = "0123456789\n".repeat(2000);
+    let history = vec![
+        HistoryItem::text(Role::User, "task"),
+        shell("ls", "ls -la src"),
+        output("ls", &big),
+        shell("rm", "rm -rf build && make"),
+        output("rm", &big),
+        HistoryItem::tool_call(ToolCall {
+            id: "wf".into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({"path": "a.txt", "content": big}).to_string(),
+            kind: ToolCallKind::Function,
+        }),
+        output("wf", "wrote a.txt"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| {
+        approval::only_reads(c, c.name == "read_file", "/bin/bash")
+    });
+    let out = compact::compacted_history(&history, &keep, "<env/>".into(), "S");
+    let find = |id: &str| {
+        out.iter().find_map(|i| match &i.content {
+            Content::ToolCall(c) if c.id == id => Some(c.arguments.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(find("ls"), None, "a known-safe command only read");
+    let Content::ToolCall(wf) = &history[5].content else {
+        panic!("a call")
+    };
+    assert_eq!(
+        find("wf"),
+        Some(wf.arguments.clone()),
+        "arguments stay whole"
+    );
+    let cut = out
+        .iter()
+        .find_map(|i| match &i.content {
+            Content::ToolOutput(o) if o.call_id == "rm" => Some(o.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(cut.len() < 3000 && cut.contains("omitted"), "{cut}");
+    assert!(cut.starts_with("0123456789") && cut.ends_with("0123456789\n"));
+    assert_calls_answered(&out);
+}
+
+#[test]
+fn thinking_that_opens_a_kept_call_of_the_current_request_is_kept() {
+    let thinking = |text: &str| HistoryItem {
+        role: Role::Assistant,
+        content: Content::Reasoning(Reasoning {
+            id: None,
+            text: text.into(),
+            encrypted: Some(format!("sig-{text}")),
+            source: "anthropic".into(),
+        }),
+    };
+    let history = vec![
+        HistoryItem::text(Role::User, "old task"),
+        thinking("t0"),
+        call("w0", "echo"),
+        output("w0", "x"),
+        HistoryItem::text(Role::User, "task"),
+        thinking("t1"),
+        call("r1", "look"),
+        output("r1", "read"),
+        thinking("t2"),
+        HistoryItem::text(Role::Assistant, "\n\n"),
+        call("w2", "echo"),
+        call("r2", "look"),
+        output("w2", "wrote"),
+        output("r2", "read"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| c.name == "look");
+    let kept: Vec<String> = history
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(i, _)| match &i.content {
+            Content::Reasoning(r) => format!("thinking {}", r.text),
+            Content::ToolCall(c) => format!("call {}", c.id),
+            Content::ToolOutput(o) => format!("output {}", o.call_id),
+            Content::Text { text, .. } => text.clone(),
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            "call w0",
+            "output w0",
+            "task",
+            "thinking t2",
+            "call w2",
+            "output w2"
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -20,6 +20,11 @@ use crate::provider::{ProviderError, ResponseEvent};
 use futures::StreamExt;
 use std::time::{Duration, Instant};
 
+/// The most the provider's token counts are taken to exceed the local
+/// estimate (tokenizers differ by far less; a larger ratio means the
+/// request carried more than the history, e.g. images).
+const MAX_TOKEN_SCALE: f64 = 2.0;
+
 /// Identical failing calls in a row before the model is told to change approach.
 const REPEAT_LIMIT: u32 = 3;
 
@@ -129,7 +134,6 @@ impl Session {
         let mut records = Vec::new();
         let mut iterations = 0;
         let mut empty_retried = false;
-        let mut compaction_allowed = true;
         // The key of the last failing call and how many times in a row it failed.
         let mut failures: Option<(String, u32)> = None;
         let finish = |outcome, final_text: String, records, iterations, usage| TurnResult {
@@ -145,15 +149,12 @@ impl Session {
         // was compacted for it: a second overflow in a row is an error.
         let mut overflow_compacted = false;
         loop {
-            compaction_allowed = match watch
-                .run(self.prepare_iteration(sink, compaction_allowed))
-                .await
-            {
-                Ok(allowed) => allowed,
+            match watch.run(self.prepare_iteration(sink)).await {
+                Ok(prepared) => prepared?,
                 Err(halt) => {
                     return Ok(self.halted(halt, String::new(), records, iterations, sink))
                 }
-            };
+            }
             if let Some(limit) = self.budget_spent(iterations) {
                 return Ok(self.halted(
                     Halt::Budget(limit),
@@ -180,7 +181,7 @@ impl Session {
                     sink.emit(AgentEvent::Warning {
                         message: "the request did not fit the model's context window; compacting history and retrying once".into(),
                     });
-                    self.compact(sink).await;
+                    self.compact_history(sink, true).await?;
                     iterations -= 1;
                     continue;
                 }
@@ -444,9 +445,10 @@ impl Session {
     }
 
     /// Before each model request: queued user input joins the history, and
-    /// history is compacted when over the limit. Returns whether automatic
-    /// compaction may run again this turn.
-    async fn prepare_iteration(&mut self, sink: &dyn EventSink, compaction_allowed: bool) -> bool {
+    /// history is compacted when over the limit. Compaction brings it under
+    /// the limit or fails (what must stay does not fit), which ends the
+    /// turn.
+    async fn prepare_iteration(&mut self, sink: &dyn EventSink) -> Result<(), ProviderError> {
         let pending = self.pending.drain();
         self.append(
             pending
@@ -457,13 +459,10 @@ impl Session {
         if std::mem::take(&mut self.tokens_stale) {
             self.context_tokens = tokens::estimate_items(self.history.clone()).await;
         }
-        if compaction_allowed && self.context_tokens > self.ctx.compaction_limit {
-            self.compact(sink).await;
-            // Compaction runs once per crossing; if it could not get under
-            // the limit, it must not run again on the same history.
-            return self.context_tokens <= self.ctx.compaction_limit;
+        if self.context_tokens > self.ctx.compaction_limit {
+            self.compact_history(sink, false).await?;
         }
-        compaction_allowed
+        Ok(())
     }
 
     /// One model request, streamed: text deltas become item events, the
@@ -570,6 +569,14 @@ impl Session {
             None => self.estimate_usage(&response).await,
         };
         self.context_tokens = usage.input_tokens + usage.output_tokens;
+        if let Some(estimate) = self.compacted_estimate.take() {
+            // The first request after a compaction: how the provider counts
+            // compared with the local estimate, for the next compaction.
+            if !usage.estimated && estimate > 0 {
+                let ratio = usage.input_tokens as f64 / estimate as f64;
+                self.token_scale = (self.token_scale * ratio).clamp(1.0, MAX_TOKEN_SCALE);
+            }
+        }
         let took = started.elapsed();
         tracing::debug!(
             iteration,

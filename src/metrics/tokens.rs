@@ -26,20 +26,20 @@ pub fn count(text: &str) -> u64 {
 /// Per-message framing overhead in chat formats.
 const PER_ITEM_OVERHEAD: u64 = 4;
 
+/// Tokens of one history item as a model would see it.
+pub fn count_item(item: &HistoryItem) -> u64 {
+    PER_ITEM_OVERHEAD
+        + match &item.content {
+            Content::Text { text, .. } => count(text),
+            Content::ToolCall(c) => count(&c.name) + count(&c.arguments),
+            Content::ToolOutput(o) => count(&o.content),
+            Content::Reasoning(r) => count(&r.text),
+        }
+}
+
 /// Tokens of a conversation as a model would see it.
 pub fn count_items<'a>(items: impl IntoIterator<Item = &'a HistoryItem>) -> u64 {
-    items
-        .into_iter()
-        .map(|item| {
-            PER_ITEM_OVERHEAD
-                + match &item.content {
-                    Content::Text { text, .. } => count(text),
-                    Content::ToolCall(c) => count(&c.name) + count(&c.arguments),
-                    Content::ToolOutput(o) => count(&o.content),
-                    Content::Reasoning(r) => count(&r.text),
-                }
-        })
-        .sum()
+    items.into_iter().map(count_item).sum()
 }
 
 /// [`count`] off the async runtime.

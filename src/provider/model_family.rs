@@ -4,6 +4,7 @@
 //! in the config declares new ones or adjusts known ones. A model no family
 //! matches is an error unless its provider names a default family.
 
+use super::MaxTokensParam;
 use crate::protocol::{EditTool, Usage};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -38,6 +39,9 @@ pub struct ModelFamily {
     pub price: Option<Price>,
     /// The effort sent when the config sets none (`None`: send none).
     pub reasoning_effort: Option<String>,
+    /// How Chat Completions names the output limit: OpenAI's o-series and
+    /// GPT-5 take only `max_completion_tokens`.
+    pub max_tokens_param: MaxTokensParam,
 }
 
 struct CatalogEntry {
@@ -108,6 +112,10 @@ const CATALOG: &[CatalogEntry] = &[
     entry("deepseek", "deepseek", 131_072,    Some(8_192),    true,  EditFile,           No),
     entry("scripted", "scripted", 128_000,    None,           true,  ApplyPatch,         No),
 ];
+
+/// Families whose Chat Completions requests must carry
+/// `max_completion_tokens` (OpenAI rejects `max_tokens` for them).
+const COMPLETION_TOKENS_FAMILIES: &[&str] = &["gpt-5", "o3", "o4-mini"];
 
 /// Prices in USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -198,6 +206,7 @@ pub struct FamilyOverride {
     pub edit_tool: Option<EditTool>,
     pub supports_reasoning: Option<bool>,
     pub reasoning_effort: Option<String>,
+    pub max_tokens_param: Option<MaxTokensParam>,
     /// USD per million tokens; all four default to the catalog's price or 0.
     pub input_price: Option<f64>,
     pub cached_input_price: Option<f64>,
@@ -285,6 +294,11 @@ impl ModelFamily {
                 Reasoning::Default(effort) => Some(effort.to_string()),
                 _ => None,
             },
+            max_tokens_param: if COMPLETION_TOKENS_FAMILIES.contains(&e.family) {
+                MaxTokensParam::MaxCompletionTokens
+            } else {
+                MaxTokensParam::MaxTokens
+            },
         }
     }
 
@@ -319,6 +333,9 @@ impl ModelFamily {
         }
         if let Some(v) = &o.reasoning_effort {
             self.reasoning_effort = Some(v.clone());
+        }
+        if let Some(v) = o.max_tokens_param {
+            self.max_tokens_param = v;
         }
         let priced = o.input_price.is_some()
             || o.cached_input_price.is_some()

@@ -6,6 +6,7 @@ mod approval_tty;
 mod chat_provider;
 mod cli;
 mod common;
+mod compaction;
 mod engine_mock;
 mod ollama_provider;
 mod repl;

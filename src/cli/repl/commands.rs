@@ -484,7 +484,9 @@ async fn mode(r: &mut Repl, args: &str) -> Flow {
 
 async fn compact(r: &mut Repl, _: &str) -> Flow {
     let sink = r.sink.clone();
-    r.session.compact(&sink).await;
+    if let Err(e) = r.session.compact(&sink).await {
+        r.sink.error(&e.to_string());
+    }
     Flow::Continue
 }
 
