@@ -31,6 +31,7 @@ use super::retry::{self, Backoff, Jitter};
 use super::sse::{self, SseError, SseEvent};
 use super::{ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
 use crate::protocol::ToolCall;
+use crate::tools::exec;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -248,6 +249,8 @@ fn sensitive(text: &str) -> Result<HeaderValue, String> {
 
 /// Longest a token command may run.
 const TOKEN_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most a token command may print.
+const TOKEN_MAX_BYTES: usize = 64 * 1024;
 
 /// `auth_command`: a program that prints a bearer token, run when the
 /// cached token is missing or older than `ttl`.
@@ -282,28 +285,46 @@ impl TokenCommand {
                 info.id
             ),
         };
-        let (program, args) = self
-            .argv
-            .split_first()
-            .ok_or_else(|| fail("is empty".into()))?;
-        let run = tokio::process::Command::new(program)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(TOKEN_COMMAND_TIMEOUT, run)
-            .await
-            .map_err(|_| {
-                fail(format!(
-                    "did not finish within {}s",
-                    TOKEN_COMMAND_TIMEOUT.as_secs()
-                ))
-            })?
-            .map_err(|e| fail(format!("could not run: {e}")))?;
-        if !output.status.success() {
-            return Err(fail(format!("failed ({})", output.status)));
+        if self.argv.is_empty() {
+            return Err(fail("is empty".into()));
         }
-        let token = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        // Like any command cogni runs: own process group, supervised, so
+        // nothing it starts outlives it; the user's environment (it is
+        // the user's own program, not the model's).
+        let request = exec::ExecRequest {
+            argv: self.argv.clone(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            timeout: TOKEN_COMMAND_TIMEOUT,
+            capture_limit_bytes: TOKEN_MAX_BYTES,
+            kill_grace: exec::DEFAULT_KILL_GRACE,
+            io_drain: exec::DEFAULT_IO_DRAIN,
+            sandbox: None,
+        };
+        let output = exec::run(request)
+            .await
+            .map_err(|e| fail(format!("could not run: {e}")))?;
+        if output.timed_out {
+            return Err(fail(format!(
+                "did not finish within {}s",
+                TOKEN_COMMAND_TIMEOUT.as_secs()
+            )));
+        }
+        if !output.termination.success() {
+            return Err(fail(format!(
+                "failed (exit code {})",
+                output.termination.exit_code()
+            )));
+        }
+        if output.stdout.gap.bytes > 0 {
+            return Err(fail(format!(
+                "printed more than {TOKEN_MAX_BYTES} bytes; it should print only the token"
+            )));
+        }
+        let stdout = [output.stdout.head, output.stdout.tail].concat();
+        let token = String::from_utf8_lossy(&stdout).trim().to_string();
         if token.is_empty() {
             return Err(fail("printed no token".into()));
         }

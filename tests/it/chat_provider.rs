@@ -765,6 +765,29 @@ async fn failing_auth_command_is_a_clear_error() {
 }
 
 #[tokio::test]
+async fn nothing_an_auth_command_starts_outlives_it() {
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("a"));
+    let marker = format!("{}.2718", 5000 + std::process::id() % 1000);
+    let mut info = API.info(&server);
+    info.auth_command = Some(vec![
+        "sh".into(),
+        "-c".into(),
+        format!("setsid sleep {marker} > /dev/null 2>&1 & echo tok-1"),
+    ]);
+    let input = user("hi");
+    run_ok(&API.provider(info), &API.request(&input)).await;
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer tok-1")
+    );
+    assert!(
+        crate::common::pids_running(&format!("sleep\u{0}{marker}")).is_empty(),
+        "the auth_command's background process outlived it"
+    );
+}
+
+#[tokio::test]
 async fn key_header_replaces_the_bearer_header() {
     let server = MockServer::start();
     server.enqueue(chat::text_response("a"));
