@@ -34,6 +34,7 @@ fn request(cwd: &std::path::Path, sandbox: Option<Arc<Confinement>>) -> ExecRequ
         kill_grace: DEFAULT_KILL_GRACE,
         io_drain: DEFAULT_IO_DRAIN,
         sandbox,
+        stdin: None,
     }
 }
 

@@ -438,6 +438,8 @@ pub enum TurnOutcome {
     Interrupted,
     /// A budget (tokens, cost, seconds, steps, tool calls) ran out.
     BudgetExceeded,
+    /// A guardrail or a hook stopped the turn (the reason says which).
+    Blocked,
 }
 
 impl TurnOutcome {
@@ -560,6 +562,18 @@ pub enum AgentEvent {
         /// The budget that ran out, with outcome `budget_exceeded`.
         #[serde(skip_serializing_if = "Option::is_none")]
         limit: Option<Limit>,
+        /// Why an effect (a budget, a guardrail, a hook) stopped the turn.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// An effect decided something other than "go on" (one event per
+    /// such decision, with the time it took).
+    #[serde(rename = "effect")]
+    Effect {
+        name: String,
+        phase: String,
+        decision: String,
+        duration_ms: u64,
     },
     #[serde(rename = "turn.failed")]
     TurnFailed { turn: u32, error: String },

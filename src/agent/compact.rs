@@ -479,6 +479,11 @@ pub(crate) fn compacted_history(
     out
 }
 
+/// The most the provider's token counts are taken to exceed the local
+/// estimate (tokenizers differ by far less; a larger ratio means the
+/// request carried more than the history, e.g. images).
+const MAX_TOKEN_SCALE: f64 = 2.0;
+
 /// Room for the answer when the session sets no `max_tokens`.
 const DEFAULT_ANSWER_ROOM: u64 = 8192;
 /// Extra room for thinking when the session reasons.
@@ -550,6 +555,18 @@ impl Session {
         Ok(())
     }
 
+    /// After a request: the provider's count is the conversation's size;
+    /// the first request after a compaction also tells how the provider
+    /// counts compared with the local estimate, for the next compaction.
+    pub(super) fn calibrate_tokens(&mut self, usage: &Usage) {
+        if let Some(estimate) = self.compacted_estimate.take() {
+            if !usage.estimated && estimate > 0 {
+                let ratio = usage.input_tokens as f64 / estimate as f64;
+                self.token_scale = (self.token_scale * ratio).clamp(1.0, MAX_TOKEN_SCALE);
+            }
+        }
+    }
+
     /// Ask the model for a summary of the whole history (the context
     /// stack's `summarize`); returns its text and the request's usage.
     pub(super) async fn write_summary(&self) -> Result<(String, Option<Usage>), ProviderError> {
@@ -580,7 +597,7 @@ impl Session {
         let request_budget = window.saturating_sub(answer.min(window / 4)) / 10 * 9;
         CompactionLimits {
             request_budget,
-            hard: self.ctx.compaction_limit.min(request_budget),
+            hard: self.compaction_limit().min(request_budget),
             after_overflow,
             token_scale: self.token_scale,
         }

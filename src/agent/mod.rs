@@ -2,13 +2,15 @@
 //! compaction. It reports through [`crate::protocol::EventSink`] and never
 //! prints.
 
-mod approval;
+pub(crate) mod approval;
 pub mod compact;
 pub mod context;
 mod dispatch;
+pub mod effects;
 pub mod limits;
 pub mod output;
 pub mod prompt;
+pub mod run;
 pub mod session;
 pub mod stack;
 pub mod turn;

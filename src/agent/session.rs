@@ -1,8 +1,15 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
 use super::context::{build_initial_context, EnvironmentContext};
+use super::effects::budget::{Budget, BudgetEffect};
+use super::effects::compact::{CompactEffect, Threshold};
+use super::effects::config::EffectSpec;
+use super::effects::output::OutputSchemaEffect;
+use super::effects::repeat::{self, RepeatEffect};
+use super::effects::Effects;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
+use super::run::{Middleware, RunConfig};
 use crate::metrics::Metrics;
 use crate::protocol::{
     ApprovalPolicy, Approver, HistoryItem, HistoryObserver, MessageTag, NonInteractive, Role,
@@ -64,11 +71,14 @@ pub struct CompactionConfig {
     pub context_fraction: f64,
 }
 
+/// Compact at this fraction of the context window unless told otherwise.
+pub const DEFAULT_COMPACT_FRACTION: f64 = 0.8;
+
 impl Default for CompactionConfig {
     fn default() -> Self {
         CompactionConfig {
             token_limit: None,
-            context_fraction: 0.8,
+            context_fraction: DEFAULT_COMPACT_FRACTION,
         }
     }
 }
@@ -97,6 +107,14 @@ pub struct SessionConfig {
     /// Most model requests that may ask for tools in one turn.
     pub max_iterations: u32,
     pub compaction: CompactionConfig,
+    /// Configured effects (global, then the agent's), after the built-in
+    /// ones; a kind that may appear once (`compact`, a budget,
+    /// `repeated_failure`) replaces the built-in one.
+    pub effects: Vec<EffectSpec>,
+    /// Middleware settings (`[run]`).
+    pub run: RunConfig,
+    /// The agent's name, for effects, hooks and logs (`main` by default).
+    pub agent: String,
 }
 
 impl SessionConfig {
@@ -121,11 +139,17 @@ impl SessionConfig {
             sampling: Sampling::default(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             compaction: CompactionConfig::default(),
+            effects: Vec::new(),
+            run: RunConfig::default(),
+            agent: DEFAULT_AGENT.to_string(),
         }
     }
 }
 
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
+
+/// The name of the agent a session runs when none is named.
+pub const DEFAULT_AGENT: &str = "main";
 
 /// Runtime context of a session (the spec's `TurnContext`).
 #[derive(Debug, Clone)]
@@ -145,8 +169,6 @@ pub struct TurnContext {
     /// Resolved sampling: config, then model family, then unset.
     pub sampling: Sampling,
     pub max_iterations: u32,
-    /// Tokens above which history is compacted.
-    pub compaction_limit: u64,
 }
 
 impl TurnContext {
@@ -204,16 +226,20 @@ pub struct Session {
     /// Tokens in the conversation as of the last model response (provider
     /// usage, or an estimate); drives compaction.
     pub(crate) context_tokens: u64,
+    /// The effects, in registration order.
+    pub(crate) effects: Effects,
+    /// The middleware chain, outermost first.
+    pub(crate) middleware: Vec<Arc<dyn Middleware>>,
+    /// The agent this session runs.
+    pub(crate) agent: String,
+    /// When history is compacted (the `compact` effect's threshold; also
+    /// the target of `/compact`).
+    pub(crate) compaction: Threshold,
     /// The environment last shown to the model.
     pub(crate) environment: EnvironmentContext,
-    /// The compaction limit as a fraction of the context window, when the
-    /// config set no explicit token limit.
-    pub(crate) compaction_fraction: Option<f64>,
     /// Who answers approval questions.
     pub(crate) approver: Arc<dyn Approver>,
-    /// The compiled `--output-schema`, checked against the final answer.
-    pub(crate) output_schema: Option<Arc<OutputSchema>>,
-    /// Budgets for each turn.
+    /// Budgets for each turn (also registered as effects).
     pub(crate) limits: TurnLimits,
     /// Stops the running turn.
     pub(crate) stop: StopHandle,
@@ -263,6 +289,7 @@ pub fn start_session_with_provider(
         &config.model_families,
     )?;
     let sampling = resolve_sampling(&config, &family)?;
+    let (effects, compaction) = build_effects(&config, output_schema)?;
     let mut tool_config = config.tool_config;
     // The model may ask to run a command without the sandbox only where
     // someone would be asked about it.
@@ -271,9 +298,6 @@ pub fn start_session_with_provider(
         ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
     );
     let tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
-    // Truncation to whole tokens is intended.
-    let from_window = (family.context_window as f64 * config.compaction.context_fraction) as u64;
-    let compaction_limit = config.compaction.token_limit.unwrap_or(from_window);
     let ctx = TurnContext {
         model,
         model_family: family,
@@ -289,7 +313,6 @@ pub fn start_session_with_provider(
         features: config.features,
         sampling,
         max_iterations: config.max_iterations,
-        compaction_limit,
     };
     let history = build_initial_context(&ctx);
     let ctx_price = ctx.model_family.price;
@@ -309,15 +332,13 @@ pub fn start_session_with_provider(
         pending: PendingInputs::default(),
         turns: 0,
         context_tokens: 0,
+        effects,
+        middleware: super::run::builtin(&config.run),
+        agent: config.agent,
+        compaction,
         approver: Arc::new(NonInteractive),
-        output_schema,
         limits: TurnLimits::default(),
         stop: StopHandle::default(),
-        compaction_fraction: config
-            .compaction
-            .token_limit
-            .is_none()
-            .then_some(config.compaction.context_fraction),
         session_approved: Mutex::new(HashSet::new()),
         observer: None,
         checkpoints: Vec::new(),
@@ -326,6 +347,47 @@ pub fn start_session_with_provider(
         compacted_estimate: None,
         id: new_session_id(),
     })
+}
+
+/// The effects a session starts with, in this order: the `compact`
+/// effect (from `[compaction]`), the repeated-failure rule, the
+/// output-schema check (with `--output-schema`), then the configured ones
+/// (a kind that may appear once replaces the built-in one in its place).
+/// Budgets join with [`Session::set_limits`]. Also returns the
+/// compaction threshold in force.
+fn build_effects(
+    config: &SessionConfig,
+    output_schema: Option<Arc<OutputSchema>>,
+) -> Result<(Effects, Threshold), SessionError> {
+    let mut effects = Effects::default();
+    let threshold = match config.compaction.token_limit {
+        Some(n) => Threshold::Tokens(n),
+        None => Threshold::Window(config.compaction.context_fraction),
+    };
+    effects.push(Box::new(CompactEffect::new(threshold)));
+    effects.push(Box::new(RepeatEffect::new(repeat::DEFAULT_LIMIT)));
+    if let Some(schema) = output_schema {
+        effects.push(Box::new(OutputSchemaEffect(schema)));
+    }
+    let mut compaction = threshold;
+    for spec in &config.effects {
+        match spec {
+            EffectSpec::Guardrail { .. } => effects.push(spec.build()),
+            _ => effects.replace(spec.build()),
+        }
+        if let EffectSpec::Compact {
+            threshold,
+            token_limit,
+        } = spec
+        {
+            compaction = match (threshold, token_limit) {
+                (_, Some(n)) => Threshold::Tokens(*n),
+                (Some(t), None) => Threshold::Window(*t),
+                (None, None) => Threshold::Window(DEFAULT_COMPACT_FRACTION),
+            };
+        }
+    }
+    Ok((effects, compaction))
 }
 
 /// Check `config` and `limits` as [`start_session`] and
@@ -453,6 +515,32 @@ fn validate(config: &SessionConfig) -> Result<(), SessionError> {
     Ok(())
 }
 
+/// Budget effects for `limits`: each set budget replaces its kind, an
+/// unset one is removed. They go first, so a spent budget stops the turn
+/// before anything else runs (or asks the model).
+fn register_budgets(effects: &mut Effects, limits: &TurnLimits) {
+    let budgets = [
+        limits.max_duration.map(Budget::Time),
+        limits.max_steps.map(Budget::Steps),
+        limits.max_tokens.map(Budget::Tokens),
+        limits.max_cost_usd.map(Budget::CostUsd),
+        limits.max_tool_calls.map(Budget::ToolCalls),
+    ];
+    let kinds = [
+        Budget::Time(Default::default()),
+        Budget::Steps(0),
+        Budget::Tokens(0),
+        Budget::CostUsd(0.0),
+        Budget::ToolCalls(0),
+    ];
+    for kind in kinds {
+        effects.remove(kind.kind());
+    }
+    for budget in budgets.into_iter().flatten().rev() {
+        effects.insert_first(Box::new(BudgetEffect(budget)));
+    }
+}
+
 /// The canonical name of a reasoning effort, `None` when unknown.
 pub fn effort_name(effort: &str) -> Option<&'static str> {
     REASONING_EFFORTS.iter().copied().find(|e| *e == effort)
@@ -495,6 +583,7 @@ impl Session {
     /// price: without one it is refused, naming the setting.
     pub fn set_limits(&mut self, limits: TurnLimits) -> Result<(), SessionError> {
         check_priced(&self.ctx.model, &self.ctx.model_family, &limits)?;
+        register_budgets(&mut self.effects, &limits);
         self.limits = limits;
         Ok(())
     }
@@ -585,12 +674,24 @@ impl Session {
             jobs: self.tool_ctx.jobs.clone(),
             ..fresh.tool_ctx
         };
-        self.output_schema = fresh.output_schema;
-        self.compaction_fraction = fresh.compaction_fraction;
+        self.effects = fresh.effects;
+        register_budgets(&mut self.effects, &self.limits);
+        self.middleware = fresh.middleware;
+        self.compaction = fresh.compaction;
         self.environment = fresh.environment;
         self.tokens_stale = true;
         self.replace_history(history);
         Ok(())
+    }
+
+    /// The names of the effects in force, in order.
+    pub fn effect_names(&self) -> Vec<&str> {
+        self.effects.names()
+    }
+
+    /// The compaction limit in tokens, for the model's current window.
+    pub fn compaction_limit(&self) -> u64 {
+        CompactEffect::new(self.compaction).limit(self.ctx.model_family.context_window)
     }
 
     /// The session's background shell jobs.

@@ -972,7 +972,7 @@ async fn reasoning_is_kept_before_the_calls_and_model_info_sets_the_limit() {
         ["text", "text", "reasoning", "call", "output", "text"]
     );
     assert_eq!(s.context().model_family.context_window, 10_000);
-    assert_eq!(s.context().compaction_limit, 8_000);
+    assert_eq!(s.compaction_limit(), 8_000);
 }
 
 #[tokio::test]
@@ -1391,7 +1391,11 @@ async fn compaction_brings_a_session_of_shell_calls_under_the_limit() {
     // kept, but their outputs are cut to head and tail and the oldest go
     // until the history is under the limit.
     let (mut s, p) = windowed_session(1_000_000, 16);
-    s.ctx.compaction_limit = 3000;
+    let threshold = crate::agent::effects::compact::Threshold::Tokens(3000);
+    s.compaction = threshold;
+    s.effects.replace(Box::new(
+        crate::agent::effects::compact::CompactEffect::new(threshold),
+    ));
     s.tokens_stale = true;
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = {

@@ -255,6 +255,10 @@ fn execute(
             eprintln!("cogni: {e}");
             exit::PROVIDER
         }
+        Err(e @ AgentError::Panic(_)) => {
+            eprintln!("cogni: {e}");
+            exit::TASK_FAILED
+        }
         Ok(turn) if turn.outcome == TurnOutcome::Interrupted => {
             match received.get() {
                 Some(signal) => eprintln!("cogni: interrupted ({})", signal.describe()),
@@ -281,10 +285,11 @@ fn execute(
             match turn.outcome {
                 TurnOutcome::Done => exit::DONE,
                 other => {
-                    eprintln!(
-                        "cogni: the task did not finish: {}",
-                        describe(&other, session.context().max_iterations)
-                    );
+                    let why = match &turn.reason {
+                        Some(reason) => reason.clone(),
+                        None => describe(&other, session.context().max_iterations),
+                    };
+                    eprintln!("cogni: the task did not finish: {why}");
                     exit::TASK_FAILED
                 }
             }
@@ -304,6 +309,7 @@ fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
         TurnOutcome::InvalidOutput => "the final answer does not match --output-schema".into(),
         TurnOutcome::Interrupted => "interrupted".into(),
         TurnOutcome::BudgetExceeded => "a budget ran out".into(),
+        TurnOutcome::Blocked => "blocked by a guardrail or a hook".into(),
     }
 }
 

@@ -302,6 +302,7 @@ impl TokenCommand {
             kill_grace: exec::DEFAULT_KILL_GRACE,
             io_drain: exec::DEFAULT_IO_DRAIN,
             sandbox: None,
+            stdin: None,
         };
         let output = exec::run(request)
             .await

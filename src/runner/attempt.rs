@@ -213,6 +213,10 @@ impl Attempt<'_> {
                 result.steps = totals.model_requests;
                 return result.fail(FailureReason::ProviderError, e.to_string());
             }
+            Err(e @ AgentError::Panic(_)) => {
+                result.steps = totals.model_requests;
+                return result.fail(FailureReason::AgentFailed, e.to_string());
+            }
         };
         result.steps = turn.iterations;
         result.final_answer = turn.final_text.clone();
@@ -245,9 +249,11 @@ impl Attempt<'_> {
                     TurnOutcome::EmptyResponse => "the model returned empty responses",
                     TurnOutcome::Truncated => "the model's output was cut off at its token limit",
                     TurnOutcome::RepeatedFailure => "the model kept repeating a failing tool call",
+                    TurnOutcome::Blocked => "blocked by a guardrail or a hook",
                     _ => "the final answer does not match the output schema",
                 };
-                result.fail(FailureReason::AgentFailed, why.into());
+                let why = turn.reason.clone().unwrap_or_else(|| why.to_string());
+                result.fail(FailureReason::AgentFailed, why);
             }
         }
     }

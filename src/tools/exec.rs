@@ -49,6 +49,9 @@ pub struct ExecRequest {
     pub io_drain: Duration,
     /// The kernel sandbox to enter; `None` runs unconfined.
     pub sandbox: Option<Arc<Confinement>>,
+    /// Written to the process's stdin, which is then closed; `None`:
+    /// stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -205,7 +208,11 @@ pub async fn run_streaming(
         .current_dir(&req.cwd)
         .env_clear()
         .envs(&req.env)
-        .stdin(Stdio::null())
+        .stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     isolate(&mut cmd);
@@ -229,9 +236,15 @@ pub async fn run_streaming(
         on_start(group.pgid);
     }
     let (stdout_pipe, stderr_pipe) = (child.stdout.take(), child.stderr.take());
+    let stdin_pipe = child.stdin.take();
+    let input = req.stdin.clone().unwrap_or_default();
 
     let pumps = async {
-        tokio::join!(pump(stdout_pipe, stdout), pump(stderr_pipe, stderr));
+        tokio::join!(
+            feed(stdin_pipe, &input),
+            pump(stdout_pipe, stdout),
+            pump(stderr_pipe, stderr)
+        );
     };
     let mut pumps = Pumps::new(pumps);
     let waited = pumps
@@ -385,6 +398,16 @@ impl<F: Future<Output = ()>> Pumps<F> {
             self.done = tokio::time::timeout(limit, &mut self.fut).await.is_ok();
         }
         self.done
+    }
+}
+
+/// Write `input` to the child's stdin and close it; a child that does not
+/// read it (a closed pipe) is not an error.
+async fn feed(stdin: Option<tokio::process::ChildStdin>, input: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    if let Some(mut stdin) = stdin {
+        let _ = stdin.write_all(input).await;
+        let _ = stdin.shutdown().await;
     }
 }
 
@@ -663,6 +686,7 @@ mod tests {
             kill_grace: Duration::from_millis(200),
             io_drain: DEFAULT_IO_DRAIN,
             sandbox: None,
+            stdin: None,
         }
     }
 
@@ -701,6 +725,23 @@ mod tests {
         assert!(out.timed_out);
         assert_eq!(out.termination, Termination::Signaled(libc::SIGTERM));
         assert!(out.duration < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn stdin_is_given_then_closed_or_null() {
+        let mut req = request(&["/bin/cat"], Duration::from_secs(10));
+        req.stdin = Some(b"{\"x\": 1}".to_vec());
+        let out = run(req).await.unwrap();
+        assert_eq!(out.stdout.head, b"{\"x\": 1}");
+        // A command that never reads it is not an error.
+        let mut req = request(&["/bin/true"], Duration::from_secs(10));
+        req.stdin = Some(vec![b'x'; 1 << 20]);
+        assert!(run(req).await.unwrap().termination.success());
+        // Without stdin, reading gets end of file at once.
+        let out = run(request(&["/bin/cat"], Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert!(out.stdout.is_empty());
     }
 
     #[tokio::test]

@@ -514,6 +514,7 @@ mod tests {
             kill_grace: DEFAULT_KILL_GRACE,
             io_drain: DEFAULT_IO_DRAIN,
             sandbox: None,
+            stdin: None,
         }
     }
 

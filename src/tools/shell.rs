@@ -277,6 +277,7 @@ impl ShellTool {
             kill_grace: exec::DEFAULT_KILL_GRACE,
             io_drain: exec::DEFAULT_IO_DRAIN,
             sandbox: sandbox.clone(),
+            stdin: None,
         };
         if args.background {
             return self.start_job(ctx, request, shown, missing);

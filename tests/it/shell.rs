@@ -24,6 +24,7 @@ fn request(script: &str, timeout: Duration) -> ExecRequest {
         kill_grace: Duration::from_millis(300),
         io_drain: DEFAULT_IO_DRAIN,
         sandbox: None,
+        stdin: None,
     }
 }
 
