@@ -3,6 +3,7 @@
 use super::context::{build_initial_context, EnvironmentContext};
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
+use super::prompt::system::{PromptConfig, SystemPrompt};
 use crate::metrics::Metrics;
 use crate::protocol::{
     ApprovalPolicy, Approver, HistoryItem, HistoryObserver, MessageTag, NonInteractive, Role,
@@ -97,6 +98,11 @@ pub struct SessionConfig {
     /// Most model requests that may ask for tools in one turn.
     pub max_iterations: u32,
     pub compaction: CompactionConfig,
+    /// SOUL.md, skills, memory and the clock of the system prompt.
+    pub prompt: PromptConfig,
+    /// `[model_aliases]`: alias -> model; a selected model named by an
+    /// alias is the model it stands for.
+    pub model_aliases: BTreeMap<String, String>,
 }
 
 impl SessionConfig {
@@ -121,6 +127,8 @@ impl SessionConfig {
             sampling: Sampling::default(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             compaction: CompactionConfig::default(),
+            prompt: PromptConfig::default(),
+            model_aliases: BTreeMap::new(),
         }
     }
 }
@@ -147,6 +155,8 @@ pub struct TurnContext {
     pub max_iterations: u32,
     /// Tokens above which history is compacted.
     pub compaction_limit: u64,
+    /// The system prompt sent as every request's instructions.
+    pub system_prompt: SystemPrompt,
 }
 
 impl TurnContext {
@@ -274,7 +284,12 @@ pub fn start_session_with_provider(
     // Truncation to whole tokens is intended.
     let from_window = (family.context_window as f64 * config.compaction.context_fraction) as u64;
     let compaction_limit = config.compaction.token_limit.unwrap_or(from_window);
-    let ctx = TurnContext {
+    let mut ctx = TurnContext {
+        system_prompt: SystemPrompt::unbuilt(
+            config.prompt,
+            config.model_aliases,
+            &config.provider.id,
+        ),
         model,
         model_family: family,
         tools: tools.specs(),
@@ -291,6 +306,7 @@ pub fn start_session_with_provider(
         max_iterations: config.max_iterations,
         compaction_limit,
     };
+    ctx.rebuild_system_prompt();
     let history = build_initial_context(&ctx);
     let ctx_price = ctx.model_family.price;
     let tool_ctx = ToolContext::new(
@@ -404,13 +420,15 @@ fn check_priced(
 }
 
 /// The model a session with `config` uses: `model_override`, the config's
-/// `model`, or the provider's default.
+/// `model`, or the provider's default; an alias from `[model_aliases]`
+/// stands for its model.
 pub fn select_model(config: &SessionConfig) -> Result<String, SessionError> {
     config
         .model_override
         .clone()
         .or_else(|| config.model.clone())
         .or_else(|| config.provider.default_model.clone())
+        .map(|m| config.model_aliases.get(&m).cloned().unwrap_or(m))
         .filter(|m| !m.trim().is_empty())
         .ok_or_else(|| {
             SessionError::Invalid(format!(
@@ -602,5 +620,6 @@ impl Session {
     pub fn set_tools(&mut self, tools: ToolRegistry) {
         self.ctx.tools = tools.specs();
         self.tools = tools;
+        self.ctx.rebuild_system_prompt();
     }
 }

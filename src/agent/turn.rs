@@ -84,6 +84,7 @@ impl Session {
     ) -> Result<TurnResult, AgentError> {
         self.turns += 1;
         let turn = self.turns;
+        self.ctx.refresh_system_prompt_date();
         tracing::info!(session = %self.id, turn, model = %self.ctx.model, "turn started");
         self.metrics.start_turn();
         sink.emit(AgentEvent::TurnStarted { turn });
