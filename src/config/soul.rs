@@ -139,6 +139,62 @@ mod tests {
         );
     }
 
+    /// `config::load` with `home` and `cwd`, and `toml` as ./cogni.toml.
+    fn load_config(
+        home: &Path,
+        cwd: &Path,
+        toml: &str,
+    ) -> Result<crate::config::Config, ConfigError> {
+        std::fs::write(cwd.join("cogni.toml"), toml).unwrap();
+        crate::config::load(crate::config::Sources {
+            home: home.to_path_buf(),
+            cwd: cwd.to_path_buf(),
+            explicit: None,
+            flags: Default::default(),
+            env: &|k: &str| (k == "OPENAI_API_KEY").then(|| "k".to_string()),
+        })
+    }
+
+    #[test]
+    fn config_loads_both_souls_capped_and_the_aliases() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("SOUL.md"), "Ada.").unwrap();
+        std::fs::create_dir(cwd.path().join(".cogni")).unwrap();
+        std::fs::write(cwd.path().join(".cogni/SOUL.md"), "Use tabs.\nAlways.").unwrap();
+        let c = load_config(
+            home.path(),
+            cwd.path(),
+            "project_doc_max_bytes = 9\n[model_aliases]\nfast = \"gpt-4.1-mini\"\n",
+        )
+        .unwrap()
+        .session;
+        assert_eq!(c.prompt.soul.as_deref(), Some("Ada."));
+        let project = c.prompt.project_soul.unwrap();
+        assert!(!project.replace);
+        assert!(project.text.starts_with("Use tabs.\n["), "{}", project.text);
+        assert!(
+            project.text.contains("truncated at 9 bytes"),
+            "{}",
+            project.text
+        );
+        assert_eq!(c.model_aliases["fast"], "gpt-4.1-mini");
+
+        let e = load_config(home.path(), cwd.path(), "[model_aliases]\nfast = \"\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[model_aliases] fast"), "{e}");
+        std::fs::write(
+            cwd.path().join(".cogni/SOUL.md"),
+            "+++\nreplace = 1\n+++\nx",
+        )
+        .unwrap();
+        let e = load_config(home.path(), cwd.path(), "")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(".cogni/SOUL.md: invalid front matter"), "{e}");
+    }
+
     #[test]
     fn bad_soul_files_are_errors_naming_the_file_and_the_fix() {
         let cwd = tempfile::tempdir().unwrap();
