@@ -9,7 +9,6 @@ use cogni::agent::{start_session, SessionConfig};
 use cogni::protocol::AgentEvent;
 use cogni::provider::{ProviderInfo, WireApi};
 use serde_json::{json, Value};
-use std::time::Duration;
 
 /// One wire API as this test drives it.
 struct Wire {
@@ -86,15 +85,12 @@ async fn the_system_prompt_is_byte_identical_across_requests_on_every_wire_api()
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
         std::fs::write(dir.path().join("b.txt"), "beta\n").unwrap();
-        let root = server.url();
         let base = if api.at_root {
-            root
+            server.url()
         } else {
-            format!("{root}/v1")
+            server.base_url()
         };
-        let mut info = ProviderInfo::new("mock", &base, api.wire);
-        info.retry.max_retries = 0;
-        info.stream_idle_timeout = Duration::from_secs(20);
+        let info = ProviderInfo::new("mock", &base, api.wire);
         let mut config = SessionConfig::new(info, dir.path().to_path_buf());
         config.model = Some(api.model.into());
         let mut session = start_session(config).unwrap();

@@ -262,20 +262,9 @@ pub fn memory(memory: Option<&str>) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::tool;
     use super::*;
-    use crate::protocol::ToolFormat;
     use std::path::PathBuf;
-
-    fn tool(name: &str, description: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            format: ToolFormat::Function {
-                parameters: serde_json::json!({"type": "object"}),
-            },
-            read_only: true,
-        }
-    }
 
     fn identity_of(
         base: Option<&str>,

@@ -37,7 +37,8 @@ fn assert_snapshot(name: &str, actual: &str) {
     );
 }
 
-fn tool(name: &str, description: &str) -> ToolSpec {
+/// A read-only function tool.
+pub(super) fn tool(name: &str, description: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: description.into(),
