@@ -141,6 +141,7 @@ impl Session {
             self.ctx.sandbox_policy = s.clone();
             self.tool_ctx.sandbox = s;
         }
+        self.ctx.rebuild_system_prompt();
         let now = self.ctx.environment();
         match now.diff(&self.environment) {
             Some(diff) => {

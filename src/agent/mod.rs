@@ -17,6 +17,9 @@ pub mod turn;
 
 pub use context::{build_initial_context, EnvironmentContext};
 pub use limits::{Limit, StopHandle, TurnLimits};
+pub use prompt::builder::{ProjectSoul, SkillEntry, SystemPromptBuilder};
+pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};
+pub use prompt::system::{PromptConfig, SystemPrompt};
 pub use prompt::{build_prompt, Prompt};
 pub use session::{
     check_session_config, select_model, start_session, start_session_with_provider, AuthMode,

@@ -9,6 +9,7 @@ use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
+use super::prompt::system::{PromptConfig, SystemPrompt};
 use super::run::{Middleware, RunConfig};
 use crate::metrics::Metrics;
 use crate::protocol::{
@@ -115,6 +116,11 @@ pub struct SessionConfig {
     pub run: RunConfig,
     /// The agent's name, for effects, hooks and logs (`main` by default).
     pub agent: String,
+    /// SOUL.md, skills, memory and the clock of the system prompt.
+    pub prompt: PromptConfig,
+    /// `[model_aliases]`: alias -> model; a selected model named by an
+    /// alias is the model it stands for.
+    pub model_aliases: BTreeMap<String, String>,
 }
 
 impl SessionConfig {
@@ -142,6 +148,8 @@ impl SessionConfig {
             effects: Vec::new(),
             run: RunConfig::default(),
             agent: DEFAULT_AGENT.to_string(),
+            prompt: PromptConfig::default(),
+            model_aliases: BTreeMap::new(),
         }
     }
 }
@@ -169,6 +177,8 @@ pub struct TurnContext {
     /// Resolved sampling: config, then model family, then unset.
     pub sampling: Sampling,
     pub max_iterations: u32,
+    /// The system prompt sent as every request's instructions.
+    pub system_prompt: SystemPrompt,
 }
 
 impl TurnContext {
@@ -298,7 +308,12 @@ pub fn start_session_with_provider(
         ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
     );
     let tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
-    let ctx = TurnContext {
+    let mut ctx = TurnContext {
+        system_prompt: SystemPrompt::unbuilt(
+            config.prompt,
+            config.model_aliases,
+            &config.provider.id,
+        ),
         model,
         model_family: family,
         tools: tools.specs(),
@@ -314,6 +329,7 @@ pub fn start_session_with_provider(
         sampling,
         max_iterations: config.max_iterations,
     };
+    ctx.rebuild_system_prompt();
     let history = build_initial_context(&ctx);
     let ctx_price = ctx.model_family.price;
     let tool_ctx = ToolContext::new(
@@ -466,13 +482,15 @@ fn check_priced(
 }
 
 /// The model a session with `config` uses: `model_override`, the config's
-/// `model`, or the provider's default.
+/// `model`, or the provider's default; an alias from `[model_aliases]`
+/// stands for its model.
 pub fn select_model(config: &SessionConfig) -> Result<String, SessionError> {
     config
         .model_override
         .clone()
         .or_else(|| config.model.clone())
         .or_else(|| config.provider.default_model.clone())
+        .map(|m| config.model_aliases.get(&m).cloned().unwrap_or(m))
         .filter(|m| !m.trim().is_empty())
         .ok_or_else(|| {
             SessionError::Invalid(format!(
@@ -703,5 +721,6 @@ impl Session {
     pub fn set_tools(&mut self, tools: ToolRegistry) {
         self.ctx.tools = tools.specs();
         self.tools = tools;
+        self.ctx.rebuild_system_prompt();
     }
 }

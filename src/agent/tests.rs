@@ -407,24 +407,40 @@ fn ctx_with(f: impl FnOnce(&mut SessionConfig)) -> TurnContext {
     start_session_with_provider(c, Fake::new("")).unwrap().ctx
 }
 
+/// The identity section of the system prompt `build_prompt` sends, after
+/// rebuilding it from `ctx` as it is now.
+fn identity_sent(ctx: &mut TurnContext) -> String {
+    ctx.rebuild_system_prompt();
+    let instructions = build_prompt(ctx, &[]).instructions.into_owned();
+    assert_eq!(instructions, ctx.system_prompt.text());
+    let (name, identity) = ctx
+        .system_prompt_builder(ctx.system_prompt.today())
+        .sections()
+        .remove(0);
+    assert_eq!(name, "identity");
+    assert!(instructions.starts_with(&format!("{identity}\n\n# Workspace\n")));
+    identity
+}
+
 #[test]
 fn prompt_instructions_override_wins_over_family_template() {
     let mut ctx = ctx_with(|c| c.base_instructions_override = Some("custom".into()));
     ctx.model_family.needs_special_apply_patch_instructions = false;
-    assert_eq!(build_prompt(&ctx, &[]).instructions, "custom");
+    assert_eq!(identity_sent(&mut ctx), "custom");
     let mut ctx = ctx_with(|_| {});
     ctx.model_family.needs_special_apply_patch_instructions = false;
     assert_eq!(
-        build_prompt(&ctx, &[]).instructions,
-        ctx.model_family.base_instructions_template
+        identity_sent(&mut ctx),
+        ctx.model_family.base_instructions_template.trim_end()
     );
 }
 
 #[test]
 fn prompt_adds_apply_patch_instructions_only_when_needed() {
     let mut ctx = ctx_with(|c| c.base_instructions_override = Some("base".into()));
+    ctx.tools.retain(|t| t.name != "apply_patch");
     ctx.model_family.needs_special_apply_patch_instructions = true;
-    let with_extra = build_prompt(&ctx, &[]).instructions.into_owned();
+    let with_extra = identity_sent(&mut ctx);
     assert!(with_extra.starts_with("base\n"), "{with_extra}");
     assert!(with_extra.contains("apply_patch <<'EOF'"), "{with_extra}");
 
@@ -436,11 +452,11 @@ fn prompt_adds_apply_patch_instructions_only_when_needed() {
         },
         read_only: false,
     });
-    assert_eq!(build_prompt(&ctx, &[]).instructions, "base");
+    assert_eq!(identity_sent(&mut ctx), "base");
 
     ctx.tools.clear();
     ctx.model_family.needs_special_apply_patch_instructions = false;
-    assert_eq!(build_prompt(&ctx, &[]).instructions, "base");
+    assert_eq!(identity_sent(&mut ctx), "base");
 }
 
 #[test]

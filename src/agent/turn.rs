@@ -147,6 +147,7 @@ impl Session {
     ) -> Result<TurnResult, AgentError> {
         self.turns += 1;
         let turn = self.turns;
+        self.ctx.refresh_system_prompt_date();
         self.metrics.start_turn();
         sink.emit(AgentEvent::TurnStarted { turn });
         let mut run = TurnRun {

@@ -7,7 +7,9 @@
 
 mod agents_md;
 mod keys;
+mod model_aliases;
 mod providers;
+mod soul;
 mod trust;
 
 use crate::agent::{AuthMode, CompactionConfig, Features, Sampling, SessionConfig};
@@ -114,6 +116,9 @@ pub struct ConfigFile {
     pub model_providers: BTreeMap<String, ProviderFile>,
     #[serde(default)]
     pub model_families: BTreeMap<String, FamilyOverride>,
+    /// `[model_aliases]`: alias -> model.
+    #[serde(default)]
+    pub model_aliases: BTreeMap<String, String>,
     /// Directories whose own cogni.toml is trusted (user config only).
     pub trusted_projects: Option<Vec<PathBuf>>,
 }
@@ -265,6 +270,7 @@ impl ConfigFile {
             }
         }
         self.model_families.extend(over.model_families);
+        self.model_aliases.extend(over.model_aliases);
         pick(&mut self.trusted_projects, over.trusted_projects);
     }
 
@@ -434,6 +440,12 @@ pub fn resolve(
         .project_doc_max_bytes
         .unwrap_or(agents_md::DEFAULT_MAX_BYTES);
     let user_instructions = load_user_instructions(home, cwd, doc_cap);
+    let prompt = crate::agent::PromptConfig {
+        soul: soul::load_global(home, doc_cap)?,
+        project_soul: soul::load_project(cwd, doc_cap)?,
+        ..Default::default()
+    };
+    model_aliases::validate(&c.model_aliases)?;
 
     let features = c.features.unwrap_or_default();
     let defaults = Features::default();
@@ -466,6 +478,8 @@ pub fn resolve(
     session.tool_config = tool_config;
     session.auth_mode = auth_mode;
     session.model_families = c.model_families;
+    session.model_aliases = c.model_aliases;
+    session.prompt = prompt;
     let reasoning_effort = match c.reasoning_effort.as_deref() {
         None => None,
         Some(e) => Some(crate::agent::session::effort_name(e).ok_or_else(|| {

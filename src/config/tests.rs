@@ -268,6 +268,7 @@ fn the_example_config_is_valid() {
     .unwrap();
     assert_eq!(c.session.provider.id, "openai");
     assert_eq!(c.session.max_iterations, 25);
+    assert_eq!(c.session.model_aliases["fast"], "gpt-4.1-mini");
     let local = providers::resolve(
         "local",
         &ConfigFile::load(&path).unwrap().model_providers,

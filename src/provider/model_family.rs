@@ -42,6 +42,9 @@ pub struct ModelFamily {
     /// How Chat Completions names the output limit: OpenAI's o-series and
     /// GPT-5 take only `max_completion_tokens`.
     pub max_tokens_param: MaxTokensParam,
+    /// Whether the model reads its tools from the system prompt as well
+    /// (one line per tool); false for every built-in family.
+    pub tools_in_prompt: bool,
 }
 
 struct CatalogEntry {
@@ -207,6 +210,8 @@ pub struct FamilyOverride {
     pub supports_reasoning: Option<bool>,
     pub reasoning_effort: Option<String>,
     pub max_tokens_param: Option<MaxTokensParam>,
+    /// List the tools in the system prompt too.
+    pub tools_in_prompt: Option<bool>,
     /// USD per million tokens; all four default to the catalog's price or 0.
     pub input_price: Option<f64>,
     pub cached_input_price: Option<f64>,
@@ -299,6 +304,7 @@ impl ModelFamily {
             } else {
                 MaxTokensParam::MaxTokens
             },
+            tools_in_prompt: false,
         }
     }
 
@@ -336,6 +342,9 @@ impl ModelFamily {
         }
         if let Some(v) = o.max_tokens_param {
             self.max_tokens_param = v;
+        }
+        if let Some(v) = o.tools_in_prompt {
+            self.tools_in_prompt = v;
         }
         let priced = o.input_price.is_some()
             || o.cached_input_price.is_some()
@@ -472,6 +481,7 @@ mod tests {
         assert!(!f.supports_parallel_tool_calls);
         assert_eq!(f.base_instructions_template, "be brief");
         assert_eq!(f.temperature, Some(0.1));
+        assert!(!f.tools_in_prompt, "off unless declared");
 
         declared.insert(
             "gpt-4o".into(),
@@ -549,6 +559,24 @@ mod tests {
             }),
             3.0
         );
+    }
+
+    #[test]
+    fn tools_in_prompt_is_off_for_every_built_in_family_and_can_be_declared() {
+        for (name, family) in catalog(&none()) {
+            assert!(!family.tools_in_prompt, "{name}");
+        }
+        let mut declared = none();
+        declared.insert(
+            "local-coder".to_string(),
+            FamilyOverride {
+                inherit: Some("qwen".into()),
+                tools_in_prompt: Some(true),
+                ..Default::default()
+            },
+        );
+        let f = load_model_family("local-coder", "vllm", None, &declared).unwrap();
+        assert!(f.tools_in_prompt);
     }
 
     #[test]

@@ -51,25 +51,7 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
         .unwrap_or("agent")
         .to_string();
     let fail = |m: String| format!("agent card {}: {m}", path.display());
-    let text = text.trim_start_matches('\u{feff}');
-    let (front, body) = match ["+++", "---"]
-        .iter()
-        .find(|d| text.lines().next().is_some_and(|l| l.trim_end() == **d))
-    {
-        Some(delim) => {
-            let after = &text[text.find('\n').map_or(text.len(), |i| i + 1)..];
-            let close = after
-                .match_indices(delim)
-                .find(|(i, _)| *i == 0 || after[..*i].ends_with('\n'))
-                .map(|(i, _)| i)
-                .ok_or_else(|| fail(format!("the front matter has no closing `{delim}`")))?;
-            let body_start = after[close..]
-                .find('\n')
-                .map_or(after.len(), |i| close + i + 1);
-            (&after[..close], &after[body_start..])
-        }
-        None => ("", text),
-    };
+    let (front, body) = super::front_matter::split(text).map_err(fail)?;
     let meta: FrontMatter = toml::from_str(front).map_err(|e| fail(e.message().to_string()))?;
     if let Some(mode) = &meta.mode {
         if !["plan", "act", "auto"].contains(&mode.as_str()) {

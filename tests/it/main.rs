@@ -9,6 +9,7 @@ mod common;
 mod compaction;
 mod engine_mock;
 mod ollama_provider;
+mod prompt;
 mod repl;
 mod responses_provider;
 mod runner;
