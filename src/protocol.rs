@@ -5,7 +5,7 @@
 //! types; tools consume and produce them; front doors render [`AgentEvent`]s.
 
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Who a history item speaks for (the spec's `HistoryItem.role`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -577,6 +577,24 @@ pub enum AgentEvent {
     },
     #[serde(rename = "turn.failed")]
     TurnFailed { turn: u32, error: String },
+    /// One run of a user's hook command (see docs/hooks.md).
+    #[serde(rename = "hook")]
+    Hook {
+        /// `PreToolUse`, `Stop`, ...
+        event: String,
+        /// The hook by its place in config: `hooks.PreToolUse[0]`.
+        hook: String,
+        command: String,
+        /// `continue`, `context`, `update_input`, `block`, `ask`, `stop`
+        /// or `failed`.
+        decision: String,
+        /// `None` when it timed out, was killed or did not start.
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        /// Why it blocked, asked or stopped, or how it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// A user-visible unit of a turn: a message or a tool call.
@@ -696,6 +714,10 @@ pub trait HistoryObserver: Send + Sync {
     fn appended(&self, items: &[HistoryItem]);
     /// History was replaced as a whole (compaction, the context stack).
     fn replaced(&self, history: &[HistoryItem]);
+    /// The file the history is kept in, if any (hooks get its path).
+    fn transcript_path(&self) -> Option<&Path> {
+        None
+    }
 }
 
 /// The UTC date (`YYYY-MM-DD`) and time of day (hours, minutes, seconds)

@@ -494,6 +494,7 @@ impl Session {
     /// summary is a warning; it fails only when what must stay does not
     /// fit, with a context overflow error that says what to change.
     pub async fn compact(&mut self, sink: &dyn EventSink) -> Result<(), ProviderError> {
+        self.before_manual_compact(sink).await;
         self.compact_history(sink, false).await
     }
 

@@ -7,6 +7,7 @@ pub mod compact;
 pub mod context;
 mod dispatch;
 pub mod effects;
+mod lifecycle;
 pub mod limits;
 pub mod output;
 pub mod prompt;
@@ -16,6 +17,7 @@ pub mod stack;
 pub mod turn;
 
 pub use context::{build_initial_context, EnvironmentContext};
+pub use effects::EndReason;
 pub use limits::{Limit, StopHandle, TurnLimits};
 pub use prompt::builder::{ProjectSoul, SkillEntry, SystemPromptBuilder};
 pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};

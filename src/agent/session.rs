@@ -4,6 +4,7 @@ use super::context::{build_initial_context, EnvironmentContext};
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold};
 use super::effects::config::EffectSpec;
+use super::effects::hooks::{self, HookSpec};
 use super::effects::output::OutputSchemaEffect;
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
@@ -114,6 +115,9 @@ pub struct SessionConfig {
     pub effects: Vec<EffectSpec>,
     /// Middleware settings (`[run]`).
     pub run: RunConfig,
+    /// `[[hooks.EVENT]]`: user commands at lifecycle events, registered
+    /// after every other effect, in this order.
+    pub hooks: Vec<HookSpec>,
     /// The agent's name, for effects, hooks and logs (`main` by default).
     pub agent: String,
     /// SOUL.md, skills, memory and the clock of the system prompt.
@@ -147,6 +151,7 @@ impl SessionConfig {
             compaction: CompactionConfig::default(),
             effects: Vec::new(),
             run: RunConfig::default(),
+            hooks: Vec::new(),
             agent: DEFAULT_AGENT.to_string(),
             prompt: PromptConfig::default(),
             model_aliases: BTreeMap::new(),
@@ -257,6 +262,8 @@ pub struct Session {
     pub(crate) session_approved: Mutex<HashSet<String>>,
     /// Told about every history change (the session file).
     pub(crate) observer: Option<Arc<dyn HistoryObserver>>,
+    /// Whether the session started and ended (its lifecycle effects ran).
+    pub(crate) lifecycle: super::lifecycle::Lifecycle,
     /// Named snapshots of history (the context stack).
     pub(crate) checkpoints: Vec<(String, Vec<HistoryItem>)>,
     /// History changed without a model request (context stack, resume):
@@ -357,6 +364,7 @@ pub fn start_session_with_provider(
         stop: StopHandle::default(),
         session_approved: Mutex::new(HashSet::new()),
         observer: None,
+        lifecycle: Default::default(),
         checkpoints: Vec::new(),
         tokens_stale: false,
         token_scale: 1.0,
@@ -368,7 +376,8 @@ pub fn start_session_with_provider(
 /// The effects a session starts with, in this order: the `compact`
 /// effect (from `[compaction]`), the repeated-failure rule, the
 /// output-schema check (with `--output-schema`), then the configured ones
-/// (a kind that may appear once replaces the built-in one in its place).
+/// (a kind that may appear once replaces the built-in one in its place),
+/// then the hooks in config order.
 /// Budgets join with [`Session::set_limits`]. Also returns the
 /// compaction threshold in force.
 fn build_effects(
@@ -402,6 +411,9 @@ fn build_effects(
                 (None, None) => Threshold::Window(DEFAULT_COMPACT_FRACTION),
             };
         }
+    }
+    for hook in hooks::build(&config.hooks) {
+        effects.push(hook);
     }
     Ok((effects, compaction))
 }
@@ -654,6 +666,7 @@ impl Session {
     /// appended. The observer is not told about the restored items.
     pub fn restore_history(&mut self, history: Vec<HistoryItem>) {
         self.history = history;
+        self.lifecycle.resumed = true;
         self.tokens_stale = true;
         let now = self.ctx.environment();
         let rendered = now.render();

@@ -95,6 +95,18 @@ pub(crate) struct TurnRun {
 }
 
 impl TurnRun {
+    pub(crate) fn new(turn: u32) -> Self {
+        TurnRun {
+            turn,
+            records: Vec::new(),
+            iterations: 0,
+            started: Instant::now(),
+            tool_calls: 0,
+            queued: Vec::new(),
+            stop_after_calls: None,
+        }
+    }
+
     fn result(&self, session: &Session, outcome: TurnOutcome, final_text: String) -> TurnResult {
         TurnResult {
             outcome,
@@ -150,15 +162,7 @@ impl Session {
         self.ctx.refresh_system_prompt_date();
         self.metrics.start_turn();
         sink.emit(AgentEvent::TurnStarted { turn });
-        let mut run = TurnRun {
-            turn,
-            records: Vec::new(),
-            iterations: 0,
-            started: Instant::now(),
-            tool_calls: 0,
-            queued: Vec::new(),
-            stop_after_calls: None,
-        };
+        let mut run = TurnRun::new(turn);
         let result = self.turn_loop(user_text, &mut run, sink).await;
         sink.emit(AgentEvent::Metrics {
             snapshot: serde_json::to_value(self.metrics.snapshot()).unwrap_or_default(),
@@ -188,6 +192,10 @@ impl Session {
         sink: &dyn EventSink,
     ) -> Result<TurnResult, AgentError> {
         let watch = Watch::new(self.stop.fresh(), self.effects.deadline());
+        match watch.run(self.start_once(run, sink)).await {
+            Ok(started) => started?,
+            Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
+        }
         let started = match watch
             .run(self.at_point(Point::TurnStart { prompt: user_text }, run, sink))
             .await
@@ -525,8 +533,15 @@ impl Session {
         match edit {
             HistoryEdit::Compact { overflow } => {
                 if self.effects.wants(Phase::BeforeCompact) {
-                    self.at_point(Point::BeforeCompact { overflow }, run, sink)
-                        .await?;
+                    self.at_point(
+                        Point::BeforeCompact {
+                            overflow,
+                            manual: false,
+                        },
+                        run,
+                        sink,
+                    )
+                    .await?;
                 }
                 self.compact_history(sink, overflow).await?;
             }
@@ -572,6 +587,8 @@ impl Session {
                 scale: self.token_scale,
             },
             sink,
+            approver: &*self.approver,
+            transcript_path: self.observer.as_ref().and_then(|o| o.transcript_path()),
         };
         (&mut self.effects, cx)
     }

@@ -191,6 +191,24 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             format!("  {mark} {tool} {} ({reason})", one_line(summary, 80))
         }
         AgentEvent::Warning { message } => paint("33", &format!("warning: {message}")),
+        // Failures come as warnings; quiet runs are not shown.
+        AgentEvent::Hook {
+            hook,
+            decision,
+            reason,
+            ..
+        } if matches!(decision.as_str(), "block" | "ask" | "stop") => {
+            let what = match decision.as_str() {
+                "block" => "blocked",
+                "ask" => "asks",
+                _ => "stopped the turn",
+            };
+            let why = reason
+                .as_deref()
+                .map(|r| format!(": {}", one_line(r, 160)))
+                .unwrap_or_default();
+            paint("35", &format!("⚑ {hook} {what}{why}"))
+        }
         AgentEvent::Compacted {
             items_before,
             items_after,
@@ -355,6 +373,14 @@ pub(super) fn strip_event_controls(event: AgentEvent) -> AgentEvent {
             strip(reason);
         }
         AgentEvent::Warning { message } => strip(message),
+        AgentEvent::Hook {
+            command, reason, ..
+        } => {
+            strip(command);
+            if let Some(reason) = reason.as_mut() {
+                strip(reason);
+            }
+        }
         AgentEvent::TurnCompleted { final_text, .. } => strip(final_text),
         AgentEvent::TurnFailed { error, .. } => strip(error),
         AgentEvent::SessionStarted {

@@ -5,7 +5,7 @@ use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
 use super::{setup, signals, RunArgs};
-use crate::agent::{start_session, AgentError, Session};
+use crate::agent::{start_session, AgentError, EndReason, Session};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, SandboxMode, TurnOutcome};
 use crate::sandbox;
@@ -237,7 +237,9 @@ fn execute(
         // commands are killed and every call gets its output, which the
         // session file records); a second signal leaves at once.
         let received = signals::stop_on_interrupt(move |_| stop.stop())?;
-        Ok::<_, String>((session.run_turn(&task, sink).await, received))
+        let turn = session.run_turn(&task, sink).await;
+        session.end(EndReason::after(&turn), sink).await;
+        Ok::<_, String>((turn, received))
     });
     let (result, received) = match result {
         Ok(done) => done,

@@ -6,6 +6,7 @@
 //! line and column, or the unknown key by its full path.
 
 mod agents_md;
+mod hooks;
 mod keys;
 mod model_aliases;
 mod providers;
@@ -121,6 +122,8 @@ pub struct ConfigFile {
     pub model_aliases: BTreeMap<String, String>,
     /// Directories whose own cogni.toml is trusted (user config only).
     pub trusted_projects: Option<Vec<PathBuf>>,
+    /// `[[hooks.EVENT]]`: user commands at lifecycle events.
+    pub hooks: Option<hooks::HooksFile>,
 }
 
 /// Later `Some` wins.
@@ -272,6 +275,9 @@ impl ConfigFile {
         self.model_families.extend(over.model_families);
         self.model_aliases.extend(over.model_aliases);
         pick(&mut self.trusted_projects, over.trusted_projects);
+        if let Some(o) = over.hooks {
+            self.hooks.get_or_insert_with(Default::default).merge(o);
+        }
     }
 
     /// The `COGNI_*` environment layer.
@@ -480,6 +486,7 @@ pub fn resolve(
     session.model_families = c.model_families;
     session.model_aliases = c.model_aliases;
     session.prompt = prompt;
+    session.hooks = c.hooks.map(|h| h.0).unwrap_or_default();
     let reasoning_effort = match c.reasoning_effort.as_deref() {
         None => None,
         Some(e) => Some(crate::agent::session::effort_name(e).ok_or_else(|| {

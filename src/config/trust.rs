@@ -1,7 +1,7 @@
 //! Trust: a repository's own `cogni.toml` is somebody else's file until the
 //! user says otherwise. Before that, what it says about where keys and
-//! traffic go, and anything that would loosen the sandbox, is ignored with
-//! a warning; everything else (model, limits that tighten, tool caps, ...)
+//! traffic go, anything that would loosen the sandbox, and its hooks
+//! (commands cogni would run unconfined) are ignored with a warning; everything else (model, limits that tighten, tool caps, ...)
 //! applies.
 //!
 //! A directory is trusted when its canonical path, or one of its parents,
@@ -173,6 +173,11 @@ pub(super) fn restrict_untrusted(
             }
         }
     }
+    if let Some(hooks) = project.hooks.take() {
+        for key in hooks.keys() {
+            ignore(key);
+        }
+    }
     if project.shell.take().is_some() {
         ignore("shell".into());
     }
@@ -256,8 +261,8 @@ pub(super) fn restrict_untrusted(
 /// The warning for the keys an untrusted project file lost.
 pub(super) fn warning(file: &Path, dropped: &[String]) -> String {
     format!(
-        "{}: this directory is not trusted, so its cogni.toml may not redirect providers or keys \
-         or loosen the sandbox; ignored: {}. Run `cogni trust` here if you trust it.",
+        "{}: this directory is not trusted, so its cogni.toml may not redirect providers or keys, \
+         loosen the sandbox or run hooks; ignored: {}. Run `cogni trust` here if you trust it.",
         file.display(),
         dropped.join(", ")
     )

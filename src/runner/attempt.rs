@@ -6,7 +6,7 @@ use super::command::{tail, OUTPUT_TAIL_BYTES};
 use super::results::{millis, AttemptResult, FailureReason, Status, Tokens};
 use super::workspace::{Removal, Workspace};
 use super::{AttemptId, Phase, Plan, Planned, PreparedAgent, Progress, ProgressEvent, RunControl};
-use crate::agent::{start_session, AgentError, ToolCallRecord};
+use crate::agent::{start_session, AgentError, EndReason, ToolCallRecord};
 use crate::protocol::{AgentEvent, EventSink, Item, TurnOutcome};
 use crate::spec::tasks::TaskSpec;
 use crate::tools::apply_patch::{parse_patch, FileOp};
@@ -192,6 +192,7 @@ impl Attempt<'_> {
         };
         let started = Instant::now();
         let turn = session.run_turn(&task.prompt, &sink).await;
+        session.end(EndReason::after(&turn), &sink).await;
         result.agent_ms = millis(started.elapsed());
         let totals = session.metrics().snapshot().turn;
         result.tokens = Tokens {

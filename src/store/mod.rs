@@ -614,6 +614,10 @@ impl HistoryObserver for SessionFile {
     fn replaced(&self, history: &[HistoryItem]) {
         let _ = self.write(&RecordRef::Replace { items: history });
     }
+
+    fn transcript_path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
 }
 
 /// `started_at` as `YYYY-MM-DD HH:MM` (UTC).

@@ -19,11 +19,14 @@ pub mod command;
 pub mod compact;
 pub mod config;
 pub mod guardrail;
+pub mod hooks;
 pub mod output;
 pub mod repeat;
 
 use super::session::TurnContext;
-use crate::protocol::{EventSink, HistoryItem, Limit, StopReason, ToolCall, TurnOutcome, Usage};
+use crate::protocol::{
+    Approver, EventSink, HistoryItem, Limit, StopReason, ToolCall, TurnOutcome, Usage,
+};
 use crate::provider::{Provider, ProviderError};
 use crate::tools::ToolResult;
 use futures::future::BoxFuture;
@@ -75,7 +78,10 @@ impl Phase {
 /// What happened at the point an effect is called, with its data.
 #[derive(Debug, Clone, Copy)]
 pub enum Point<'a> {
-    SessionStart,
+    /// `resumed`: the session continues a saved one.
+    SessionStart {
+        resumed: bool,
+    },
     /// The user's prompt.
     TurnStart {
         prompt: &'a str,
@@ -97,21 +103,55 @@ pub enum Point<'a> {
         call: &'a ToolCall,
         result: &'a ToolResult,
     },
-    /// Compaction is about to run (`overflow`: after the request did not fit).
+    /// Compaction is about to run (`overflow`: after the request did not
+    /// fit; `manual`: the user asked for it, `/compact`).
     BeforeCompact {
         overflow: bool,
+        manual: bool,
     },
     /// The model's final answer for now.
     TurnEnd {
         text: &'a str,
     },
-    SessionEnd,
+    SessionEnd {
+        reason: EndReason,
+    },
+}
+
+/// Why a session ends (the `SessionEnd` point; `reason` of SessionEnd hooks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// `cogni run` or a task attempt finished its turn.
+    Done,
+    /// The turn failed (a provider error, an internal error).
+    Error,
+    /// The turn was interrupted (Ctrl-C, a signal to `cogni run`).
+    Interrupted,
+    /// The user left the REPL (`/exit`, Ctrl-D).
+    Exit,
+    /// SIGTERM or SIGHUP ended the REPL.
+    Signal,
+    /// The REPL switched to another session (`/resume`).
+    Switched,
+}
+
+impl EndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Done => "done",
+            EndReason::Error => "error",
+            EndReason::Interrupted => "interrupted",
+            EndReason::Exit => "exit",
+            EndReason::Signal => "signal",
+            EndReason::Switched => "switched",
+        }
+    }
 }
 
 impl Point<'_> {
     pub fn phase(&self) -> Phase {
         match self {
-            Point::SessionStart => Phase::SessionStart,
+            Point::SessionStart { .. } => Phase::SessionStart,
             Point::TurnStart { .. } => Phase::TurnStart,
             Point::BeforeModel => Phase::BeforeModel,
             Point::AfterModel { .. } | Point::ModelFailed { .. } => Phase::AfterModel,
@@ -119,7 +159,7 @@ impl Point<'_> {
             Point::AfterTool { .. } => Phase::AfterTool,
             Point::BeforeCompact { .. } => Phase::BeforeCompact,
             Point::TurnEnd { .. } => Phase::TurnEnd,
-            Point::SessionEnd => Phase::SessionEnd,
+            Point::SessionEnd { .. } => Phase::SessionEnd,
         }
     }
 }
@@ -177,6 +217,10 @@ pub struct IterationContext<'a> {
     pub tokens: Tokens,
     /// For an effect's own events (warnings, plans, reflections).
     pub sink: &'a dyn EventSink,
+    /// Who answers approval questions (a hook's `ask`).
+    pub approver: &'a dyn Approver,
+    /// The session file, when the session is saved (hooks get its path).
+    pub transcript_path: Option<&'a Path>,
 }
 
 impl IterationContext<'_> {

@@ -679,7 +679,7 @@ async fn resume(r: &mut Repl, args: &str) -> Flow {
         r.sink.error("usage: /resume ID (see /sessions)");
         return Flow::Continue;
     }
-    match r.resume(args) {
+    match r.resume(args).await {
         Ok(()) => r.sink.note(&format!(
             "resumed session {} ({} items)",
             r.session.id,

@@ -21,7 +21,7 @@ use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
 use super::ReplArgs;
-use crate::agent::{start_session, Session, SessionConfig, StopHandle};
+use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
 use crate::config::ConfigFile;
 use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
 use crate::store::{Redactor, SessionFile, Store};
@@ -234,6 +234,11 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
         };
         repl.banner();
         repl.main_loop(&editor, &quit).await;
+        let reason = match quit.signal() {
+            Some(_) => EndReason::Signal,
+            None => EndReason::Exit,
+        };
+        repl.session.end(reason, &repl.sink).await;
         quit
     });
     drop(editor);
@@ -474,7 +479,7 @@ impl Repl {
         self.save_failure_reported = false;
     }
 
-    fn resume(&mut self, id: &str) -> Result<(), String> {
+    async fn resume(&mut self, id: &str) -> Result<(), String> {
         let id = self.store.resolve(id).map_err(|e| e.to_string())?;
         if id == self.session.id {
             return Err(format!("session {id} is the one open"));
@@ -490,6 +495,7 @@ impl Repl {
         persist.prepare(&mut config)?;
         let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
         let file = persist.attach(&mut session, self.redact.clone())?;
+        self.session.end(EndReason::Switched, &self.sink).await;
         self.current = config;
         self.install_session(session, file);
         Ok(())
