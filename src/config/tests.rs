@@ -461,3 +461,5 @@ fn an_untrusted_project_may_tighten() {
     );
     assert!(!c.warnings[0].contains("shell_env"), "{:?}", c.warnings);
 }
+
+mod hooks;
