@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod compaction;
 mod engine_mock;
+mod hooks;
 mod ollama_provider;
 mod prompt;
 mod repl;

@@ -496,3 +496,44 @@ fn jobs_lists_and_stops_background_jobs() {
     assert!(stdout.contains("`x` is not a job number"), "{stdout}");
     assert!(processes_with(&format!("sleep\u{0}{marker}")).is_empty());
 }
+
+#[test]
+fn session_hooks_run_at_the_first_prompt_and_at_exit_or_sigterm() {
+    let env = Env::new();
+    let log = env.dir.path().join("hooks.log");
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        format!(
+            "[[hooks.SessionStart]]\ncommand = \"grep -o '\\\"source\\\":\\\"[a-z]*\\\"' >> {log}\"\n\
+             [[hooks.SessionEnd]]\ncommand = \"grep -o '\\\"reason\\\":\\\"[a-z]*\\\"' >> {log}\"\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Hi."));
+    server.enqueue(chat::text_response("Hi again."));
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    assert_eq!(logged(), "", "SessionStart waits for the first prompt");
+    pty.send("hello\r");
+    pty.expect("Hi.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    assert_eq!(logged(), "\"source\":\"startup\"\n\"reason\":\"exit\"\n");
+
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("hello\r");
+    pty.expect("Hi again.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.signal(libc::SIGTERM);
+    assert_eq!(pty.wait(WAIT).code(), Some(143), "{}", pty.screen());
+    assert_eq!(
+        logged(),
+        "\"source\":\"startup\"\n\"reason\":\"exit\"\n\"source\":\"startup\"\n\"reason\":\"signal\"\n"
+    );
+}

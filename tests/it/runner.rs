@@ -1285,3 +1285,33 @@ fn copies_go_under_tmpdir_and_are_gone_after_the_run() {
     );
     assert_eq!(entries(&tmp), Vec::<String>::new(), "removed after the run");
 }
+
+#[test]
+fn each_attempt_ends_its_session_with_the_session_end_hooks() {
+    let t = Tasks::new();
+    t.script("hello", WRITE_HELLO);
+    let log = t.env.dir.path().join("ends.log");
+    std::fs::write(
+        t.env.dir.path().join("home/config.toml"),
+        format!(
+            "[[hooks.SessionEnd]]\ncommand = \"grep -o '\\\"reason\\\":\\\"[a-z]*\\\"' >> {}\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    t.file(&format!(
+        r#"{OFFLINE_AGENT}
+[[tasks]]
+id = "hello"
+prompt = "Create out.txt containing hello"
+script = "scripts/hello.toml"
+repeat = 2
+"#
+    ));
+    let out = t.run(&[]);
+    assert_code(&out, 0);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "\"reason\":\"done\"\n\"reason\":\"done\"\n"
+    );
+}

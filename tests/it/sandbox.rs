@@ -52,23 +52,23 @@ fn require_python(test: &str) {
 
 /// What one tool call returned, as the model saw it.
 #[derive(Debug)]
-struct Call {
-    failed: bool,
-    output: String,
+pub(crate) struct Call {
+    pub(crate) failed: bool,
+    pub(crate) output: String,
 }
 
 /// One run: the `item.completed` tool calls, every event, and stderr.
-struct Run {
-    calls: Vec<Call>,
-    events: Vec<Value>,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) calls: Vec<Call>,
+    pub(crate) events: Vec<Value>,
+    pub(crate) stderr: String,
 }
 
-fn tool(name: &str, args: Value) -> Value {
+pub(crate) fn tool(name: &str, args: Value) -> Value {
     json!({ "name": name, "arguments": args })
 }
 
-fn shell(command: &str) -> Value {
+pub(crate) fn shell(command: &str) -> Value {
     tool("shell", json!({ "command": command }))
 }
 
@@ -83,7 +83,7 @@ fn write_file(path: &str) -> Value {
     tool("write_file", json!({ "path": path, "content": "pwned\n" }))
 }
 
-fn patch(body: &str) -> Value {
+pub(crate) fn patch(body: &str) -> Value {
     tool(
         "apply_patch",
         json!({ "input": format!("*** Begin Patch\n{body}\n*** End Patch") }),
@@ -107,13 +107,13 @@ fn run_with(
 
 /// Run `turns` (each one model response's tool calls; a final answer
 /// follows) with `args` added to `cogni run --json`.
-fn run_turns(env: &Env, turns: &[Vec<Value>], args: &[&str]) -> Run {
+pub(crate) fn run_turns(env: &Env, turns: &[Vec<Value>], args: &[&str]) -> Run {
     run_script(env, turns, args, |_| {})
 }
 
 /// A script file of `turns` (each one response's tool calls) and a final
 /// answer.
-fn script_file(env: &Env, turns: &[Vec<Value>]) -> PathBuf {
+pub(crate) fn script_file(env: &Env, turns: &[Vec<Value>]) -> PathBuf {
     let mut script: Vec<Value> = turns
         .iter()
         .map(|calls| json!({ "text": "trying", "tool_calls": calls }))
@@ -123,7 +123,7 @@ fn script_file(env: &Env, turns: &[Vec<Value>]) -> PathBuf {
     env.write("script.toml", &toml::to_string(&toml_value).unwrap())
 }
 
-fn run_script(
+pub(crate) fn run_script(
     env: &Env,
     turns: &[Vec<Value>],
     args: &[&str],
@@ -584,12 +584,12 @@ fn background_jobs(marker: &str) -> String {
     )
 }
 
-fn left_running(marker: &str) -> Vec<i32> {
+pub(crate) fn left_running(marker: &str) -> Vec<i32> {
     common::pids_running(&format!("sleep\u{0}{marker}"))
 }
 
 /// Wait up to 10 s for `marker`'s processes to be gone; those left.
-fn gone_soon(marker: &str) -> Vec<i32> {
+pub(crate) fn gone_soon(marker: &str) -> Vec<i32> {
     for _ in 0..100 {
         if left_running(marker).is_empty() {
             break;

@@ -240,7 +240,10 @@ async fn post_tool_use_feeds_a_reason_back_and_adds_context() {
         .filter_map(|i| i.as_text())
         .filter(|t| t.contains("deprecated"))
         .collect();
-    assert_eq!(context, ["Context from a PostToolUse hook:\necho is deprecated"]);
+    assert_eq!(
+        context,
+        ["Context from a PostToolUse hook:\necho is deprecated"]
+    );
 }
 
 #[tokio::test]
@@ -255,7 +258,11 @@ async fn a_refused_prompt_never_joins_history_and_plain_stdout_is_context() {
     let before = h.session.history().len();
     let r = h.run("my password is hunter2").await.unwrap();
     assert_eq!(r.outcome, TurnOutcome::Blocked);
-    assert!(r.reason.as_deref().unwrap().contains("no secrets in prompts"));
+    assert!(r
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("no secrets in prompts"));
     assert_eq!(h.session.history().len(), before, "the prompt was kept out");
     assert!(h.fake.seen().is_empty(), "the model was not asked");
 
@@ -306,9 +313,19 @@ async fn a_stop_hook_keeps_the_turn_going_once() {
 async fn session_start_runs_once_before_the_first_prompt_and_session_end_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let record = |name: &str| format!("cat >> {}; echo ' {name}' >> {}", log.display(), log.display());
+    let record = |name: &str| {
+        format!(
+            "cat >> {}; echo ' {name}' >> {}",
+            log.display(),
+            log.display()
+        )
+    };
     let hooks = vec![
-        hook(HookEvent::SessionStart, Some("startup"), "echo 'on branch main'"),
+        hook(
+            HookEvent::SessionStart,
+            Some("startup"),
+            "echo 'on branch main'",
+        ),
         hook(HookEvent::SessionStart, Some("resume"), "echo resumed"),
         hook(HookEvent::SessionEnd, None, &record("end")),
     ];
@@ -326,7 +343,13 @@ async fn session_start_runs_once_before_the_first_prompt_and_session_end_once() 
         .collect();
     assert_eq!(
         texts,
-        ["Context from a SessionStart hook:\non branch main", "a", "one", "b", "two"]
+        [
+            "Context from a SessionStart hook:\non branch main",
+            "a",
+            "one",
+            "b",
+            "two"
+        ]
     );
     h.end(EndReason::Exit).await;
     h.end(EndReason::Exit).await;
@@ -404,7 +427,10 @@ async fn a_hook_past_its_timeout_is_killed_and_the_call_goes_on() {
     let mut h = with_hooks(&dir, vec![slow], SHELL_THEN_DONE);
     let started = std::time::Instant::now();
     h.run("x").await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(20), "not waited out");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "not waited out"
+    );
     assert_eq!(h.log.lock().unwrap()[0], "start rm -rf build");
     let event = &h.hook_events()[0];
     assert_eq!(event["decision"], "failed");

@@ -23,7 +23,11 @@ fn write_layers(d: &Dirs) -> PathBuf {
     )
     .unwrap();
     let explicit = d.home.join("extra.toml");
-    std::fs::write(&explicit, "[[hooks.PreToolUse]]\ncommand = \"flag-check\"\n").unwrap();
+    std::fs::write(
+        &explicit,
+        "[[hooks.PreToolUse]]\ncommand = \"flag-check\"\n",
+    )
+    .unwrap();
     explicit
 }
 
@@ -47,7 +51,11 @@ fn an_untrusted_projects_hooks_are_ignored_with_one_warning() {
     // the rest of its file does.
     assert_eq!(
         commands(&config),
-        ["PreToolUse home-check", "Stop home-stop", "PreToolUse flag-check"]
+        [
+            "PreToolUse home-check",
+            "Stop home-stop",
+            "PreToolUse flag-check"
+        ]
     );
     assert_eq!(config.session.model.as_deref(), Some("m"));
     assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
