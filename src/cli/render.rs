@@ -3,6 +3,7 @@
 //! both modes and never change what runs or what stdout holds.
 
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item, ToolStatus};
+use crate::tools::truncate::clip;
 use std::borrow::Cow;
 use std::io::Write;
 use std::sync::Mutex;
@@ -86,18 +87,6 @@ pub struct RenderOptions {
     pub stdout_is_terminal: bool,
     pub verbose: bool,
     pub verbose_max_bytes: usize,
-}
-
-/// Cut `text` to `max` bytes on a character boundary, saying how much was cut.
-fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… [{} more bytes]", &text[..cut], text.len() - cut)
 }
 
 pub(super) fn one_line(text: &str, max: usize) -> String {

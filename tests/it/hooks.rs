@@ -23,6 +23,17 @@ fn env_with(config: &str) -> Env {
     env
 }
 
+/// Every event, in lifecycle order.
+const EVENTS: [&str; 7] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PreCompact",
+    "Stop",
+    "SessionEnd",
+];
+
 /// The `hook` events of a run.
 fn hook_events(run: &Run) -> Vec<&Value> {
     run.events.iter().filter(|e| e["type"] == "hook").collect()
@@ -39,15 +50,7 @@ fn every_event_runs_with_claude_codes_json_on_stdin() {
     let log = env.dir.path().join("log");
     std::fs::create_dir_all(&log).unwrap();
     let mut config = String::from("[compaction]\ntoken_limit = 50000\n");
-    for event in [
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PreCompact",
-        "Stop",
-        "SessionEnd",
-    ] {
+    for event in EVENTS {
         config.push_str(&format!(
             "[[hooks.{event}]]\ncommand = \"cat > '{}/{event}.json'\"\n",
             log.display()
@@ -122,19 +125,9 @@ usage = { input_tokens = 1000, output_tokens = 5 }
         .filter(|e| e["type"] == "hook" || e["type"] == "turn.completed")
         .map(|e| e["event"].as_str().unwrap_or("(turn.completed)"))
         .collect();
-    assert_eq!(
-        order,
-        [
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PostToolUse",
-            "PreCompact",
-            "Stop",
-            "(turn.completed)",
-            "SessionEnd"
-        ]
-    );
+    let mut expected = EVENTS.to_vec();
+    expected.insert(6, "(turn.completed)");
+    assert_eq!(order, expected);
     for e in events.iter().filter(|e| e["type"] == "hook") {
         assert_eq!(e["decision"], "continue", "{e}");
         assert_eq!(e["exit_code"], 0, "{e}");

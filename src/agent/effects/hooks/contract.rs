@@ -241,15 +241,7 @@ pub fn verdict(event: HookEvent, ran: &Ran, timeout: Duration) -> Verdict {
 /// `text` with secrets redacted, cut to at most `max` bytes (on a
 /// character boundary) with a note saying how much was cut.
 pub fn cap(text: &str, max: usize) -> String {
-    let text = crate::sandbox::redact::redact(text.trim());
-    if text.len() <= max {
-        return text.into_owned();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… [{} more bytes cut]", &text[..cut], text.len() - cut)
+    crate::tools::truncate::clip(&crate::sandbox::redact::redact(text.trim()), max)
 }
 
 #[cfg(test)]
