@@ -2243,3 +2243,5 @@ async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
         (TurnOutcome::Done, "next answer")
     );
 }
+
+mod effects;
