@@ -3,7 +3,6 @@
 use super::context::{build_initial_context, EnvironmentContext};
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold};
-use super::effects::config::EffectSpec;
 use super::effects::hooks::{self, HookSpec};
 use super::effects::output::OutputSchemaEffect;
 use super::effects::repeat::{self, RepeatEffect};
@@ -19,6 +18,7 @@ use crate::protocol::{
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
+use crate::spec::effects::EffectSpec;
 use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -373,12 +373,12 @@ pub fn start_session_with_provider(
     })
 }
 
-/// The effects a session starts with, in this order: the `compact`
-/// effect (from `[compaction]`), the repeated-failure rule, the
-/// output-schema check (with `--output-schema`), then the configured ones
-/// (a kind that may appear once replaces the built-in one in its place),
-/// then the hooks in config order.
-/// Budgets join with [`Session::set_limits`]. Also returns the
+/// The effects a session starts with, in this order: configured budgets,
+/// the `compact` effect (from `[compaction]`), the repeated-failure rule,
+/// the output-schema check (with `--output-schema`), then the other
+/// configured ones (a kind that may appear once replaces the built-in one
+/// in its place), then the hooks in config order. [`Session::set_limits`]
+/// puts its budgets first too. Also returns the
 /// compaction threshold in force.
 fn build_effects(
     config: &SessionConfig,
@@ -395,21 +395,23 @@ fn build_effects(
         effects.push(Box::new(OutputSchemaEffect(schema)));
     }
     let mut compaction = threshold;
+    let mut budgets = 0;
     for spec in &config.effects {
-        match spec {
-            EffectSpec::Guardrail { .. } => effects.push(spec.build()),
-            _ => effects.replace(spec.build()),
+        let effect = super::effects::config::build(spec);
+        if super::effects::config::budget(spec).is_some() {
+            // Budgets go first, in config order.
+            effects.remove(effect.name());
+            budgets = budgets.min(effects.len());
+            effects.insert(budgets, effect);
+            budgets += 1;
+            continue;
         }
-        if let EffectSpec::Compact {
-            threshold,
-            token_limit,
-        } = spec
-        {
-            compaction = match (threshold, token_limit) {
-                (_, Some(n)) => Threshold::Tokens(*n),
-                (Some(t), None) => Threshold::Window(*t),
-                (None, None) => Threshold::Window(DEFAULT_COMPACT_FRACTION),
-            };
+        match spec {
+            EffectSpec::Guardrail { .. } => effects.push(effect),
+            _ => effects.replace(effect),
+        }
+        if let Some(t) = super::effects::config::threshold(spec) {
+            compaction = t;
         }
     }
     for hook in hooks::build(&config.hooks) {
@@ -545,9 +547,10 @@ fn validate(config: &SessionConfig) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// Budget effects for `limits`: each set budget replaces its kind, an
-/// unset one is removed. They go first, so a spent budget stops the turn
-/// before anything else runs (or asks the model).
+/// Budget effects for `limits`: each budget it sets replaces one of its
+/// kind (a configured `cost_limit`, say); budgets it leaves unset stay as
+/// configured. They go first, so a spent budget stops the turn before
+/// anything else runs (or asks the model).
 fn register_budgets(effects: &mut Effects, limits: &TurnLimits) {
     let budgets = [
         limits.max_duration.map(Budget::Time),
@@ -556,17 +559,8 @@ fn register_budgets(effects: &mut Effects, limits: &TurnLimits) {
         limits.max_cost_usd.map(Budget::CostUsd),
         limits.max_tool_calls.map(Budget::ToolCalls),
     ];
-    let kinds = [
-        Budget::Time(Default::default()),
-        Budget::Steps(0),
-        Budget::Tokens(0),
-        Budget::CostUsd(0.0),
-        Budget::ToolCalls(0),
-    ];
-    for kind in kinds {
-        effects.remove(kind.kind());
-    }
     for budget in budgets.into_iter().flatten().rev() {
+        effects.remove(budget.kind());
         effects.insert_first(Box::new(BudgetEffect(budget)));
     }
 }

@@ -286,6 +286,13 @@ fn execute(
             }
             match turn.outcome {
                 TurnOutcome::Done => exit::DONE,
+                TurnOutcome::BudgetExceeded => {
+                    eprintln!(
+                        "cogni: the task did not finish: {}",
+                        turn.reason.as_deref().unwrap_or("a budget ran out")
+                    );
+                    exit::BUDGET_EXCEEDED
+                }
                 other => {
                     let why = match &turn.reason {
                         Some(reason) => reason.clone(),

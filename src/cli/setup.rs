@@ -82,6 +82,8 @@ pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard) {
     if let Some(model) = &card.model {
         config.model_override = Some(model.clone());
     }
+    config.agent = card.name.clone();
+    config.effects.extend(card.effects.iter().cloned());
     if !card.instructions.is_empty() {
         config.developer_instructions = Some(
             [

@@ -235,6 +235,9 @@ fn agent_config(
         }
         setup::apply_card(&mut config, &card);
     }
+    // The task file's agent: its name and effects (after its card's).
+    config.agent = agent.id.clone();
+    config.effects.extend(agent.effects.iter().cloned());
     super::run::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =

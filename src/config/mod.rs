@@ -10,6 +10,7 @@ mod hooks;
 mod keys;
 mod model_aliases;
 mod providers;
+mod run;
 mod soul;
 mod trust;
 
@@ -122,6 +123,10 @@ pub struct ConfigFile {
     pub model_aliases: BTreeMap<String, String>,
     /// Directories whose own cogni.toml is trusted (user config only).
     pub trusted_projects: Option<Vec<PathBuf>>,
+    /// `effects = [...]`: effects after the built-in ones (docs/effects.md).
+    pub effects: Option<Vec<toml::Value>>,
+    /// `[run]`: middleware (timeout, output guardrail).
+    pub run: Option<run::RunFile>,
     /// `[[hooks.EVENT]]`: user commands at lifecycle events.
     pub hooks: Option<hooks::HooksFile>,
 }
@@ -168,6 +173,9 @@ impl ConfigFile {
                     .join(", ")
             ));
         }
+        if let Some(effects) = &file.effects {
+            run::check_effects(path, effects)?;
+        }
         if let Some(dir) = path.parent() {
             file.resolve_paths(dir);
         }
@@ -199,6 +207,9 @@ impl ConfigFile {
         }
         for provider in self.model_providers.values_mut() {
             provider.resolve_paths(dir);
+        }
+        if let Some(run) = self.run.as_mut() {
+            run.resolve_paths(dir);
         }
     }
 
@@ -258,6 +269,10 @@ impl ConfigFile {
             pick(&mut t.background_timeout_secs, o.background_timeout_secs);
             pick(&mut t.shell_env, o.shell_env);
             pick(&mut t.edit_tool, o.edit_tool);
+        }
+        pick(&mut self.effects, over.effects);
+        if let Some(o) = over.run {
+            self.run.get_or_insert_with(Default::default).merge(o);
         }
         if let Some(o) = over.compaction {
             let c = self.compaction.get_or_insert_with(Default::default);
@@ -510,6 +525,8 @@ pub fn resolve(
             .context_fraction
             .unwrap_or(compaction_defaults.context_fraction),
     };
+    session.effects = run::effects(c.effects)?;
+    session.run = run::run_config(c.run)?;
     Ok(Config {
         session,
         warnings,

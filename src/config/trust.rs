@@ -255,6 +255,34 @@ pub(super) fn restrict_untrusted(
             }
         }
     }
+    // Commands of effects and guardrails run outside the sandbox.
+    if let Some(effects) = project.effects.as_mut() {
+        let mut i = 0;
+        effects.retain(|e| {
+            let runs_command = e.get("command").is_some();
+            if runs_command {
+                ignore(format!(
+                    "effects[{i}] (it runs a command outside the sandbox)"
+                ));
+            }
+            i += 1;
+            !runs_command
+        });
+    }
+    if let Some(guard) = project
+        .run
+        .as_mut()
+        .and_then(|r| r.output_guardrail.as_mut())
+    {
+        if guard.command.take().is_some() {
+            ignore("run.output_guardrail.command (it runs outside the sandbox)".into());
+        }
+        if guard.schema_file.is_none() && guard.regex.is_none() {
+            if let Some(run) = project.run.as_mut() {
+                run.output_guardrail = None;
+            }
+        }
+    }
     dropped
 }
 
@@ -262,7 +290,7 @@ pub(super) fn restrict_untrusted(
 pub(super) fn warning(file: &Path, dropped: &[String]) -> String {
     format!(
         "{}: this directory is not trusted, so its cogni.toml may not redirect providers or keys, \
-         loosen the sandbox or run hooks; ignored: {}. Run `cogni trust` here if you trust it.",
+         loosen the sandbox or run commands (hooks, command effects); ignored: {}. Run `cogni trust` here if you trust it.",
         file.display(),
         dropped.join(", ")
     )

@@ -28,6 +28,7 @@ struct FrontMatter {
     instructions: Option<String>,
     tools: Option<Vec<String>>,
     mode: Option<String>,
+    effects: Option<Vec<toml::Value>>,
 }
 
 /// One agent card.
@@ -40,6 +41,8 @@ pub struct AgentCard {
     pub tools: Option<Vec<String>>,
     /// `plan`, `act` or `auto`.
     pub mode: Option<String>,
+    /// The agent's effects (`effects = [...]` in the front matter).
+    pub effects: Vec<super::effects::EffectSpec>,
     pub path: PathBuf,
 }
 
@@ -66,7 +69,13 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
         .filter(|s| !s.trim().is_empty())
         .collect::<Vec<_>>()
         .join("\n\n");
+    let effects = super::effects::EffectSpec::parse_all(
+        meta.effects.as_deref().unwrap_or_default(),
+        "effects",
+    )
+    .map_err(fail)?;
     Ok(AgentCard {
+        effects,
         name: meta.name.unwrap_or(stem),
         description: meta.description.unwrap_or_default(),
         model: meta.model,

@@ -389,7 +389,12 @@ impl Effects {
 
     /// Put `effect` before all others.
     pub fn insert_first(&mut self, effect: Box<dyn Effect>) {
-        self.list.insert(0, effect);
+        self.insert(0, effect);
+    }
+
+    /// Put `effect` at position `at` (at most the end).
+    pub fn insert(&mut self, at: usize, effect: Box<dyn Effect>) {
+        self.list.insert(at.min(self.list.len()), effect);
     }
 
     /// Remove every effect named `name`.
@@ -453,7 +458,7 @@ impl Effects {
             Ok(Err(e)) => Err(format!("effect `{name}` failed at {phase}: {e}")),
             Err(panic) => Err(format!(
                 "effect `{name}` panicked at {phase}: {}",
-                panic_message(&panic)
+                panic_message(&*panic)
             )),
         }
     }

@@ -2244,4 +2244,5 @@ async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
     );
 }
 
+mod effects;
 mod hooks;
