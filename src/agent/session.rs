@@ -3,7 +3,7 @@
 use super::context::{build_initial_context, EnvironmentContext};
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold};
-use super::effects::hooks::{self, HookSpec};
+use super::effects::hooks;
 use super::effects::output::OutputSchemaEffect;
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
@@ -19,6 +19,7 @@ use crate::protocol::{
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
 use crate::spec::effects::EffectSpec;
+use crate::spec::hooks::HookSpec;
 use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;

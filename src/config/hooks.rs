@@ -3,7 +3,7 @@
 //! `--config`, each in file order. An untrusted project's hooks are
 //! dropped with the other keys it may not set (see trust.rs).
 
-use crate::agent::effects::hooks::{spec, HookSpec};
+use crate::spec::hooks::{self as spec, HookSpec};
 use serde::{Deserialize, Deserializer};
 
 /// The hooks of one layer, checked when the file is read (an error names

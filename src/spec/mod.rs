@@ -9,6 +9,7 @@
 pub mod cards;
 pub mod effects;
 pub mod front_matter;
+pub mod hooks;
 pub mod tasks;
 
 use serde::de::DeserializeOwned;

@@ -2,8 +2,8 @@
 //! provider and the echo tools of the engine tests.
 
 use super::*;
-use crate::agent::effects::hooks::{spec::DEFAULT_TIMEOUT, HookEvent, HookSpec, OnFailure};
 use crate::agent::effects::EndReason;
+use crate::spec::hooks::{HookEvent, HookSpec, OnFailure, DEFAULT_TIMEOUT};
 use std::time::Duration;
 
 fn hook(event: HookEvent, matcher: Option<&str>, command: &str) -> HookSpec {

@@ -487,11 +487,7 @@ mod tests {
         assert!(!out.contains(secret), "{}", &out[..80]);
         assert!(out.contains("[REDACTED]"));
         assert!(out.len() <= MAX_REASON_BYTES + 40, "{}", out.len());
-        assert!(
-            out.ends_with("more bytes cut]"),
-            "{}",
-            &out[out.len() - 40..]
-        );
+        assert!(out.ends_with(" more bytes]"), "{}", out.len());
         assert_eq!(cap("  short\n", MAX_REASON_BYTES), "short");
     }
 }

@@ -19,7 +19,6 @@
 //! `hook` event with its duration.
 
 pub mod contract;
-pub mod spec;
 
 use super::command;
 use super::{Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point, Stop};
@@ -35,75 +34,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use spec::{HookSpec, OnFailure};
+pub use crate::spec::hooks::{HookEvent, HookSpec, OnFailure};
 
-/// The events a hook may be bound to, in lifecycle order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum HookEvent {
-    SessionStart,
-    UserPromptSubmit,
-    PreToolUse,
-    PostToolUse,
-    PreCompact,
-    Stop,
-    SessionEnd,
-}
-
-impl HookEvent {
-    pub const ALL: [HookEvent; 7] = [
-        HookEvent::SessionStart,
-        HookEvent::UserPromptSubmit,
-        HookEvent::PreToolUse,
-        HookEvent::PostToolUse,
-        HookEvent::PreCompact,
-        HookEvent::Stop,
-        HookEvent::SessionEnd,
-    ];
-
-    /// The name in config and in the hook's JSON (Claude Code's).
-    pub fn name(self) -> &'static str {
-        match self {
-            HookEvent::SessionStart => "SessionStart",
-            HookEvent::UserPromptSubmit => "UserPromptSubmit",
-            HookEvent::PreToolUse => "PreToolUse",
-            HookEvent::PostToolUse => "PostToolUse",
-            HookEvent::PreCompact => "PreCompact",
-            HookEvent::Stop => "Stop",
-            HookEvent::SessionEnd => "SessionEnd",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<HookEvent> {
-        HookEvent::ALL.into_iter().find(|e| e.name() == name)
-    }
-
-    /// The effect phase it runs at.
-    pub fn phases(self) -> &'static [Phase] {
-        match self {
-            HookEvent::SessionStart => &[Phase::SessionStart],
-            HookEvent::UserPromptSubmit => &[Phase::TurnStart],
-            HookEvent::PreToolUse => &[Phase::BeforeTool],
-            HookEvent::PostToolUse => &[Phase::AfterTool],
-            HookEvent::PreCompact => &[Phase::BeforeCompact],
-            HookEvent::Stop => &[Phase::TurnEnd],
-            HookEvent::SessionEnd => &[Phase::SessionEnd],
-        }
-    }
-
-    /// What a matcher is matched against, for events that have one.
-    pub fn matcher_subject(self) -> Option<&'static str> {
-        match self {
-            HookEvent::PreToolUse | HookEvent::PostToolUse => Some("tool name"),
-            HookEvent::SessionStart => Some("source: startup or resume"),
-            HookEvent::PreCompact => Some("trigger: manual or auto"),
-            HookEvent::SessionEnd => Some("reason"),
-            HookEvent::UserPromptSubmit | HookEvent::Stop => None,
-        }
-    }
-
-    /// Plain stdout (not JSON) is context for the model (Claude Code's rule).
-    fn plain_stdout_is_context(self) -> bool {
-        matches!(self, HookEvent::SessionStart | HookEvent::UserPromptSubmit)
+/// The effect phase a hook of `event` runs at.
+fn phases(event: HookEvent) -> &'static [Phase] {
+    match event {
+        HookEvent::SessionStart => &[Phase::SessionStart],
+        HookEvent::UserPromptSubmit => &[Phase::TurnStart],
+        HookEvent::PreToolUse => &[Phase::BeforeTool],
+        HookEvent::PostToolUse => &[Phase::AfterTool],
+        HookEvent::PreCompact => &[Phase::BeforeCompact],
+        HookEvent::Stop => &[Phase::TurnEnd],
+        HookEvent::SessionEnd => &[Phase::SessionEnd],
     }
 }
 
@@ -494,7 +436,7 @@ impl Effect for Hook {
     }
 
     fn phases(&self) -> &'static [Phase] {
-        self.spec.event.phases()
+        phases(self.spec.event)
     }
 
     fn eval<'a>(

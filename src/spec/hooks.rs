@@ -1,5 +1,6 @@
 //! `[[hooks.EVENT]]` tables: parsed and checked, every problem an error
 //! naming its key path (`hooks.PreToolUse[0].matcher: not a valid regex`).
+//! The engine runs them (`agent::effects::hooks`; see docs/hooks.md).
 //!
 //! ```toml
 //! [[hooks.PreToolUse]]
@@ -9,9 +10,65 @@
 //! on_failure = "allow"             # or "block": a hook that fails blocks
 //! ```
 
-use super::HookEvent;
 use regex::Regex;
 use std::time::Duration;
+
+/// The events a hook may be bound to, in lifecycle order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    PreCompact,
+    Stop,
+    SessionEnd,
+}
+
+impl HookEvent {
+    pub const ALL: [HookEvent; 7] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::PreCompact,
+        HookEvent::Stop,
+        HookEvent::SessionEnd,
+    ];
+
+    /// The name in config and in the hook's JSON (Claude Code's).
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::Stop => "Stop",
+            HookEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// What a matcher is matched against, for events that have one.
+    pub fn matcher_subject(self) -> Option<&'static str> {
+        match self {
+            HookEvent::PreToolUse | HookEvent::PostToolUse => Some("tool name"),
+            HookEvent::SessionStart => Some("source: startup or resume"),
+            HookEvent::PreCompact => Some("trigger: manual or auto"),
+            HookEvent::SessionEnd => Some("reason"),
+            HookEvent::UserPromptSubmit | HookEvent::Stop => None,
+        }
+    }
+
+    /// Plain stdout (not JSON) is context for the model (Claude Code's rule).
+    pub fn plain_stdout_is_context(self) -> bool {
+        matches!(self, HookEvent::SessionStart | HookEvent::UserPromptSubmit)
+    }
+}
 
 /// Default time a hook may take before it is killed.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
