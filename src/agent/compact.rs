@@ -44,9 +44,9 @@
 //! was estimated, learnt from the request after a compaction).
 
 use super::approval;
+use super::history::initial_len;
 use super::prompt::build_prompt;
 use super::session::Session;
-use super::stack::initial_len;
 use crate::metrics::tokens;
 use crate::protocol::{
     AgentEvent, Content, EventSink, HistoryItem, MessageTag, Role, StopReason, ToolCall, Usage,
@@ -504,7 +504,7 @@ impl Session {
         sink: &dyn EventSink,
         after_overflow: bool,
     ) -> Result<(), ProviderError> {
-        let tokens_before = self.context_tokens;
+        let tokens_before = self.history.tokens.context;
         let items_before = self.history.len();
         let started = Instant::now();
         let environment = self.ctx.environment();
@@ -536,15 +536,15 @@ impl Session {
         }
         self.replace_history(compacted.history);
         self.environment = environment;
-        self.context_tokens = compacted.tokens;
-        self.compacted_estimate = Some(compacted.tokens);
-        self.tokens_stale = false;
+        self.history.tokens.context = compacted.tokens;
+        self.history.tokens.compacted_estimate = Some(compacted.tokens);
+        self.history.tokens.stale = false;
         self.metrics.record_compaction();
         tracing::info!(
             tokens_before,
             items_before,
             items_after = self.history.len(),
-            tokens_after = self.context_tokens,
+            tokens_after = self.history.tokens.context,
             "history compacted"
         );
         sink.emit(AgentEvent::Compacted {
@@ -559,10 +559,11 @@ impl Session {
     /// the first request after a compaction also tells how the provider
     /// counts compared with the local estimate, for the next compaction.
     pub(super) fn calibrate_tokens(&mut self, usage: &Usage) {
-        if let Some(estimate) = self.compacted_estimate.take() {
+        if let Some(estimate) = self.history.tokens.compacted_estimate.take() {
             if !usage.estimated && estimate > 0 {
                 let ratio = usage.input_tokens as f64 / estimate as f64;
-                self.token_scale = (self.token_scale * ratio).clamp(1.0, MAX_TOKEN_SCALE);
+                self.history.tokens.scale =
+                    (self.history.tokens.scale * ratio).clamp(1.0, MAX_TOKEN_SCALE);
             }
         }
     }
@@ -599,7 +600,7 @@ impl Session {
             request_budget,
             hard: self.compaction_limit().min(request_budget),
             after_overflow,
-            token_scale: self.token_scale,
+            token_scale: self.history.tokens.scale,
         }
     }
 

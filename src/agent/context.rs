@@ -1,6 +1,6 @@
 //! The initial context of a session and environment updates.
 
-use super::session::{Session, TurnContext};
+use super::turn_context::TurnContext;
 use crate::protocol::{ApprovalPolicy, HistoryItem, MessageTag, Role, SandboxPolicy};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -118,42 +118,4 @@ pub fn build_initial_context(ctx: &TurnContext) -> Vec<HistoryItem> {
         ctx.environment().render(),
     ));
     items
-}
-
-impl Session {
-    /// Change the environment mid-session. The model is told with an
-    /// `<environment_diff>` holding only the changed fields; nothing is
-    /// appended when nothing changed. Returns whether anything changed.
-    pub fn update_environment(
-        &mut self,
-        cwd: Option<PathBuf>,
-        approval: Option<ApprovalPolicy>,
-        sandbox: Option<SandboxPolicy>,
-    ) -> bool {
-        if let Some(cwd) = cwd {
-            self.ctx.cwd = cwd.clone();
-            self.tool_ctx.cwd = cwd;
-        }
-        if let Some(a) = approval {
-            self.ctx.approval_policy = a;
-        }
-        if let Some(s) = sandbox {
-            self.ctx.sandbox_policy = s.clone();
-            self.tool_ctx.sandbox = s;
-        }
-        self.ctx.rebuild_system_prompt();
-        let now = self.ctx.environment();
-        match now.diff(&self.environment) {
-            Some(diff) => {
-                self.append(vec![HistoryItem::tagged(
-                    Role::User,
-                    MessageTag::Environment,
-                    diff,
-                )]);
-                self.environment = now;
-                true
-            }
-            None => false,
-        }
-    }
 }

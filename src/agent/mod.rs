@@ -7,6 +7,7 @@ pub mod compact;
 pub mod context;
 mod dispatch;
 pub mod effects;
+mod history;
 pub mod limits;
 pub mod output;
 pub mod prompt;
@@ -14,6 +15,7 @@ pub mod run;
 pub mod session;
 pub mod stack;
 pub mod turn;
+pub mod turn_context;
 
 pub use context::{build_initial_context, EnvironmentContext};
 pub use limits::{Limit, StopHandle, TurnLimits};
@@ -23,11 +25,11 @@ pub use prompt::system::{PromptConfig, SystemPrompt};
 pub use prompt::{build_prompt, Prompt};
 pub use session::{
     check_session_config, select_model, start_session, start_session_with_provider, AuthMode,
-    CompactionConfig, Features, PendingInputs, Sampling, Session, SessionConfig, SessionError,
-    TurnContext,
+    CompactionConfig, PendingInputs, Session, SessionConfig, SessionError,
 };
 pub use stack::StackError;
 pub use turn::{AgentError, ToolCallRecord, TurnResult};
+pub use turn_context::{Features, Sampling, TurnContext};
 
 #[cfg(test)]
 mod tests;

@@ -6,14 +6,16 @@ use super::effects::compact::{CompactEffect, Threshold};
 use super::effects::output::OutputSchemaEffect;
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
+use super::history::History;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
 use super::prompt::system::{PromptConfig, SystemPrompt};
 use super::run::{Middleware, RunConfig};
+use super::turn_context::{Features, Sampling, TurnContext};
 use crate::metrics::Metrics;
 use crate::protocol::{
     ApprovalPolicy, Approver, HistoryItem, HistoryObserver, MessageTag, NonInteractive, Role,
-    SandboxPolicy, ToolSpec,
+    SandboxPolicy,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
@@ -22,22 +24,6 @@ use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-/// Feature flags (the spec's `features`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Features {
-    pub parallel_tools: bool,
-    pub skills_enabled: bool,
-}
-
-impl Default for Features {
-    fn default() -> Self {
-        Features {
-            parallel_tools: true,
-            skills_enabled: false,
-        }
-    }
-}
 
 /// How credentials are obtained (the spec's `auth_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -51,16 +37,6 @@ pub enum AuthMode {
     Command,
     /// No credentials are sent.
     None,
-}
-
-/// Sampling settings from the agent or task config; unset fields fall back
-/// to the model family, then to the provider's defaults.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Sampling {
-    pub temperature: Option<f32>,
-    pub max_tokens: Option<u32>,
-    /// `minimal`, `low`, `medium` or `high`; only sent to models that reason.
-    pub reasoning_effort: Option<&'static str>,
 }
 
 /// When history is compacted.
@@ -159,38 +135,6 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
 /// The name of the agent a session runs when none is named.
 pub const DEFAULT_AGENT: &str = "main";
 
-/// Runtime context of a session (the spec's `TurnContext`).
-#[derive(Debug, Clone)]
-pub struct TurnContext {
-    pub model: String,
-    pub model_family: ModelFamily,
-    pub tools: Vec<ToolSpec>,
-    pub approval_policy: ApprovalPolicy,
-    pub sandbox_policy: SandboxPolicy,
-    pub cwd: PathBuf,
-    pub developer_instructions: Option<String>,
-    pub user_instructions: Option<String>,
-    pub base_instructions_override: Option<String>,
-    pub output_schema: Option<serde_json::Value>,
-    pub verbose: bool,
-    pub features: Features,
-    /// Resolved sampling: config, then model family, then unset.
-    pub sampling: Sampling,
-    pub max_iterations: u32,
-    /// The system prompt sent as every request's instructions.
-    pub system_prompt: SystemPrompt,
-}
-
-impl TurnContext {
-    pub fn environment(&self) -> EnvironmentContext {
-        EnvironmentContext::from_policy(&self.cwd, self.approval_policy, &self.sandbox_policy)
-    }
-
-    pub fn has_tool(&self, name: &str) -> bool {
-        self.tools.iter().any(|t| t.name == name)
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error(transparent)]
@@ -226,16 +170,14 @@ impl PendingInputs {
 /// A conversation: context, history, tools, provider and metrics.
 pub struct Session {
     pub(crate) ctx: TurnContext,
-    pub(crate) history: Vec<HistoryItem>,
+    /// The conversation, its checkpoints, observer and size in tokens.
+    pub(crate) history: History,
     pub(crate) tools: ToolRegistry,
     pub(crate) tool_ctx: ToolContext,
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) metrics: Metrics,
     pub(crate) pending: PendingInputs,
     pub(crate) turns: u32,
-    /// Tokens in the conversation as of the last model response (provider
-    /// usage, or an estimate); drives compaction.
-    pub(crate) context_tokens: u64,
     /// The effects, in registration order.
     pub(crate) effects: Effects,
     /// The middleware chain, outermost first.
@@ -255,19 +197,6 @@ pub struct Session {
     pub(crate) stop: StopHandle,
     /// Calls the user approved for the rest of the session, by call key.
     pub(crate) session_approved: Mutex<HashSet<String>>,
-    /// Told about every history change (the session file).
-    pub(crate) observer: Option<Arc<dyn HistoryObserver>>,
-    /// Named snapshots of history (the context stack).
-    pub(crate) checkpoints: Vec<(String, Vec<HistoryItem>)>,
-    /// History changed without a model request (context stack, resume):
-    /// `context_tokens` is re-estimated before the next request.
-    pub(crate) tokens_stale: bool,
-    /// What the provider counts per locally estimated token (at least 1),
-    /// learnt from the first request after a compaction.
-    pub(crate) token_scale: f64,
-    /// The estimated size of the request after a compaction, until the
-    /// provider reports the real one.
-    pub(crate) compacted_estimate: Option<u64>,
     pub id: String,
 }
 
@@ -340,14 +269,13 @@ pub fn start_session_with_provider(
     Ok(Session {
         environment: ctx.environment(),
         ctx,
-        history,
+        history: History::new(history),
         tools,
         tool_ctx,
         provider,
         metrics: Metrics::with_price(ctx_price),
         pending: PendingInputs::default(),
         turns: 0,
-        context_tokens: 0,
         effects,
         middleware: super::run::builtin(&config.run),
         agent: config.agent,
@@ -356,11 +284,6 @@ pub fn start_session_with_provider(
         limits: TurnLimits::default(),
         stop: StopHandle::default(),
         session_approved: Mutex::new(HashSet::new()),
-        observer: None,
-        checkpoints: Vec::new(),
-        tokens_stale: false,
-        token_scale: 1.0,
-        compacted_estimate: None,
         id: new_session_id(),
     })
 }
@@ -614,26 +537,17 @@ impl Session {
     /// Set who is told about history changes (e.g. the session file).
     /// It sees only changes made from now on.
     pub fn set_history_observer(&mut self, observer: Arc<dyn HistoryObserver>) {
-        self.observer = Some(observer);
+        self.history.set_observer(observer);
     }
 
     /// Append to history, telling the observer.
     pub(crate) fn append(&mut self, items: Vec<HistoryItem>) {
-        if items.is_empty() {
-            return;
-        }
-        if let Some(observer) = &self.observer {
-            observer.appended(&items);
-        }
-        self.history.extend(items);
+        self.history.append(items);
     }
 
     /// Replace history as a whole, telling the observer.
     pub(crate) fn replace_history(&mut self, history: Vec<HistoryItem>) {
-        if let Some(observer) = &self.observer {
-            observer.replaced(&history);
-        }
-        self.history = history;
+        self.history.replace(history);
     }
 
     /// Append a note from the front door (e.g. "plan only" when the REPL
@@ -647,8 +561,7 @@ impl Session {
     /// the model differs from this session's, a full environment block is
     /// appended. The observer is not told about the restored items.
     pub fn restore_history(&mut self, history: Vec<HistoryItem>) {
-        self.history = history;
-        self.tokens_stale = true;
+        self.history.restore(history);
         let now = self.ctx.environment();
         let rendered = now.render();
         let shown = self
@@ -677,7 +590,7 @@ impl Session {
         let fresh = start_session_with_provider(config, self.provider.clone())?;
         check_priced(&fresh.ctx.model, &fresh.ctx.model_family, &self.limits)?;
         self.metrics.set_price(fresh.ctx.model_family.price);
-        let mut history = fresh.history;
+        let mut history = fresh.history.to_vec();
         history.extend_from_slice(&self.history[self.initial_len()..]);
         self.ctx = fresh.ctx;
         self.tools = fresh.tools;
@@ -691,7 +604,7 @@ impl Session {
         self.middleware = fresh.middleware;
         self.compaction = fresh.compaction;
         self.environment = fresh.environment;
-        self.tokens_stale = true;
+        self.history.tokens.stale = true;
         self.replace_history(history);
         Ok(())
     }
@@ -716,5 +629,43 @@ impl Session {
         self.ctx.tools = tools.specs();
         self.tools = tools;
         self.ctx.rebuild_system_prompt();
+    }
+}
+
+impl Session {
+    /// Change the environment mid-session. The model is told with an
+    /// `<environment_diff>` holding only the changed fields; nothing is
+    /// appended when nothing changed. Returns whether anything changed.
+    pub fn update_environment(
+        &mut self,
+        cwd: Option<PathBuf>,
+        approval: Option<ApprovalPolicy>,
+        sandbox: Option<SandboxPolicy>,
+    ) -> bool {
+        if let Some(cwd) = cwd {
+            self.ctx.cwd = cwd.clone();
+            self.tool_ctx.cwd = cwd;
+        }
+        if let Some(a) = approval {
+            self.ctx.approval_policy = a;
+        }
+        if let Some(s) = sandbox {
+            self.ctx.sandbox_policy = s.clone();
+            self.tool_ctx.sandbox = s;
+        }
+        self.ctx.rebuild_system_prompt();
+        let now = self.ctx.environment();
+        match now.diff(&self.environment) {
+            Some(diff) => {
+                self.append(vec![HistoryItem::tagged(
+                    Role::User,
+                    MessageTag::Environment,
+                    diff,
+                )]);
+                self.environment = now;
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -212,8 +212,8 @@ impl Session {
                     .collect(),
             );
             self.append(std::mem::take(&mut run.queued));
-            if std::mem::take(&mut self.tokens_stale) {
-                self.context_tokens = tokens::estimate_items(self.history.clone()).await;
+            if std::mem::take(&mut self.history.tokens.stale) {
+                self.history.tokens.context = tokens::estimate_items(self.history.to_vec()).await;
             }
             let before = match watch
                 .run(self.at_point(Point::BeforeModel, run, sink))
@@ -568,8 +568,8 @@ impl Session {
             provider: &self.provider,
             spent,
             tokens: super::effects::Tokens {
-                context: self.context_tokens,
-                scale: self.token_scale,
+                context: self.history.tokens.context,
+                scale: self.history.tokens.scale,
             },
             sink,
         };
@@ -722,7 +722,7 @@ impl Session {
             response.reply.usage = self.estimate_usage(&response).await;
         }
         let usage = response.reply.usage;
-        self.context_tokens = usage.input_tokens + usage.output_tokens;
+        self.history.tokens.context = usage.input_tokens + usage.output_tokens;
         self.calibrate_tokens(&usage);
         let took = started.elapsed();
         tracing::debug!(
@@ -756,7 +756,7 @@ impl Session {
         let prompt = build_prompt(&self.ctx, &self.history);
         let mut input = vec![prompt.instructions.to_string()];
         input.push(serde_json::to_string(prompt.tools).unwrap_or_default());
-        let items = self.history.clone();
+        let items = self.history.to_vec();
         let mut output = vec![response.reply.text.clone()];
         output.extend(
             response

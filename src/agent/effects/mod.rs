@@ -22,7 +22,7 @@ pub mod guardrail;
 pub mod output;
 pub mod repeat;
 
-use super::session::TurnContext;
+use super::turn_context::TurnContext;
 use crate::protocol::{EventSink, HistoryItem, Limit, StopReason, ToolCall, TurnOutcome, Usage};
 use crate::provider::{Provider, ProviderError};
 use crate::tools::ToolResult;
