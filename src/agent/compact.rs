@@ -511,7 +511,10 @@ impl Session {
         let limits = self.compaction_limits(after_overflow);
         let outcome = {
             let prompt = build_prompt(&self.ctx, &self.history);
-            let (tools, shell) = (&self.tools, self.tool_ctx.sandbox.shell.as_str());
+            let (tools, shell) = (
+                &self.toolset.registry,
+                self.toolset.ctx.sandbox.shell.as_str(),
+            );
             let only_reads =
                 |call: &ToolCall| approval::only_reads(call, tools.is_read_only(&call.name), shell);
             let compaction = Compaction {
@@ -524,7 +527,8 @@ impl Session {
         };
         let compacted = outcome.map_err(|e| self.does_not_fit(e))?;
         if let Some(usage) = &compacted.usage {
-            self.metrics
+            self.meter
+                .metrics
                 .record_model_request(usage, None, started.elapsed());
         }
         if let Some(why) = &compacted.missing_summary {
@@ -539,7 +543,7 @@ impl Session {
         self.history.tokens.context = compacted.tokens;
         self.history.tokens.compacted_estimate = Some(compacted.tokens);
         self.history.tokens.stale = false;
-        self.metrics.record_compaction();
+        self.meter.metrics.record_compaction();
         tracing::info!(
             tokens_before,
             items_before,

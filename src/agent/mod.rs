@@ -9,6 +9,7 @@ mod dispatch;
 pub mod effects;
 mod history;
 pub mod limits;
+pub mod outcome;
 pub mod output;
 pub mod prompt;
 pub mod run;
@@ -19,6 +20,7 @@ pub mod turn_context;
 
 pub use context::{build_initial_context, EnvironmentContext};
 pub use limits::{Limit, StopHandle, TurnLimits};
+pub use outcome::{AgentError, ToolCallRecord, TurnResult};
 pub use prompt::builder::{ProjectSoul, SkillEntry, SystemPromptBuilder};
 pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};
 pub use prompt::system::{PromptConfig, SystemPrompt};
@@ -28,7 +30,6 @@ pub use session::{
     CompactionConfig, PendingInputs, Session, SessionConfig, SessionError,
 };
 pub use stack::StackError;
-pub use turn::{AgentError, ToolCallRecord, TurnResult};
 pub use turn_context::{Features, Sampling, TurnContext};
 
 #[cfg(test)]

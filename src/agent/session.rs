@@ -1,16 +1,18 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
 use super::context::{build_initial_context, EnvironmentContext};
+use super::dispatch::Toolset;
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold};
 use super::effects::output::OutputSchemaEffect;
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
 use super::history::History;
+use super::limits::Meter;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
 use super::prompt::system::{PromptConfig, SystemPrompt};
-use super::run::{Middleware, RunConfig};
+use super::run::config::RunConfig;
 use super::turn_context::{Features, Sampling, TurnContext};
 use crate::metrics::Metrics;
 use crate::protocol::{
@@ -167,37 +169,38 @@ impl PendingInputs {
     }
 }
 
-/// A conversation: context, history, tools, provider and metrics.
+/// A conversation. Its state has one owner per concern, each keeping its
+/// own invariants: the turn context (model, tools offered, policies,
+/// prompt), the history (items, checkpoints, observer, tokens), the tool
+/// set (registry, tool context, approvals), the meter (metrics, budgets,
+/// the stop handle) and the extensions (effects, middleware settings, the
+/// compaction threshold).
 pub struct Session {
     pub(crate) ctx: TurnContext,
-    /// The conversation, its checkpoints, observer and size in tokens.
     pub(crate) history: History,
-    pub(crate) tools: ToolRegistry,
-    pub(crate) tool_ctx: ToolContext,
+    pub(crate) toolset: Toolset,
     pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) metrics: Metrics,
+    pub(crate) meter: Meter,
+    pub(crate) extensions: Extensions,
+    /// The environment last shown to the model.
+    pub(crate) environment: EnvironmentContext,
+    /// Input queued while a turn runs.
     pub(crate) pending: PendingInputs,
     pub(crate) turns: u32,
-    /// The effects, in registration order.
-    pub(crate) effects: Effects,
-    /// The middleware chain, outermost first.
-    pub(crate) middleware: Vec<Arc<dyn Middleware>>,
     /// The agent this session runs.
     pub(crate) agent: String,
+    pub id: String,
+}
+
+/// What plugs into the loop.
+pub(crate) struct Extensions {
+    /// The effects, in registration order.
+    pub(crate) effects: Effects,
+    /// Middleware settings (`[run]`): the chain is built for each run.
+    pub(crate) run: RunConfig,
     /// When history is compacted (the `compact` effect's threshold; also
     /// the target of `/compact`).
     pub(crate) compaction: Threshold,
-    /// The environment last shown to the model.
-    pub(crate) environment: EnvironmentContext,
-    /// Who answers approval questions.
-    pub(crate) approver: Arc<dyn Approver>,
-    /// Budgets for each turn (also registered as effects).
-    pub(crate) limits: TurnLimits,
-    /// Stops the running turn.
-    pub(crate) stop: StopHandle,
-    /// Calls the user approved for the rest of the session, by call key.
-    pub(crate) session_approved: Mutex<HashSet<String>>,
-    pub id: String,
 }
 
 /// Start a session: select the model, load its family, build tools, the
@@ -270,20 +273,26 @@ pub fn start_session_with_provider(
         environment: ctx.environment(),
         ctx,
         history: History::new(history),
-        tools,
-        tool_ctx,
+        toolset: Toolset {
+            registry: tools,
+            ctx: tool_ctx,
+            approver: Arc::new(NonInteractive),
+            approved: Mutex::new(HashSet::new()),
+        },
         provider,
-        metrics: Metrics::with_price(ctx_price),
+        meter: Meter {
+            metrics: Metrics::with_price(ctx_price),
+            limits: TurnLimits::default(),
+            stop: StopHandle::default(),
+        },
+        extensions: Extensions {
+            effects,
+            run: config.run,
+            compaction,
+        },
         pending: PendingInputs::default(),
         turns: 0,
-        effects,
-        middleware: super::run::builtin(&config.run),
         agent: config.agent,
-        compaction,
-        approver: Arc::new(NonInteractive),
-        limits: TurnLimits::default(),
-        stop: StopHandle::default(),
-        session_approved: Mutex::new(HashSet::new()),
         id: new_session_id(),
     })
 }
@@ -506,7 +515,7 @@ impl Session {
     }
 
     pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+        &self.meter.metrics
     }
 
     /// A handle to queue user input while a turn runs.
@@ -518,20 +527,20 @@ impl Session {
     /// price: without one it is refused, naming the setting.
     pub fn set_limits(&mut self, limits: TurnLimits) -> Result<(), SessionError> {
         check_priced(&self.ctx.model, &self.ctx.model_family, &limits)?;
-        register_budgets(&mut self.effects, &limits);
-        self.limits = limits;
+        register_budgets(&mut self.extensions.effects, &limits);
+        self.meter.limits = limits;
         Ok(())
     }
 
     /// A handle that stops the running turn at once (e.g. on Ctrl-C).
     pub fn stop_handle(&self) -> StopHandle {
-        self.stop.clone()
+        self.meter.stop.clone()
     }
 
     /// Set who answers approval questions (default: nobody, every
     /// question is answered no at once).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.approver = approver;
+        self.toolset.approver = approver;
     }
 
     /// Set who is told about history changes (e.g. the session file).
@@ -588,21 +597,23 @@ impl Session {
     /// budget on a model without one is refused, as in [`Session::set_limits`]).
     pub fn reconfigure(&mut self, config: SessionConfig) -> Result<(), SessionError> {
         let fresh = start_session_with_provider(config, self.provider.clone())?;
-        check_priced(&fresh.ctx.model, &fresh.ctx.model_family, &self.limits)?;
-        self.metrics.set_price(fresh.ctx.model_family.price);
+        check_priced(
+            &fresh.ctx.model,
+            &fresh.ctx.model_family,
+            &self.meter.limits,
+        )?;
+        self.meter.metrics.set_price(fresh.ctx.model_family.price);
         let mut history = fresh.history.to_vec();
         history.extend_from_slice(&self.history[self.initial_len()..]);
         self.ctx = fresh.ctx;
-        self.tools = fresh.tools;
+        self.toolset.registry = fresh.toolset.registry;
         // Background jobs keep running across a switch of model or agent.
-        self.tool_ctx = ToolContext {
-            jobs: self.tool_ctx.jobs.clone(),
-            ..fresh.tool_ctx
+        self.toolset.ctx = ToolContext {
+            jobs: self.toolset.ctx.jobs.clone(),
+            ..fresh.toolset.ctx
         };
-        self.effects = fresh.effects;
-        register_budgets(&mut self.effects, &self.limits);
-        self.middleware = fresh.middleware;
-        self.compaction = fresh.compaction;
+        self.extensions = fresh.extensions;
+        register_budgets(&mut self.extensions.effects, &self.meter.limits);
         self.environment = fresh.environment;
         self.history.tokens.stale = true;
         self.replace_history(history);
@@ -611,23 +622,23 @@ impl Session {
 
     /// The names of the effects in force, in order.
     pub fn effect_names(&self) -> Vec<&str> {
-        self.effects.names()
+        self.extensions.effects.names()
     }
 
     /// The compaction limit in tokens, for the model's current window.
     pub fn compaction_limit(&self) -> u64 {
-        CompactEffect::new(self.compaction).limit(self.ctx.model_family.context_window)
+        CompactEffect::new(self.extensions.compaction).limit(self.ctx.model_family.context_window)
     }
 
     /// The session's background shell jobs.
     pub fn jobs(&self) -> &Arc<crate::tools::jobs::JobTable> {
-        &self.tool_ctx.jobs
+        &self.toolset.ctx.jobs
     }
 
     /// Replace the registry (e.g. to add tools beyond the built-ins).
     pub fn set_tools(&mut self, tools: ToolRegistry) {
         self.ctx.tools = tools.specs();
-        self.tools = tools;
+        self.toolset.registry = tools;
         self.ctx.rebuild_system_prompt();
     }
 }
@@ -644,14 +655,14 @@ impl Session {
     ) -> bool {
         if let Some(cwd) = cwd {
             self.ctx.cwd = cwd.clone();
-            self.tool_ctx.cwd = cwd;
+            self.toolset.ctx.cwd = cwd;
         }
         if let Some(a) = approval {
             self.ctx.approval_policy = a;
         }
         if let Some(s) = sandbox {
             self.ctx.sandbox_policy = s.clone();
-            self.tool_ctx.sandbox = s;
+            self.toolset.ctx.sandbox = s;
         }
         self.ctx.rebuild_system_prompt();
         let now = self.ctx.environment();

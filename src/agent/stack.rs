@@ -145,7 +145,8 @@ impl Session {
         let started = Instant::now();
         let (summary, usage) = self.write_summary().await?;
         if let Some(usage) = usage {
-            self.metrics
+            self.meter
+                .metrics
                 .record_model_request(&usage, None, started.elapsed());
         }
         let keep: Vec<bool> = self

@@ -1409,8 +1409,8 @@ async fn compaction_brings_a_session_of_shell_calls_under_the_limit() {
     // until the history is under the limit.
     let (mut s, p) = windowed_session(1_000_000, 16);
     let threshold = crate::agent::effects::compact::Threshold::Tokens(3000);
-    s.compaction = threshold;
-    s.effects.replace(Box::new(
+    s.extensions.compaction = threshold;
+    s.extensions.effects.replace(Box::new(
         crate::agent::effects::compact::CompactEffect::new(threshold),
     ));
     s.history.tokens.stale = true;
