@@ -1,7 +1,6 @@
 //! The initial context of a session and environment updates.
 
-use super::turn_context::TurnContext;
-use crate::protocol::{ApprovalPolicy, HistoryItem, MessageTag, Role, SandboxPolicy};
+use crate::protocol::{ApprovalPolicy, SandboxPolicy};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -84,38 +83,4 @@ pub fn wrap_user_instructions(cwd: &Path, instructions: &str) -> String {
         cwd.display(),
         instructions.trim_end()
     )
-}
-
-/// The history a session starts with: developer instructions, user
-/// instructions, then the environment context.
-pub fn build_initial_context(ctx: &TurnContext) -> Vec<HistoryItem> {
-    let mut items = Vec::with_capacity(3);
-    if let Some(dev) = ctx
-        .developer_instructions
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    {
-        items.push(HistoryItem::tagged(
-            Role::Developer,
-            MessageTag::DeveloperInstructions,
-            dev,
-        ));
-    }
-    if let Some(user) = ctx
-        .user_instructions
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    {
-        items.push(HistoryItem::tagged(
-            Role::User,
-            MessageTag::UserInstructions,
-            wrap_user_instructions(&ctx.cwd, user),
-        ));
-    }
-    items.push(HistoryItem::tagged(
-        Role::User,
-        MessageTag::Environment,
-        ctx.environment().render(),
-    ));
-    items
 }

@@ -18,17 +18,6 @@ use crate::tools::{ToolContext, ToolResult};
 use futures::StreamExt;
 use std::time::{Duration, Instant};
 
-/// The tools of a session: what they are, what they see, and who approves
-/// their calls.
-pub(crate) struct Toolset {
-    pub(crate) registry: crate::tools::ToolRegistry,
-    pub(crate) ctx: ToolContext,
-    /// Who answers approval questions.
-    pub(crate) approver: std::sync::Arc<dyn crate::protocol::Approver>,
-    /// Calls the user approved for the rest of the session, by call key.
-    pub(crate) approved: std::sync::Mutex<std::collections::HashSet<String>>,
-}
-
 /// Calls that may run at once when a response holds several read-only calls.
 const MAX_CONCURRENT_TOOLS: usize = 8;
 

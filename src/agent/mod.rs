@@ -15,10 +15,11 @@ pub mod prompt;
 pub mod run;
 pub mod session;
 pub mod stack;
+mod toolset;
 pub mod turn;
 pub mod turn_context;
 
-pub use context::{build_initial_context, EnvironmentContext};
+pub use context::EnvironmentContext;
 pub use limits::{Limit, StopHandle, TurnLimits};
 pub use outcome::{AgentError, ToolCallRecord, TurnResult};
 pub use prompt::builder::{ProjectSoul, SkillEntry, SystemPromptBuilder};

@@ -1,9 +1,8 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
-use super::context::{build_initial_context, EnvironmentContext};
-use super::dispatch::Toolset;
+use super::context::EnvironmentContext;
 use super::effects::budget::{Budget, BudgetEffect};
-use super::effects::compact::{CompactEffect, Threshold};
+use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
 use super::effects::output::OutputSchemaEffect;
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
@@ -13,6 +12,7 @@ use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
 use super::prompt::system::{PromptConfig, SystemPrompt};
 use super::run::config::RunConfig;
+use super::toolset::Toolset;
 use super::turn_context::{Features, Sampling, TurnContext};
 use crate::metrics::Metrics;
 use crate::protocol::{
@@ -49,9 +49,6 @@ pub struct CompactionConfig {
     /// Fraction of the model's context window.
     pub context_fraction: f64,
 }
-
-/// Compact at this fraction of the context window unless told otherwise.
-pub const DEFAULT_COMPACT_FRACTION: f64 = 0.8;
 
 impl Default for CompactionConfig {
     fn default() -> Self {
@@ -262,7 +259,7 @@ pub fn start_session_with_provider(
         max_iterations: config.max_iterations,
     };
     ctx.rebuild_system_prompt();
-    let history = build_initial_context(&ctx);
+    let history = ctx.initial_context();
     let ctx_price = ctx.model_family.price;
     let tool_ctx = ToolContext::new(
         ctx.cwd.clone(),

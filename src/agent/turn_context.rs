@@ -1,11 +1,11 @@
 //! The spec's `TurnContext`: what a session runs with (model, family,
 //! tools, policies, instructions, the system prompt), and its parts.
 
-use super::context::EnvironmentContext;
+use super::context::{wrap_user_instructions, EnvironmentContext};
 use super::prompt::builder::{Identity, SystemPromptBuilder};
 use super::prompt::clock::Today;
 use super::prompt::system::SystemPrompt;
-use crate::protocol::{ApprovalPolicy, SandboxPolicy, ToolSpec};
+use crate::protocol::{ApprovalPolicy, HistoryItem, MessageTag, Role, SandboxPolicy, ToolSpec};
 use crate::provider::ModelFamily;
 use crate::tools::paths::repo_root;
 use std::path::PathBuf;
@@ -59,6 +59,40 @@ pub struct TurnContext {
 }
 
 impl TurnContext {
+    /// The history a session starts with: developer instructions, user
+    /// instructions, then the environment context.
+    pub fn initial_context(&self) -> Vec<HistoryItem> {
+        let mut items = Vec::with_capacity(3);
+        if let Some(dev) = self
+            .developer_instructions
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+        {
+            items.push(HistoryItem::tagged(
+                Role::Developer,
+                MessageTag::DeveloperInstructions,
+                dev,
+            ));
+        }
+        if let Some(user) = self
+            .user_instructions
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+        {
+            items.push(HistoryItem::tagged(
+                Role::User,
+                MessageTag::UserInstructions,
+                wrap_user_instructions(&self.cwd, user),
+            ));
+        }
+        items.push(HistoryItem::tagged(
+            Role::User,
+            MessageTag::Environment,
+            self.environment().render(),
+        ));
+        items
+    }
+
     pub fn environment(&self) -> EnvironmentContext {
         EnvironmentContext::from_policy(&self.cwd, self.approval_policy, &self.sandbox_policy)
     }

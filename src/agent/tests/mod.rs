@@ -237,7 +237,7 @@ impl Harness {
 }
 
 // ---------------------------------------------------------------------------
-// build_initial_context and environment diffs
+// TurnContext::initial_context and environment diffs
 // ---------------------------------------------------------------------------
 
 #[test]
