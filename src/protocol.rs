@@ -236,6 +236,39 @@ pub enum ToolFormat {
     Freeform { syntax: String, definition: String },
 }
 
+/// Prices in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub cached_input: f64,
+    pub output: f64,
+    /// Writing to the prompt cache (Anthropic); other APIs charge none.
+    pub cache_write: f64,
+}
+
+impl Price {
+    pub const fn new(input: f64, cached_input: f64, output: f64, cache_write: f64) -> Self {
+        Price {
+            input,
+            cached_input,
+            output,
+            cache_write,
+        }
+    }
+
+    /// The cost of `usage` in USD. `input_tokens` includes cached and
+    /// cache-written tokens, which are priced at their own rates.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let special = usage.cached_input_tokens + usage.cache_write_tokens;
+        let plain = usage.input_tokens.saturating_sub(special);
+        (plain as f64 * self.input
+            + usage.cached_input_tokens as f64 * self.cached_input
+            + usage.cache_write_tokens as f64 * self.cache_write
+            + usage.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
 /// Token counts for one model request or an accumulation of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {

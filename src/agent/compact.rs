@@ -44,9 +44,9 @@
 //! was estimated, learnt from the request after a compaction).
 
 use super::approval;
+use super::history::initial_len;
 use super::prompt::build_prompt;
 use super::session::Session;
-use super::stack::initial_len;
 use crate::metrics::tokens;
 use crate::protocol::{
     AgentEvent, Content, EventSink, HistoryItem, MessageTag, Role, StopReason, ToolCall, Usage,
@@ -505,14 +505,17 @@ impl Session {
         sink: &dyn EventSink,
         after_overflow: bool,
     ) -> Result<(), ProviderError> {
-        let tokens_before = self.context_tokens;
+        let tokens_before = self.history.tokens.context;
         let items_before = self.history.len();
         let started = Instant::now();
         let environment = self.ctx.environment();
         let limits = self.compaction_limits(after_overflow);
         let outcome = {
             let prompt = build_prompt(&self.ctx, &self.history);
-            let (tools, shell) = (&self.tools, self.tool_ctx.sandbox.shell.as_str());
+            let (tools, shell) = (
+                &self.toolset.registry,
+                self.toolset.ctx.sandbox.shell.as_str(),
+            );
             let only_reads =
                 |call: &ToolCall| approval::only_reads(call, tools.is_read_only(&call.name), shell);
             let compaction = Compaction {
@@ -525,7 +528,8 @@ impl Session {
         };
         let compacted = outcome.map_err(|e| self.does_not_fit(e))?;
         if let Some(usage) = &compacted.usage {
-            self.metrics
+            self.meter
+                .metrics
                 .record_model_request(usage, None, started.elapsed());
         }
         if let Some(why) = &compacted.missing_summary {
@@ -537,15 +541,15 @@ impl Session {
         }
         self.replace_history(compacted.history);
         self.environment = environment;
-        self.context_tokens = compacted.tokens;
-        self.compacted_estimate = Some(compacted.tokens);
-        self.tokens_stale = false;
-        self.metrics.record_compaction();
+        self.history.tokens.context = compacted.tokens;
+        self.history.tokens.compacted_estimate = Some(compacted.tokens);
+        self.history.tokens.stale = false;
+        self.meter.metrics.record_compaction();
         tracing::info!(
             tokens_before,
             items_before,
             items_after = self.history.len(),
-            tokens_after = self.context_tokens,
+            tokens_after = self.history.tokens.context,
             "history compacted"
         );
         sink.emit(AgentEvent::Compacted {
@@ -560,10 +564,11 @@ impl Session {
     /// the first request after a compaction also tells how the provider
     /// counts compared with the local estimate, for the next compaction.
     pub(super) fn calibrate_tokens(&mut self, usage: &Usage) {
-        if let Some(estimate) = self.compacted_estimate.take() {
+        if let Some(estimate) = self.history.tokens.compacted_estimate.take() {
             if !usage.estimated && estimate > 0 {
                 let ratio = usage.input_tokens as f64 / estimate as f64;
-                self.token_scale = (self.token_scale * ratio).clamp(1.0, MAX_TOKEN_SCALE);
+                self.history.tokens.scale =
+                    (self.history.tokens.scale * ratio).clamp(1.0, MAX_TOKEN_SCALE);
             }
         }
     }
@@ -600,7 +605,7 @@ impl Session {
             request_budget,
             hard: self.compaction_limit().min(request_budget),
             after_overflow,
-            token_scale: self.token_scale,
+            token_scale: self.history.tokens.scale,
         }
     }
 

@@ -6,8 +6,9 @@
 use super::approval::{self, Precheck};
 use super::effects::Point;
 use super::limits::Watch;
+use super::outcome::{AgentError, ToolCallRecord};
 use super::session::Session;
-use super::turn::{AgentError, Ended, ToolCallRecord, TurnRun};
+use super::turn::{Ended, TurnRun};
 use crate::protocol::{
     AgentEvent, ApprovalDecision, ApprovalStatus, EventSink, Item, SandboxMode, ToolCall,
     ToolStatus,
@@ -63,7 +64,7 @@ impl Session {
             let batch_len = if parallel {
                 calls[i..]
                     .iter()
-                    .take_while(|c| self.tools.is_read_only(&c.name))
+                    .take_while(|c| self.toolset.registry.is_read_only(&c.name))
                     .count()
                     .max(1)
             } else {
@@ -130,7 +131,7 @@ impl Session {
                 break;
             }
             // File changes of this batch are made through a gate its stop closes.
-            self.tool_ctx.commits = CommitGate::default();
+            self.toolset.ctx.commits = CommitGate::default();
             let outcomes = {
                 let this = &*self;
                 let calls: Vec<_> = prepared
@@ -145,7 +146,7 @@ impl Session {
                         Ok(None) => break,
                         Err(stop) => {
                             ended = Some(Ended::Halt(stop));
-                            if self.tool_ctx.commits.close() {
+                            if self.toolset.ctx.commits.close() {
                                 // A change was let through before the stop: wait
                                 // for it (a few writes and renames) and keep
                                 // what it reports.
@@ -228,11 +229,12 @@ impl Session {
     ) -> ToolCallRecord {
         let result = outcome.result;
         if ran {
-            self.metrics
+            self.meter
+                .metrics
                 .record_tool(&call.name, outcome.duration, result.is_error);
         }
         for status in &outcome.approvals {
-            self.metrics.record_approval(status.as_str());
+            self.meter.metrics.record_approval(status.as_str());
         }
         sink.emit(AgentEvent::ItemCompleted {
             item: Item::ToolCall {
@@ -335,8 +337,8 @@ impl Session {
         approvals: &mut Vec<ApprovalStatus>,
     ) -> ToolResult {
         let policy = self.ctx.approval_policy;
-        let read_only = self.tools.is_read_only(&call.name);
-        match approval::precheck(policy, call, read_only, &self.tool_ctx.sandbox.shell) {
+        let read_only = self.toolset.registry.is_read_only(&call.name);
+        match approval::precheck(policy, call, read_only, &self.toolset.ctx.sandbox.shell) {
             Precheck::Run => {}
             Precheck::AutoApprove => {
                 self.report(
@@ -349,26 +351,39 @@ impl Session {
             }
             Precheck::Ask { reason, escalate } => {
                 if let Err(no) = self.ask(call, reason, sink, approvals).await {
-                    let interactive = self.approver.is_interactive();
+                    let interactive = self.toolset.approver.is_interactive();
                     return ToolResult::error(approval::denial_output(&no, !interactive));
                 }
                 if escalate {
-                    return self.tools.dispatch(call, &self.unsandboxed()).await;
+                    return self
+                        .toolset
+                        .registry
+                        .dispatch(call, &self.unsandboxed())
+                        .await;
                 }
             }
         }
-        let result = self.tools.dispatch(call, &self.tool_ctx).await;
+        let result = self
+            .toolset
+            .registry
+            .dispatch(call, &self.toolset.ctx)
+            .await;
         if result.is_error
             && approval::on_failure_retry(
                 policy,
-                self.tool_ctx.sandbox.mode,
-                self.approver.is_interactive(),
+                self.toolset.ctx.sandbox.mode,
+                self.toolset.approver.is_interactive(),
                 &result.content,
             )
         {
             let reason = "it failed in the sandbox; run it again without the sandbox?".to_string();
             return match self.ask(call, reason, sink, approvals).await {
-                Ok(()) => self.tools.dispatch(call, &self.unsandboxed()).await,
+                Ok(()) => {
+                    self.toolset
+                        .registry
+                        .dispatch(call, &self.unsandboxed())
+                        .await
+                }
                 Err(declined) => ToolResult {
                     content: format!(
                         "{}\n\n{}",
@@ -384,7 +399,7 @@ impl Session {
 
     /// The tool context with the sandbox lifted, for approved escalations.
     fn unsandboxed(&self) -> ToolContext {
-        let mut ctx = self.tool_ctx.clone();
+        let mut ctx = self.toolset.ctx.clone();
         ctx.sandbox.mode = SandboxMode::DangerFullAccess;
         ctx
     }
@@ -418,7 +433,8 @@ impl Session {
     ) -> Result<(), ApprovalDecision> {
         let key = approval::call_key(call);
         let approved_before = self
-            .session_approved
+            .toolset
+            .approved
             .lock()
             .map(|set| set.contains(&key))
             .unwrap_or(false);
@@ -440,8 +456,8 @@ impl Session {
             sink,
             approvals,
         );
-        let interactive = self.approver.is_interactive();
-        let decision = self.approver.ask(&request).await;
+        let interactive = self.toolset.approver.is_interactive();
+        let decision = self.toolset.approver.ask(&request).await;
         let status = approval::status_of(&decision);
         let why = match (&decision, interactive) {
             (_, false) => "no one to ask in a non-interactive run: answered no",
@@ -454,7 +470,7 @@ impl Session {
         match decision {
             ApprovalDecision::Approve => Ok(()),
             ApprovalDecision::ApproveForSession => {
-                if let Ok(mut set) = self.session_approved.lock() {
+                if let Ok(mut set) = self.toolset.approved.lock() {
                     set.insert(key);
                 }
                 Ok(())

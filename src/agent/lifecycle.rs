@@ -3,8 +3,9 @@
 //! front doors) and `before_compact` for a compaction the user asked for.
 
 use super::effects::{EndReason, Phase, Point};
+use super::outcome::{AgentError, TurnResult};
 use super::session::Session;
-use super::turn::{AgentError, TurnResult, TurnRun};
+use super::turn::TurnRun;
 use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
 
 impl EndReason {
@@ -19,17 +20,6 @@ impl EndReason {
     }
 }
 
-/// Where a session is in its life.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Lifecycle {
-    /// The `session_start` effects ran.
-    started: bool,
-    /// The session continues a saved one.
-    pub(crate) resumed: bool,
-    /// The `session_end` effects ran.
-    ended: bool,
-}
-
 impl Session {
     /// Before the first turn: the `session_start` effects, once. Items they
     /// add join history before the first prompt.
@@ -38,12 +28,12 @@ impl Session {
         run: &TurnRun,
         sink: &dyn EventSink,
     ) -> Result<(), AgentError> {
-        if std::mem::replace(&mut self.lifecycle.started, true)
-            || !self.effects.wants(Phase::SessionStart)
+        if std::mem::replace(&mut self.extensions.lifecycle.started, true)
+            || !self.extensions.effects.wants(Phase::SessionStart)
         {
             return Ok(());
         }
-        let resumed = self.lifecycle.resumed;
+        let resumed = self.extensions.lifecycle.resumed;
         let applied = self
             .at_point(Point::SessionStart { resumed }, run, sink)
             .await?;
@@ -56,10 +46,12 @@ impl Session {
     /// session, also after errors and signals. A session that never
     /// started a turn has nothing to end.
     pub async fn end(&mut self, reason: EndReason, sink: &dyn EventSink) {
-        if !self.lifecycle.started || std::mem::replace(&mut self.lifecycle.ended, true) {
+        if !self.extensions.lifecycle.started
+            || std::mem::replace(&mut self.extensions.lifecycle.ended, true)
+        {
             return;
         }
-        if self.effects.wants(Phase::SessionEnd) {
+        if self.extensions.effects.wants(Phase::SessionEnd) {
             let run = TurnRun::new(self.turns);
             self.at_lifecycle_point(Point::SessionEnd { reason }, &run, sink)
                 .await;
@@ -68,7 +60,7 @@ impl Session {
 
     /// The `before_compact` effects of a compaction the user asked for.
     pub(crate) async fn before_manual_compact(&mut self, sink: &dyn EventSink) {
-        if self.effects.wants(Phase::BeforeCompact) {
+        if self.extensions.effects.wants(Phase::BeforeCompact) {
             let run = TurnRun::new(self.turns);
             let point = Point::BeforeCompact {
                 overflow: false,

@@ -1,20 +1,24 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
-use super::context::{build_initial_context, EnvironmentContext};
+use super::context::EnvironmentContext;
 use super::effects::budget::{Budget, BudgetEffect};
-use super::effects::compact::{CompactEffect, Threshold};
+use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
 use super::effects::hooks;
 use super::effects::output::OutputSchemaEffect;
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
+use super::history::History;
+use super::limits::Meter;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
 use super::prompt::system::{PromptConfig, SystemPrompt};
-use super::run::{Middleware, RunConfig};
+use super::run::config::RunConfig;
+use super::toolset::Toolset;
+use super::turn_context::{Features, Sampling, TurnContext};
 use crate::metrics::Metrics;
 use crate::protocol::{
     ApprovalPolicy, Approver, HistoryItem, HistoryObserver, MessageTag, NonInteractive, Role,
-    SandboxPolicy, ToolSpec,
+    SandboxPolicy,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
@@ -24,22 +28,6 @@ use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-/// Feature flags (the spec's `features`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Features {
-    pub parallel_tools: bool,
-    pub skills_enabled: bool,
-}
-
-impl Default for Features {
-    fn default() -> Self {
-        Features {
-            parallel_tools: true,
-            skills_enabled: false,
-        }
-    }
-}
 
 /// How credentials are obtained (the spec's `auth_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,16 +43,6 @@ pub enum AuthMode {
     None,
 }
 
-/// Sampling settings from the agent or task config; unset fields fall back
-/// to the model family, then to the provider's defaults.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Sampling {
-    pub temperature: Option<f32>,
-    pub max_tokens: Option<u32>,
-    /// `minimal`, `low`, `medium` or `high`; only sent to models that reason.
-    pub reasoning_effort: Option<&'static str>,
-}
-
 /// When history is compacted.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CompactionConfig {
@@ -73,9 +51,6 @@ pub struct CompactionConfig {
     /// Fraction of the model's context window.
     pub context_fraction: f64,
 }
-
-/// Compact at this fraction of the context window unless told otherwise.
-pub const DEFAULT_COMPACT_FRACTION: f64 = 0.8;
 
 impl Default for CompactionConfig {
     fn default() -> Self {
@@ -165,38 +140,6 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
 /// The name of the agent a session runs when none is named.
 pub const DEFAULT_AGENT: &str = "main";
 
-/// Runtime context of a session (the spec's `TurnContext`).
-#[derive(Debug, Clone)]
-pub struct TurnContext {
-    pub model: String,
-    pub model_family: ModelFamily,
-    pub tools: Vec<ToolSpec>,
-    pub approval_policy: ApprovalPolicy,
-    pub sandbox_policy: SandboxPolicy,
-    pub cwd: PathBuf,
-    pub developer_instructions: Option<String>,
-    pub user_instructions: Option<String>,
-    pub base_instructions_override: Option<String>,
-    pub output_schema: Option<serde_json::Value>,
-    pub verbose: bool,
-    pub features: Features,
-    /// Resolved sampling: config, then model family, then unset.
-    pub sampling: Sampling,
-    pub max_iterations: u32,
-    /// The system prompt sent as every request's instructions.
-    pub system_prompt: SystemPrompt,
-}
-
-impl TurnContext {
-    pub fn environment(&self) -> EnvironmentContext {
-        EnvironmentContext::from_policy(&self.cwd, self.approval_policy, &self.sandbox_policy)
-    }
-
-    pub fn has_tool(&self, name: &str) -> bool {
-        self.tools.iter().any(|t| t.name == name)
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error(transparent)]
@@ -229,54 +172,51 @@ impl PendingInputs {
     }
 }
 
-/// A conversation: context, history, tools, provider and metrics.
+/// A conversation. Its state has one owner per concern, each keeping its
+/// own invariants: the turn context (model, tools offered, policies,
+/// prompt), the history (items, checkpoints, observer, tokens), the tool
+/// set (registry, tool context, approvals), the meter (metrics, budgets,
+/// the stop handle) and the extensions (effects, middleware settings, the
+/// compaction threshold).
 pub struct Session {
     pub(crate) ctx: TurnContext,
-    pub(crate) history: Vec<HistoryItem>,
-    pub(crate) tools: ToolRegistry,
-    pub(crate) tool_ctx: ToolContext,
+    pub(crate) history: History,
+    pub(crate) toolset: Toolset,
     pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) metrics: Metrics,
+    pub(crate) meter: Meter,
+    pub(crate) extensions: Extensions,
+    /// The environment last shown to the model.
+    pub(crate) environment: EnvironmentContext,
+    /// Input queued while a turn runs.
     pub(crate) pending: PendingInputs,
     pub(crate) turns: u32,
-    /// Tokens in the conversation as of the last model response (provider
-    /// usage, or an estimate); drives compaction.
-    pub(crate) context_tokens: u64,
-    /// The effects, in registration order.
-    pub(crate) effects: Effects,
-    /// The middleware chain, outermost first.
-    pub(crate) middleware: Vec<Arc<dyn Middleware>>,
     /// The agent this session runs.
     pub(crate) agent: String,
+    pub id: String,
+}
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Lifecycle {
+    /// The `session_start` effects ran.
+    pub(crate) started: bool,
+    /// The session continues a saved one.
+    pub(crate) resumed: bool,
+    /// The `session_end` effects ran.
+    pub(crate) ended: bool,
+}
+
+/// What plugs into the loop.
+pub(crate) struct Extensions {
+    /// The effects, in registration order.
+    pub(crate) effects: Effects,
+    /// Middleware settings (`[run]`): the chain is built for each run.
+    pub(crate) run: RunConfig,
     /// When history is compacted (the `compact` effect's threshold; also
     /// the target of `/compact`).
     pub(crate) compaction: Threshold,
-    /// The environment last shown to the model.
-    pub(crate) environment: EnvironmentContext,
-    /// Who answers approval questions.
-    pub(crate) approver: Arc<dyn Approver>,
-    /// Budgets for each turn (also registered as effects).
-    pub(crate) limits: TurnLimits,
-    /// Stops the running turn.
-    pub(crate) stop: StopHandle,
-    /// Calls the user approved for the rest of the session, by call key.
-    pub(crate) session_approved: Mutex<HashSet<String>>,
-    /// Told about every history change (the session file).
-    pub(crate) observer: Option<Arc<dyn HistoryObserver>>,
     /// Whether the session started and ended (its lifecycle effects ran).
-    pub(crate) lifecycle: super::lifecycle::Lifecycle,
-    /// Named snapshots of history (the context stack).
-    pub(crate) checkpoints: Vec<(String, Vec<HistoryItem>)>,
-    /// History changed without a model request (context stack, resume):
-    /// `context_tokens` is re-estimated before the next request.
-    pub(crate) tokens_stale: bool,
-    /// What the provider counts per locally estimated token (at least 1),
-    /// learnt from the first request after a compaction.
-    pub(crate) token_scale: f64,
-    /// The estimated size of the request after a compaction, until the
-    /// provider reports the real one.
-    pub(crate) compacted_estimate: Option<u64>,
-    pub id: String,
+    pub(crate) lifecycle: Lifecycle,
 }
 
 /// Start a session: select the model, load its family, build tools, the
@@ -338,7 +278,7 @@ pub fn start_session_with_provider(
         max_iterations: config.max_iterations,
     };
     ctx.rebuild_system_prompt();
-    let history = build_initial_context(&ctx);
+    let history = ctx.initial_context();
     let ctx_price = ctx.model_family.price;
     let tool_ctx = ToolContext::new(
         ctx.cwd.clone(),
@@ -348,28 +288,28 @@ pub fn start_session_with_provider(
     Ok(Session {
         environment: ctx.environment(),
         ctx,
-        history,
-        tools,
-        tool_ctx,
+        history: History::new(history),
+        toolset: Toolset {
+            registry: tools,
+            ctx: tool_ctx,
+            approver: Arc::new(NonInteractive),
+            approved: Mutex::new(HashSet::new()),
+        },
         provider,
-        metrics: Metrics::with_price(ctx_price),
+        meter: Meter {
+            metrics: Metrics::with_price(ctx_price),
+            limits: TurnLimits::default(),
+            stop: StopHandle::default(),
+        },
+        extensions: Extensions {
+            effects,
+            run: config.run,
+            compaction,
+            lifecycle: Default::default(),
+        },
         pending: PendingInputs::default(),
         turns: 0,
-        context_tokens: 0,
-        effects,
-        middleware: super::run::builtin(&config.run),
         agent: config.agent,
-        compaction,
-        approver: Arc::new(NonInteractive),
-        limits: TurnLimits::default(),
-        stop: StopHandle::default(),
-        session_approved: Mutex::new(HashSet::new()),
-        observer: None,
-        lifecycle: Default::default(),
-        checkpoints: Vec::new(),
-        tokens_stale: false,
-        token_scale: 1.0,
-        compacted_estimate: None,
         id: new_session_id(),
     })
 }
@@ -596,7 +536,7 @@ impl Session {
     }
 
     pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+        &self.meter.metrics
     }
 
     /// A handle to queue user input while a turn runs.
@@ -608,45 +548,36 @@ impl Session {
     /// price: without one it is refused, naming the setting.
     pub fn set_limits(&mut self, limits: TurnLimits) -> Result<(), SessionError> {
         check_priced(&self.ctx.model, &self.ctx.model_family, &limits)?;
-        register_budgets(&mut self.effects, &limits);
-        self.limits = limits;
+        register_budgets(&mut self.extensions.effects, &limits);
+        self.meter.limits = limits;
         Ok(())
     }
 
     /// A handle that stops the running turn at once (e.g. on Ctrl-C).
     pub fn stop_handle(&self) -> StopHandle {
-        self.stop.clone()
+        self.meter.stop.clone()
     }
 
     /// Set who answers approval questions (default: nobody, every
     /// question is answered no at once).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.approver = approver;
+        self.toolset.approver = approver;
     }
 
     /// Set who is told about history changes (e.g. the session file).
     /// It sees only changes made from now on.
     pub fn set_history_observer(&mut self, observer: Arc<dyn HistoryObserver>) {
-        self.observer = Some(observer);
+        self.history.set_observer(observer);
     }
 
     /// Append to history, telling the observer.
     pub(crate) fn append(&mut self, items: Vec<HistoryItem>) {
-        if items.is_empty() {
-            return;
-        }
-        if let Some(observer) = &self.observer {
-            observer.appended(&items);
-        }
-        self.history.extend(items);
+        self.history.append(items);
     }
 
     /// Replace history as a whole, telling the observer.
     pub(crate) fn replace_history(&mut self, history: Vec<HistoryItem>) {
-        if let Some(observer) = &self.observer {
-            observer.replaced(&history);
-        }
-        self.history = history;
+        self.history.replace(history);
     }
 
     /// Append a note from the front door (e.g. "plan only" when the REPL
@@ -660,9 +591,8 @@ impl Session {
     /// the model differs from this session's, a full environment block is
     /// appended. The observer is not told about the restored items.
     pub fn restore_history(&mut self, history: Vec<HistoryItem>) {
-        self.history = history;
-        self.lifecycle.resumed = true;
-        self.tokens_stale = true;
+        self.history.restore(history);
+        self.extensions.lifecycle.resumed = true;
         let now = self.ctx.environment();
         let rendered = now.render();
         let shown = self
@@ -689,46 +619,86 @@ impl Session {
     /// budget on a model without one is refused, as in [`Session::set_limits`]).
     pub fn reconfigure(&mut self, config: SessionConfig) -> Result<(), SessionError> {
         let fresh = start_session_with_provider(config, self.provider.clone())?;
-        check_priced(&fresh.ctx.model, &fresh.ctx.model_family, &self.limits)?;
-        self.metrics.set_price(fresh.ctx.model_family.price);
-        let mut history = fresh.history;
+        check_priced(
+            &fresh.ctx.model,
+            &fresh.ctx.model_family,
+            &self.meter.limits,
+        )?;
+        self.meter.metrics.set_price(fresh.ctx.model_family.price);
+        let mut history = fresh.history.to_vec();
         history.extend_from_slice(&self.history[self.initial_len()..]);
         self.ctx = fresh.ctx;
-        self.tools = fresh.tools;
+        self.toolset.registry = fresh.toolset.registry;
         // Background jobs keep running across a switch of model or agent.
-        self.tool_ctx = ToolContext {
-            jobs: self.tool_ctx.jobs.clone(),
-            ..fresh.tool_ctx
+        self.toolset.ctx = ToolContext {
+            jobs: self.toolset.ctx.jobs.clone(),
+            ..fresh.toolset.ctx
         };
-        self.effects = fresh.effects;
-        register_budgets(&mut self.effects, &self.limits);
-        self.middleware = fresh.middleware;
-        self.compaction = fresh.compaction;
+        self.extensions = fresh.extensions;
+        register_budgets(&mut self.extensions.effects, &self.meter.limits);
         self.environment = fresh.environment;
-        self.tokens_stale = true;
+        self.history.tokens.stale = true;
         self.replace_history(history);
         Ok(())
     }
 
     /// The names of the effects in force, in order.
     pub fn effect_names(&self) -> Vec<&str> {
-        self.effects.names()
+        self.extensions.effects.names()
     }
 
     /// The compaction limit in tokens, for the model's current window.
     pub fn compaction_limit(&self) -> u64 {
-        CompactEffect::new(self.compaction).limit(self.ctx.model_family.context_window)
+        CompactEffect::new(self.extensions.compaction).limit(self.ctx.model_family.context_window)
     }
 
     /// The session's background shell jobs.
     pub fn jobs(&self) -> &Arc<crate::tools::jobs::JobTable> {
-        &self.tool_ctx.jobs
+        &self.toolset.ctx.jobs
     }
 
     /// Replace the registry (e.g. to add tools beyond the built-ins).
     pub fn set_tools(&mut self, tools: ToolRegistry) {
         self.ctx.tools = tools.specs();
-        self.tools = tools;
+        self.toolset.registry = tools;
         self.ctx.rebuild_system_prompt();
+    }
+}
+
+impl Session {
+    /// Change the environment mid-session. The model is told with an
+    /// `<environment_diff>` holding only the changed fields; nothing is
+    /// appended when nothing changed. Returns whether anything changed.
+    pub fn update_environment(
+        &mut self,
+        cwd: Option<PathBuf>,
+        approval: Option<ApprovalPolicy>,
+        sandbox: Option<SandboxPolicy>,
+    ) -> bool {
+        if let Some(cwd) = cwd {
+            self.ctx.cwd = cwd.clone();
+            self.toolset.ctx.cwd = cwd;
+        }
+        if let Some(a) = approval {
+            self.ctx.approval_policy = a;
+        }
+        if let Some(s) = sandbox {
+            self.ctx.sandbox_policy = s.clone();
+            self.toolset.ctx.sandbox = s;
+        }
+        self.ctx.rebuild_system_prompt();
+        let now = self.ctx.environment();
+        match now.diff(&self.environment) {
+            Some(diff) => {
+                self.append(vec![HistoryItem::tagged(
+                    Role::User,
+                    MessageTag::Environment,
+                    diff,
+                )]);
+                self.environment = now;
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -20,55 +20,18 @@
 
 use super::effects::{Decision, HistoryEdit, IterationContext, Phase, Point, Reply, Spent, Stop};
 use super::limits::{Halt, Watch};
+use super::outcome::{AgentError, ToolCallRecord, TurnResult};
 use super::prompt::build_prompt;
 use super::session::Session;
 use crate::metrics::tokens;
 use crate::protocol::{
-    AgentEvent, Content, EventSink, HistoryItem, Item, Limit, Reasoning, Role, StopReason,
-    ToolCall, TurnOutcome, Usage,
+    AgentEvent, Content, EventSink, HistoryItem, Item, Reasoning, Role, StopReason, ToolCall,
+    TurnOutcome, Usage,
 };
 use crate::provider::{ProviderError, ResponseEvent};
 use crate::tools::ToolResult;
 use futures::StreamExt;
 use std::time::{Duration, Instant};
-
-/// One tool call of a turn, as reported back to the caller.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallRecord {
-    pub id: String,
-    pub name: String,
-    pub input: String,
-    pub result: String,
-    pub is_error: bool,
-    pub exit_code: Option<i32>,
-    pub duration: Duration,
-}
-
-/// What a turn returns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnResult {
-    pub outcome: TurnOutcome,
-    /// The last assistant text of the turn (may be empty).
-    pub final_text: String,
-    pub tool_calls: Vec<ToolCallRecord>,
-    /// Model requests made in this turn.
-    pub iterations: u32,
-    pub usage: Usage,
-    /// The budget that stopped the turn, for `BudgetExceeded`.
-    pub limit: Option<Limit>,
-    /// Why an effect (a guardrail, a hook, a budget) stopped the turn.
-    pub reason: Option<String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    #[error(transparent)]
-    Provider(#[from] ProviderError),
-    /// A panic in a tool, an effect or a hook, caught by the recovery
-    /// middleware.
-    #[error("internal error: {0}")]
-    Panic(String),
-}
 
 /// One streamed model response, collected.
 #[derive(Debug, Default)]
@@ -113,7 +76,7 @@ impl TurnRun {
             final_text,
             tool_calls: self.records.clone(),
             iterations: self.iterations,
-            usage: session.metrics.turn_usage(),
+            usage: session.meter.metrics.turn_usage(),
             limit: None,
             reason: None,
         }
@@ -137,20 +100,6 @@ pub(crate) struct Applied {
 }
 
 impl Session {
-    /// Run one turn for `user_text` through the middleware chain. Provider
-    /// failures end the turn with an error (after a `turn.failed` event);
-    /// everything else ends with a [`TurnOutcome`].
-    pub async fn run_turn(
-        &mut self,
-        user_text: &str,
-        sink: &dyn EventSink,
-    ) -> Result<TurnResult, AgentError> {
-        let chain = self.middleware.clone();
-        super::run::Next::new(&chain)
-            .run(self, user_text.to_string(), sink)
-            .await
-    }
-
     /// One turn without middleware: events, effects, the loop.
     pub(crate) async fn turn(
         &mut self,
@@ -160,12 +109,12 @@ impl Session {
         self.turns += 1;
         let turn = self.turns;
         self.ctx.refresh_system_prompt_date();
-        self.metrics.start_turn();
+        self.meter.metrics.start_turn();
         sink.emit(AgentEvent::TurnStarted { turn });
         let mut run = TurnRun::new(turn);
         let result = self.turn_loop(user_text, &mut run, sink).await;
         sink.emit(AgentEvent::Metrics {
-            snapshot: serde_json::to_value(self.metrics.snapshot()).unwrap_or_default(),
+            snapshot: serde_json::to_value(self.meter.metrics.snapshot()).unwrap_or_default(),
         });
         match &result {
             Ok(result) => sink.emit(AgentEvent::TurnCompleted {
@@ -191,7 +140,7 @@ impl Session {
         run: &mut TurnRun,
         sink: &dyn EventSink,
     ) -> Result<TurnResult, AgentError> {
-        let watch = Watch::new(self.stop.fresh(), self.effects.deadline());
+        let watch = Watch::new(self.meter.stop.fresh(), self.extensions.effects.deadline());
         match watch.run(self.start_once(run, sink)).await {
             Ok(started) => started?,
             Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
@@ -220,8 +169,8 @@ impl Session {
                     .collect(),
             );
             self.append(std::mem::take(&mut run.queued));
-            if std::mem::take(&mut self.tokens_stale) {
-                self.context_tokens = tokens::estimate_items(self.history.clone()).await;
+            if std::mem::take(&mut self.history.tokens.stale) {
+                self.history.tokens.context = tokens::estimate_items(self.history.to_vec()).await;
             }
             let before = match watch
                 .run(self.at_point(Point::BeforeModel, run, sink))
@@ -424,7 +373,7 @@ impl Session {
         // as effects replace them.
         let mut call_now: Option<ToolCall> = None;
         let mut result_now: Option<ToolResult> = None;
-        for i in self.effects.at(phase) {
+        for i in self.extensions.effects.at(phase) {
             let point = match point {
                 Point::BeforeTool { call } => match &call_now {
                     Some(replaced) => Point::BeforeTool { call: replaced },
@@ -442,7 +391,7 @@ impl Session {
                 let (effects, cx) = self.effect_context(point, run, spent, sink);
                 effects.eval(i, &cx).await
             };
-            let name = self.effects.name(i).to_string();
+            let name = self.extensions.effects.name(i).to_string();
             let outcome = match evaluated {
                 Ok(outcome) => outcome,
                 Err(message) => {
@@ -452,7 +401,8 @@ impl Session {
                 }
             };
             for usage in &outcome.usage {
-                self.metrics
+                self.meter
+                    .metrics
                     .record_model_request(usage, None, started.elapsed());
             }
             let decision = outcome.decision;
@@ -532,7 +482,7 @@ impl Session {
     ) -> Result<(), AgentError> {
         match edit {
             HistoryEdit::Compact { overflow } => {
-                if self.effects.wants(Phase::BeforeCompact) {
+                if self.extensions.effects.wants(Phase::BeforeCompact) {
                     self.at_point(
                         Point::BeforeCompact {
                             overflow,
@@ -555,8 +505,8 @@ impl Session {
     /// What was spent so far this turn.
     fn spent(&self, run: &TurnRun) -> Spent {
         Spent {
-            turn_usage: self.metrics.turn_usage(),
-            turn_cost: self.metrics.turn_cost(),
+            turn_usage: self.meter.metrics.turn_usage(),
+            turn_cost: self.meter.metrics.turn_cost(),
             tool_calls: run.tool_calls,
             elapsed: run.started.elapsed(),
         }
@@ -583,14 +533,14 @@ impl Session {
             provider: &self.provider,
             spent,
             tokens: super::effects::Tokens {
-                context: self.context_tokens,
-                scale: self.token_scale,
+                context: self.history.tokens.context,
+                scale: self.history.tokens.scale,
             },
             sink,
-            approver: &*self.approver,
-            transcript_path: self.observer.as_ref().and_then(|o| o.transcript_path()),
+            approver: &*self.toolset.approver,
+            transcript_path: self.history.transcript_path(),
         };
-        (&mut self.effects, cx)
+        (&mut self.extensions.effects, cx)
     }
 
     /// End the turn because it was stopped from outside: interrupted, or
@@ -685,7 +635,7 @@ impl Session {
                     delay,
                     reason,
                 } => {
-                    self.metrics.record_retry();
+                    self.meter.metrics.record_retry();
                     tracing::warn!(attempt, ?delay, %reason, "model request will be retried");
                     // The failed attempt's output is void: the retry starts
                     // the response over, so nothing is kept twice.
@@ -739,7 +689,7 @@ impl Session {
             response.reply.usage = self.estimate_usage(&response).await;
         }
         let usage = response.reply.usage;
-        self.context_tokens = usage.input_tokens + usage.output_tokens;
+        self.history.tokens.context = usage.input_tokens + usage.output_tokens;
         self.calibrate_tokens(&usage);
         let took = started.elapsed();
         tracing::debug!(
@@ -752,7 +702,9 @@ impl Session {
             estimated = usage.estimated,
             "model response"
         );
-        self.metrics.record_model_request(&usage, first_token, took);
+        self.meter
+            .metrics
+            .record_model_request(&usage, first_token, took);
         sink.emit(AgentEvent::ModelResponse {
             iteration,
             usage: Some(usage),
@@ -773,7 +725,7 @@ impl Session {
         let prompt = build_prompt(&self.ctx, &self.history);
         let mut input = vec![prompt.instructions.to_string()];
         input.push(serde_json::to_string(prompt.tools).unwrap_or_default());
-        let items = self.history.clone();
+        let items = self.history.to_vec();
         let mut output = vec![response.reply.text.clone()];
         output.extend(
             response

@@ -8,7 +8,6 @@
 //! 4 a budget ran out (and nothing failed otherwise), 2 an invalid task
 //! file, selector or config.
 
-use super::run::init_logging;
 use super::{exit, persist, setup, signals, ConfigArgs, RunArgs};
 use crate::agent::{check_session_config, SessionConfig, TurnLimits};
 use crate::config::ConfigFile;
@@ -238,7 +237,7 @@ fn agent_config(
     // The task file's agent: its name and effects (after its card's).
     config.agent = agent.id.clone();
     config.effects.extend(agent.effects.iter().cloned());
-    super::run::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
+    setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =
             check_session_config(&config, &TurnLimits::default()).map_err(|e| at(e.to_string()))?;
@@ -265,7 +264,7 @@ fn execute(prepared: Prepared) -> u8 {
         output_dir,
         color,
     } = prepared;
-    init_logging(&home, redact);
+    setup::init_logging(&home, redact);
     let runtime = match setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {

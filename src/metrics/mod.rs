@@ -5,8 +5,8 @@
 
 pub mod tokens;
 
+use crate::protocol::Price;
 use crate::protocol::Usage;
-use crate::provider::model_family::Price;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -5,7 +5,8 @@
 //! matches is an error unless its provider names a default family.
 
 use super::MaxTokensParam;
-use crate::protocol::{EditTool, Usage};
+use crate::protocol::EditTool;
+pub use crate::protocol::Price;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -119,39 +120,6 @@ const CATALOG: &[CatalogEntry] = &[
 /// Families whose Chat Completions requests must carry
 /// `max_completion_tokens` (OpenAI rejects `max_tokens` for them).
 const COMPLETION_TOKENS_FAMILIES: &[&str] = &["gpt-5", "o3", "o4-mini"];
-
-/// Prices in USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Price {
-    pub input: f64,
-    pub cached_input: f64,
-    pub output: f64,
-    /// Writing to the prompt cache (Anthropic); other APIs charge none.
-    pub cache_write: f64,
-}
-
-impl Price {
-    const fn new(input: f64, cached_input: f64, output: f64, cache_write: f64) -> Self {
-        Price {
-            input,
-            cached_input,
-            output,
-            cache_write,
-        }
-    }
-
-    /// The cost of `usage` in USD. `input_tokens` includes cached and
-    /// cache-written tokens, which are priced at their own rates.
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        let special = usage.cached_input_tokens + usage.cache_write_tokens;
-        let plain = usage.input_tokens.saturating_sub(special);
-        (plain as f64 * self.input
-            + usage.cached_input_tokens as f64 * self.cached_input
-            + usage.cache_write_tokens as f64 * self.cache_write
-            + usage.output_tokens as f64 * self.output)
-            / 1_000_000.0
-    }
-}
 
 /// List prices (USD per million tokens) by model-name prefix, longest
 /// prefix wins. Prices change: override in `[model_families."<model>"]`.
@@ -414,6 +382,7 @@ pub fn load_model_family(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Usage;
 
     fn none() -> BTreeMap<String, FamilyOverride> {
         BTreeMap::new()

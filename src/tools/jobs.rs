@@ -9,7 +9,7 @@
 //! dropped, every job still running is killed.
 
 use super::exec::{self, Capture, CapturedStream, Ended, ExecRequest, Sink};
-use super::shell::{render_streams, status_line};
+use super::output::{render_streams, status_line};
 use super::truncate::Limits;
 use super::{parse_args, Tool, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{ToolFormat, ToolSpec};

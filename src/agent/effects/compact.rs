@@ -11,6 +11,9 @@ use futures::future::BoxFuture;
 
 pub const KIND: &str = "compact";
 
+/// Compact at this fraction of the context window unless told otherwise.
+pub const DEFAULT_COMPACT_FRACTION: f64 = 0.8;
+
 /// Where the limit comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Threshold {

@@ -34,9 +34,9 @@ pub fn threshold(spec: &EffectSpec) -> Option<Threshold> {
         EffectSpec::Compact {
             threshold: Some(t), ..
         } => Some(Threshold::Window(t)),
-        EffectSpec::Compact { .. } => Some(Threshold::Window(
-            super::super::session::DEFAULT_COMPACT_FRACTION,
-        )),
+        EffectSpec::Compact { .. } => {
+            Some(Threshold::Window(super::compact::DEFAULT_COMPACT_FRACTION))
+        }
         _ => None,
     }
 }

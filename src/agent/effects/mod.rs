@@ -23,7 +23,7 @@ pub mod hooks;
 pub mod output;
 pub mod repeat;
 
-use super::session::TurnContext;
+use super::turn_context::TurnContext;
 use crate::protocol::{
     Approver, EventSink, HistoryItem, Limit, StopReason, ToolCall, TurnOutcome, Usage,
 };

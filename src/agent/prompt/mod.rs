@@ -8,7 +8,7 @@ pub mod system;
 #[cfg(test)]
 mod tests;
 
-use super::session::TurnContext;
+use super::turn_context::TurnContext;
 use crate::protocol::{Content, HistoryItem, ToolFormat, ToolOutput, ToolSpec};
 use crate::provider::ModelRequest;
 use crate::tools::shell;

@@ -6,10 +6,8 @@
 //! tools (`Session::set_tools`) or the date (checked at the start of each
 //! turn; the date, never a clock time).
 
-use super::builder::{Identity, ProjectSoul, SkillEntry, SystemPromptBuilder};
+use super::builder::{ProjectSoul, SkillEntry};
 use super::clock::{Clock, SystemClock, Today};
-use crate::agent::session::TurnContext;
-use crate::tools::paths::repo_root;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,12 +44,12 @@ impl Default for PromptConfig {
 /// The built system prompt and what it was built from.
 #[derive(Debug, Clone)]
 pub struct SystemPrompt {
-    config: PromptConfig,
-    model_aliases: BTreeMap<String, String>,
-    provider: String,
-    repo_root: Option<PathBuf>,
-    today: Today,
-    text: String,
+    pub(crate) config: PromptConfig,
+    pub(crate) model_aliases: BTreeMap<String, String>,
+    pub(crate) provider: String,
+    pub(crate) repo_root: Option<PathBuf>,
+    pub(crate) today: Today,
+    pub(crate) text: String,
 }
 
 impl SystemPrompt {
@@ -79,63 +77,5 @@ impl SystemPrompt {
     /// The day it was built for.
     pub fn today(&self) -> &Today {
         &self.today
-    }
-}
-
-impl TurnContext {
-    /// The builder with this context's inputs for `today`.
-    pub fn system_prompt_builder<'a>(&'a self, today: &'a Today) -> SystemPromptBuilder<'a> {
-        let p = &self.system_prompt;
-        SystemPromptBuilder {
-            identity: Identity {
-                base_instructions: self.base_instructions_override.as_deref(),
-                soul: p.config.soul.as_deref(),
-                family_template: &self.model_family.base_instructions_template,
-                project_soul: p.config.project_soul.as_ref(),
-                apply_patch_instructions: self.model_family.needs_special_apply_patch_instructions
-                    && !self.has_tool("apply_patch"),
-            },
-            tools: self.model_family.tools_in_prompt.then_some(&self.tools[..]),
-            skills: &p.config.skills,
-            model_aliases: &p.model_aliases,
-            cwd: &self.cwd,
-            repo_root: p.repo_root.as_deref(),
-            sandbox: &self.sandbox_policy,
-            model: &self.model,
-            provider: &p.provider,
-            today,
-            memory: p.config.memory.as_deref(),
-        }
-    }
-
-    /// Build the system prompt again from the current context (the start of
-    /// a session, a changed environment or tool set). Returns whether the
-    /// text changed.
-    pub(crate) fn rebuild_system_prompt(&mut self) -> bool {
-        self.system_prompt.repo_root = repo_root(&self.cwd);
-        let today = self.system_prompt.config.clock.today();
-        self.render_system_prompt(today)
-    }
-
-    /// At the start of a turn: build the prompt again only when the day
-    /// (date or time zone) is not the one it was built for. Returns
-    /// whether the text changed.
-    pub(crate) fn refresh_system_prompt_date(&mut self) -> bool {
-        let today = self.system_prompt.config.clock.today();
-        if today == self.system_prompt.today {
-            return false;
-        }
-        self.render_system_prompt(today)
-    }
-
-    fn render_system_prompt(&mut self, today: Today) -> bool {
-        let text = self.system_prompt_builder(&today).build();
-        let changed = text != self.system_prompt.text;
-        if changed && !self.system_prompt.text.is_empty() {
-            tracing::info!(bytes = text.len(), date = %today.date, "system prompt rebuilt");
-        }
-        self.system_prompt.today = today;
-        self.system_prompt.text = text;
-        changed
     }
 }

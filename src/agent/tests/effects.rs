@@ -149,7 +149,7 @@ async fn every_phase_is_called_in_order_and_effects_in_registration_order() {
     let mut h = harness(ONE_CALL);
     let log = Arc::new(Mutex::new(Vec::new()));
     for name in ["a", "b"] {
-        h.session.effects.push(Box::new(Recorder {
+        h.session.extensions.effects.push(Box::new(Recorder {
             name,
             log: log.clone(),
         }));
@@ -177,18 +177,18 @@ async fn every_phase_is_called_in_order_and_effects_in_registration_order() {
 async fn later_effects_see_what_earlier_ones_decided() {
     let mut h = harness(ONE_CALL);
     let log = Arc::new(Mutex::new(Vec::new()));
-    h.session.effects.push(Scripted::new(
+    h.session.extensions.effects.push(Scripted::new(
         Phase::BeforeTool,
         vec![Decision::ReplaceArgs(r#"{"text":"changed"}"#.into())],
     ));
-    h.session.effects.push(
+    h.session.extensions.effects.push(
         Recorder {
             name: "r",
             log: log.clone(),
         }
         .into_box(),
     );
-    h.session.effects.push(Scripted::new(
+    h.session.extensions.effects.push(Scripted::new(
         Phase::AfterTool,
         vec![Decision::ReplaceOutput(ToolResult::ok("replaced output"))],
     ));
@@ -237,6 +237,7 @@ async fn a_stop_at_any_phase_ends_the_turn_with_its_reason_and_every_call_answer
     for phase in ALL {
         let mut h = harness(ONE_CALL);
         h.session
+            .extensions
             .effects
             .push(Scripted::new(*phase, vec![stop("policy says no")]));
         let r = h.run("go").await.unwrap();
@@ -273,7 +274,7 @@ async fn a_stop_at_any_phase_ends_the_turn_with_its_reason_and_every_call_answer
             );
         }
         // The next turn works.
-        h.session.effects.remove("scripted");
+        h.session.extensions.effects.remove("scripted");
         assert_calls_answered(h.session.history());
     }
 }
@@ -291,7 +292,7 @@ expect = "no recursive deletes"
 text = "Understood."
 "#,
     );
-    h.session.effects.push(Scripted::new(
+    h.session.extensions.effects.push(Scripted::new(
         Phase::BeforeTool,
         vec![Decision::Block("no recursive deletes".into())],
     ));
@@ -312,7 +313,7 @@ text = "First answer."
 text = "Fixed answer."
 "#,
     );
-    h.session.effects.push(Scripted::new(
+    h.session.extensions.effects.push(Scripted::new(
         Phase::TurnEnd,
         vec![Decision::AddItems(vec![HistoryItem::text(
             Role::User,
@@ -336,7 +337,10 @@ text = "Fixed answer."
 async fn a_failing_or_panicking_effect_is_reported_and_the_loop_goes_on() {
     for panic in [false, true] {
         let mut h = harness(ONE_CALL);
-        h.session.effects.push(Box::new(Faulty { panic }));
+        h.session
+            .extensions
+            .effects
+            .push(Box::new(Faulty { panic }));
         let r = h.run("go").await.unwrap();
         assert_eq!(r.outcome, TurnOutcome::Done, "panic: {panic}");
         let w = warnings(&h);
@@ -368,7 +372,7 @@ text = "Done."
 "#,
     );
     // Before the second request, pop one item: the output goes with its call.
-    h.session.effects.push(Scripted::new(
+    h.session.extensions.effects.push(Scripted::new(
         Phase::BeforeModel,
         vec![Decision::Continue, Decision::Edit(HistoryEdit::Pop(1))],
     ));
@@ -438,7 +442,7 @@ async fn random_decisions_over_many_turns_never_orphan_a_call() {
     let mut config = config();
     config.max_iterations = 3;
     let mut h = harness_with(&script, config);
-    h.session.effects.push(Box::new(Chaos(Lcg(7))));
+    h.session.extensions.effects.push(Box::new(Chaos(Lcg(7))));
     let requests = |h: &Harness| h.fake.seen.lock().unwrap().len();
     let mut turns = 0;
     while requests(&h) < 150 && turns < 1000 {
@@ -482,7 +486,7 @@ arguments = {}
 text = "after"
 "#,
     );
-    let mut registry = h.session.tools.clone();
+    let mut registry = h.session.toolset.registry.clone();
     registry.register(Arc::new(Panicky));
     h.session.set_tools(registry);
     let err = h.run("go").await.unwrap_err();

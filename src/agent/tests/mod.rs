@@ -237,7 +237,7 @@ impl Harness {
 }
 
 // ---------------------------------------------------------------------------
-// build_initial_context and environment diffs
+// TurnContext::initial_context and environment diffs
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -896,7 +896,7 @@ fn overflowing_session(max_items: usize) -> (Session, Arc<Overflowing>) {
     let long: Vec<HistoryItem> = (0..20)
         .map(|i| HistoryItem::text(Role::Assistant, format!("old {i}")))
         .collect();
-    s.history.extend(long);
+    s.history.append(long);
     (s, p)
 }
 
@@ -1360,19 +1360,20 @@ fn windowed_session(window: u64, calls: usize) -> (Session, Arc<Overflowing>) {
     let mut c = config();
     c.tool_config.edit_tool = None;
     let mut s = start_session_with_provider(c, p.clone()).unwrap();
-    s.history.push(HistoryItem::text(Role::User, "first task"));
+    s.history
+        .append(vec![HistoryItem::text(Role::User, "first task")]);
     for n in 0..calls {
         let id = format!("w{n}");
-        s.history.push(HistoryItem::tool_call(ToolCall {
+        s.history.append(vec![HistoryItem::tool_call(ToolCall {
             id: id.clone(),
             name: "shell".into(),
             arguments: format!(r#"{{"command":"make step{n}"}}"#),
             kind: ToolCallKind::Function,
-        }));
-        s.history.push(output(
+        })]);
+        s.history.append(vec![output(
             &id,
             &format!("line {n} of the build log\n").repeat(60),
-        ));
+        )]);
     }
     (s, p)
 }
@@ -1408,11 +1409,11 @@ async fn compaction_brings_a_session_of_shell_calls_under_the_limit() {
     // until the history is under the limit.
     let (mut s, p) = windowed_session(1_000_000, 16);
     let threshold = crate::agent::effects::compact::Threshold::Tokens(3000);
-    s.compaction = threshold;
-    s.effects.replace(Box::new(
+    s.extensions.compaction = threshold;
+    s.extensions.effects.replace(Box::new(
         crate::agent::effects::compact::CompactEffect::new(threshold),
     ));
-    s.tokens_stale = true;
+    s.history.tokens.stale = true;
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = {
         let events = events.clone();

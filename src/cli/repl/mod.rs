@@ -154,12 +154,12 @@ fn prepare(
     let home = loaded.home;
     let mut config = loaded.config.session;
     let redact = persist::redactor([&config]);
-    super::run::init_logging(&home, redact.clone());
+    super::setup::init_logging(&home, redact.clone());
     let unconfined = config.sandbox_policy.mode == SandboxMode::DangerFullAccess;
     if let Some(mode) = args.mode.as_deref().and_then(Mode::parse) {
         mode.apply(&mut config, unconfined);
     }
-    super::run::check_sandbox(config.sandbox_policy.mode, args.no_sandbox)?;
+    super::setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox)?;
     let store = Store::new(&home);
     let persist = Persist {
         store: store.clone(),

@@ -21,13 +21,15 @@
 //!    first rejection goes back to the model within the same turn and the
 //!    second ends it with `invalid_output`.
 
+pub mod config;
+
+pub use config::{OutputGuardrail, RunConfig};
+
 use super::effects::{
-    command, panic_message, Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point,
-    Stop,
+    panic_message, Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point, Stop,
 };
-use super::output::OutputSchema;
+use super::outcome::{AgentError, TurnResult};
 use super::session::Session;
-use super::turn::{AgentError, TurnResult};
 use crate::protocol::{AgentEvent, EventSink, HistoryItem, Role, TurnOutcome};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -74,7 +76,23 @@ impl<'a> Next<'a> {
     }
 }
 
-/// The chain a session starts with.
+impl Session {
+    /// Run one turn for `user_text` through the middleware chain. Provider
+    /// failures end the turn with an error (after a `turn.failed` event);
+    /// everything else ends with a [`TurnOutcome`].
+    pub async fn run_turn(
+        &mut self,
+        user_text: &str,
+        sink: &dyn EventSink,
+    ) -> Result<TurnResult, AgentError> {
+        let chain = builtin(&self.extensions.run);
+        Next::new(&chain)
+            .run(self, user_text.to_string(), sink)
+            .await
+    }
+}
+
+/// The chain for a run with `config`.
 pub(crate) fn builtin(config: &RunConfig) -> Vec<Arc<dyn Middleware>> {
     let mut chain: Vec<Arc<dyn Middleware>> = vec![Arc::new(Recovery), Arc::new(Logger)];
     if let Some(limit) = config.timeout {
@@ -84,13 +102,6 @@ pub(crate) fn builtin(config: &RunConfig) -> Vec<Arc<dyn Middleware>> {
         chain.push(Arc::new(guardrail.clone()));
     }
     chain
-}
-
-/// `[run]`: middleware settings.
-#[derive(Debug, Clone, Default)]
-pub struct RunConfig {
-    pub timeout: Option<Duration>,
-    pub output_guardrail: Option<OutputGuardrail>,
 }
 
 /// Panics become errors.
@@ -215,66 +226,14 @@ impl Middleware for Timeout {
         next: Next<'a>,
     ) -> BoxFuture<'a, Result<TurnResult, AgentError>> {
         Box::pin(async move {
-            session.effects.replace(Box::new(RunDeadline(self.0)));
+            session
+                .extensions
+                .effects
+                .replace(Box::new(RunDeadline(self.0)));
             let result = next.run(&mut *session, input, sink).await;
-            session.effects.remove(RUN_TIMEOUT);
+            session.extensions.effects.remove(RUN_TIMEOUT);
             result
         })
-    }
-}
-
-/// What the final answer must satisfy.
-#[derive(Clone)]
-pub struct OutputGuardrail {
-    pub schema: Option<Arc<OutputSchema>>,
-    pub regex: Option<regex::Regex>,
-    /// Gets the answer on stdin; exit 0 accepts it.
-    pub command: Option<String>,
-    pub timeout: Duration,
-}
-
-impl std::fmt::Debug for OutputGuardrail {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutputGuardrail")
-            .field("schema", &self.schema.is_some())
-            .field("regex", &self.regex.as_ref().map(|r| r.as_str()))
-            .field("command", &self.command)
-            .finish()
-    }
-}
-
-impl OutputGuardrail {
-    /// What is wrong with `answer`, if anything.
-    async fn check(&self, answer: &str, cwd: &std::path::Path) -> Option<String> {
-        if let Some(schema) = &self.schema {
-            if let Err(problem) = schema.check(answer) {
-                return Some(problem);
-            }
-        }
-        if let Some(regex) = &self.regex {
-            if !regex.is_match(answer) {
-                return Some(format!("the final answer does not match /{regex}/"));
-            }
-        }
-        if let Some(command) = &self.command {
-            let input = serde_json::json!({ "answer": answer });
-            return match command::run(command, &input, cwd, &[], self.timeout).await {
-                Ok(ran) if ran.exit_code == Some(0) => None,
-                Ok(ran) => {
-                    let said = crate::sandbox::redact::redact(&ran.stderr).into_owned();
-                    Some(if said.trim().is_empty() {
-                        format!(
-                            "the output check `{command}` rejected the final answer ({})",
-                            ran.status(self.timeout)
-                        )
-                    } else {
-                        format!("the output check rejected the final answer: {said}")
-                    })
-                }
-                Err(e) => Some(format!("the output check `{command}` could not run: {e}")),
-            };
-        }
-        None
     }
 }
 
@@ -343,12 +302,12 @@ impl Middleware for OutputGuardrail {
         next: Next<'a>,
     ) -> BoxFuture<'a, Result<TurnResult, AgentError>> {
         Box::pin(async move {
-            session.effects.replace(Box::new(OutputCheck {
+            session.extensions.effects.replace(Box::new(OutputCheck {
                 guard: self.clone(),
                 rejected: false,
             }));
             let result = next.run(&mut *session, input, sink).await;
-            session.effects.remove(OUTPUT_CHECK);
+            session.extensions.effects.remove(OUTPUT_CHECK);
             result
         })
     }
