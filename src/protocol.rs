@@ -213,6 +213,39 @@ pub enum EditTool {
     None,
 }
 
+/// How a session keeps its requests within the model's context window
+/// (docs/context.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextStrategyKind {
+    /// Send the initial context and the newest items that fit, with a note
+    /// saying what was left out; history itself is kept whole.
+    SlidingWindow,
+    /// Summarise older history when it grows past the compaction limit.
+    Summarize,
+}
+
+impl ContextStrategyKind {
+    pub const NAMES: &'static str = "sliding_window, summarize";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextStrategyKind::SlidingWindow => "sliding_window",
+            ContextStrategyKind::Summarize => "summarize",
+        }
+    }
+
+    /// The default for a model with `context_window` tokens: windows under
+    /// 32k (small local models) slide, larger ones are summarised.
+    pub fn default_for(context_window: u64) -> Self {
+        if context_window < 32_000 {
+            ContextStrategyKind::SlidingWindow
+        } else {
+            ContextStrategyKind::Summarize
+        }
+    }
+}
+
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
@@ -564,6 +597,14 @@ pub enum AgentEvent {
         attempt: u32,
         delay_ms: u64,
         reason: String,
+    },
+    /// The sliding window moved: requests now leave out the conversation's
+    /// first `dropped_items` items (after the initial context).
+    #[serde(rename = "context_window")]
+    ContextWindow {
+        dropped_items: usize,
+        kept_items: usize,
+        estimated_tokens: u64,
     },
     #[serde(rename = "compaction")]
     Compacted {

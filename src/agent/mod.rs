@@ -13,12 +13,14 @@ pub mod limits;
 pub mod outcome;
 pub mod output;
 pub mod prompt;
+mod request;
 pub mod run;
 pub mod session;
 pub mod stack;
 mod toolset;
 pub mod turn;
 pub mod turn_context;
+pub mod window;
 
 pub use context::EnvironmentContext;
 pub use effects::EndReason;
@@ -28,6 +30,7 @@ pub use prompt::builder::{ProjectSoul, SkillEntry, SystemPromptBuilder};
 pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};
 pub use prompt::system::{PromptConfig, SystemPrompt};
 pub use prompt::{build_prompt, Prompt};
+pub use request::ContextUsage;
 pub use session::{
     check_session_config, select_model, start_session, start_session_with_provider, AuthMode,
     CompactionConfig, PendingInputs, Session, SessionConfig, SessionError,

@@ -15,10 +15,12 @@ use super::prompt::system::{PromptConfig, SystemPrompt};
 use super::run::config::RunConfig;
 use super::toolset::Toolset;
 use super::turn_context::{Features, Sampling, TurnContext};
+use super::window::SlidingWindow;
+use crate::metrics::tokens::Estimator;
 use crate::metrics::Metrics;
 use crate::protocol::{
-    ApprovalPolicy, Approver, HistoryItem, HistoryObserver, MessageTag, NonInteractive, Role,
-    SandboxPolicy,
+    ApprovalPolicy, Approver, ContextStrategyKind, HistoryItem, HistoryObserver, MessageTag,
+    NonInteractive, Role, SandboxPolicy,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
@@ -89,6 +91,9 @@ pub struct SessionConfig {
     /// ones; a kind that may appear once (`compact`, a budget,
     /// `repeated_failure`) replaces the built-in one.
     pub effects: Vec<EffectSpec>,
+    /// `context_strategy`: how requests stay within the window (`None`:
+    /// the model family's, else by the window's size; docs/context.md).
+    pub context_strategy: Option<ContextStrategyKind>,
     /// Middleware settings (`[run]`).
     pub run: RunConfig,
     /// `[[hooks.EVENT]]`: user commands at lifecycle events, registered
@@ -126,6 +131,7 @@ impl SessionConfig {
             max_iterations: DEFAULT_MAX_ITERATIONS,
             compaction: CompactionConfig::default(),
             effects: Vec::new(),
+            context_strategy: None,
             run: RunConfig::default(),
             hooks: Vec::new(),
             agent: DEFAULT_AGENT.to_string(),
@@ -217,6 +223,11 @@ pub(crate) struct Extensions {
     pub(crate) compaction: Threshold,
     /// Whether the session started and ended (its lifecycle effects ran).
     pub(crate) lifecycle: Lifecycle,
+    /// Where the sliding window starts (the `sliding_window` strategy).
+    pub(crate) window: SlidingWindow,
+    /// Estimated tokens of the instructions and tools, with what they were
+    /// counted for (prompt length, tool count, estimator).
+    pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
 }
 
 /// Start a session: select the model, load its family, build tools, the
@@ -276,6 +287,7 @@ pub fn start_session_with_provider(
         features: config.features,
         sampling,
         max_iterations: config.max_iterations,
+        context_strategy: config.context_strategy,
     };
     ctx.rebuild_system_prompt();
     let history = ctx.initial_context();
@@ -306,6 +318,8 @@ pub fn start_session_with_provider(
             run: config.run,
             compaction,
             lifecycle: Default::default(),
+            window: SlidingWindow::default(),
+            fixed_tokens: None,
         },
         pending: PendingInputs::default(),
         turns: 0,
@@ -634,7 +648,10 @@ impl Session {
             jobs: self.toolset.ctx.jobs.clone(),
             ..fresh.toolset.ctx
         };
+        let lifecycle = self.extensions.lifecycle;
         self.extensions = fresh.extensions;
+        // Still the same session: it started (and has not ended) once.
+        self.extensions.lifecycle = lifecycle;
         register_budgets(&mut self.extensions.effects, &self.meter.limits);
         self.environment = fresh.environment;
         self.history.tokens.stale = true;

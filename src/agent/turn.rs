@@ -18,30 +18,17 @@
 //! history together, and every call gets exactly one output, also when it
 //! was blocked, stopped or interrupted.
 
-use super::effects::{Decision, HistoryEdit, IterationContext, Phase, Point, Reply, Spent, Stop};
+use super::effects::{Decision, HistoryEdit, IterationContext, Phase, Point, Spent, Stop};
 use super::limits::{Halt, Watch};
 use super::outcome::{AgentError, ToolCallRecord, TurnResult};
-use super::prompt::build_prompt;
+use super::request::ModelResponse;
 use super::session::Session;
-use crate::metrics::tokens;
 use crate::protocol::{
-    AgentEvent, Content, EventSink, HistoryItem, Item, Reasoning, Role, StopReason, ToolCall,
-    TurnOutcome, Usage,
+    AgentEvent, Content, ContextStrategyKind, EventSink, HistoryItem, Role, StopReason, ToolCall,
+    TurnOutcome,
 };
-use crate::provider::{ProviderError, ResponseEvent};
 use crate::tools::ToolResult;
-use futures::StreamExt;
-use std::time::{Duration, Instant};
-
-/// One streamed model response, collected.
-#[derive(Debug, Default)]
-pub(crate) struct ModelResponse {
-    pub(crate) reply: Reply,
-    reasoning: Vec<Reasoning>,
-    incomplete_tool_call: Option<String>,
-    /// The provider reported usage (not an estimate).
-    reported: bool,
-}
+use std::time::Instant;
 
 /// The state of one turn.
 pub(crate) struct TurnRun {
@@ -170,7 +157,7 @@ impl Session {
             );
             self.append(std::mem::take(&mut run.queued));
             if std::mem::take(&mut self.history.tokens.stale) {
-                self.history.tokens.context = tokens::estimate_items(self.history.to_vec()).await;
+                self.history.tokens.context = self.estimate_context(sink);
             }
             let before = match watch
                 .run(self.at_point(Point::BeforeModel, run, sink))
@@ -481,6 +468,12 @@ impl Session {
         sink: &dyn EventSink,
     ) -> Result<(), AgentError> {
         match edit {
+            HistoryEdit::Compact { overflow }
+                if self.ctx.strategy() == ContextStrategyKind::SlidingWindow =>
+            {
+                // History stays whole; the next request's window moves.
+                self.tighten_window(overflow);
+            }
             HistoryEdit::Compact { overflow } => {
                 if self.extensions.effects.wants(Phase::BeforeCompact) {
                     self.at_point(
@@ -578,168 +571,6 @@ impl Session {
             limit: stop.limit,
             reason: Some(stop.reason),
             ..run.result(self, stop.outcome, final_text)
-        }
-    }
-
-    /// One model request, streamed: text deltas become item events, the
-    /// response is collected, usage and timings recorded.
-    pub(crate) async fn sample(
-        &mut self,
-        turn: u32,
-        iteration: u32,
-        sink: &dyn EventSink,
-    ) -> Result<ModelResponse, ProviderError> {
-        let started = Instant::now();
-        let mut stream = {
-            let prompt = build_prompt(&self.ctx, &self.history);
-            sink.emit(AgentEvent::ModelRequest {
-                iteration,
-                prompt: self.ctx.verbose.then(|| prompt.to_json()),
-            });
-            self.provider.stream(&prompt.request(&self.ctx))
-        };
-        let mut message_id = format!("msg_{turn}_{iteration}");
-        let mut response = ModelResponse::default();
-        let mut first_token: Option<Duration> = None;
-        let mut completed = false;
-        while let Some(event) = stream.next().await {
-            match event? {
-                ResponseEvent::TextDelta(delta) => {
-                    first_token.get_or_insert_with(|| started.elapsed());
-                    if response.reply.text.is_empty() {
-                        sink.emit(AgentEvent::ItemStarted {
-                            item: Item::AgentMessage {
-                                id: message_id.clone(),
-                                text: String::new(),
-                            },
-                        });
-                    }
-                    response.reply.text.push_str(&delta);
-                    sink.emit(AgentEvent::ItemUpdated {
-                        id: message_id.clone(),
-                        delta,
-                    });
-                }
-                ResponseEvent::ToolCallStarted { .. } => {
-                    first_token.get_or_insert_with(|| started.elapsed());
-                }
-                ResponseEvent::ToolCall(call) => response.reply.tool_calls.push(call),
-                ResponseEvent::Reasoning(r) => response.reasoning.push(r),
-                ResponseEvent::ModelInfo { context_window } => {
-                    // The server says how large the window is: compaction
-                    // limits follow it.
-                    self.ctx.model_family.context_window = context_window;
-                }
-                ResponseEvent::Retrying {
-                    attempt,
-                    delay,
-                    reason,
-                } => {
-                    self.meter.metrics.record_retry();
-                    tracing::warn!(attempt, ?delay, %reason, "model request will be retried");
-                    // The failed attempt's output is void: the retry starts
-                    // the response over, so nothing is kept twice.
-                    if !response.reply.text.is_empty() {
-                        sink.emit(AgentEvent::ItemDiscarded {
-                            id: message_id.clone(),
-                            reason: reason.clone(),
-                        });
-                    }
-                    response = ModelResponse::default();
-                    message_id = format!("msg_{turn}_{iteration}_retry{attempt}");
-                    sink.emit(AgentEvent::Retry {
-                        attempt,
-                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        reason,
-                    });
-                }
-                ResponseEvent::Completed {
-                    usage,
-                    stop_reason,
-                    incomplete_tool_call,
-                } => {
-                    if let Some(usage) = usage {
-                        response.reply.usage = usage;
-                        response.reported = true;
-                    }
-                    response.reply.stop_reason = Some(stop_reason);
-                    response.incomplete_tool_call = incomplete_tool_call;
-                    completed = true;
-                    break;
-                }
-            }
-        }
-        drop(stream);
-        if !completed {
-            return Err(ProviderError::Stream {
-                provider: self.provider.id().to_string(),
-                model: self.ctx.model.clone(),
-                message: "the response stream ended before the response was complete".into(),
-            });
-        }
-        if !response.reply.text.is_empty() {
-            sink.emit(AgentEvent::ItemCompleted {
-                item: Item::AgentMessage {
-                    id: message_id,
-                    text: response.reply.text.clone(),
-                },
-            });
-        }
-        if !response.reported {
-            response.reply.usage = self.estimate_usage(&response).await;
-        }
-        let usage = response.reply.usage;
-        self.history.tokens.context = usage.input_tokens + usage.output_tokens;
-        self.calibrate_tokens(&usage);
-        let took = started.elapsed();
-        tracing::debug!(
-            iteration,
-            ?took,
-            ?first_token,
-            tool_calls = response.reply.tool_calls.len(),
-            input_tokens = usage.input_tokens,
-            output_tokens = usage.output_tokens,
-            estimated = usage.estimated,
-            "model response"
-        );
-        self.meter
-            .metrics
-            .record_model_request(&usage, first_token, took);
-        sink.emit(AgentEvent::ModelResponse {
-            iteration,
-            usage: Some(usage),
-            stop_reason: response
-                .reply
-                .stop_reason
-                .clone()
-                .unwrap_or(StopReason::Stop),
-            time_to_first_token_ms: first_token.map(|d| d.as_millis() as u64),
-            duration_ms: took.as_millis() as u64,
-        });
-        Ok(response)
-    }
-
-    /// Usage for a provider that reported none: the request and the
-    /// response counted locally with the tokenizer.
-    async fn estimate_usage(&self, response: &ModelResponse) -> Usage {
-        let prompt = build_prompt(&self.ctx, &self.history);
-        let mut input = vec![prompt.instructions.to_string()];
-        input.push(serde_json::to_string(prompt.tools).unwrap_or_default());
-        let items = self.history.to_vec();
-        let mut output = vec![response.reply.text.clone()];
-        output.extend(
-            response
-                .reply
-                .tool_calls
-                .iter()
-                .map(|c| format!("{}{}", c.name, c.arguments)),
-        );
-        let input_tokens = tokens::estimate(input).await + tokens::estimate_items(items).await;
-        Usage {
-            input_tokens,
-            output_tokens: tokens::estimate(output).await,
-            estimated: true,
-            ..Usage::default()
         }
     }
 }

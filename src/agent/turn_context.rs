@@ -5,7 +5,10 @@ use super::context::{wrap_user_instructions, EnvironmentContext};
 use super::prompt::builder::{Identity, SystemPromptBuilder};
 use super::prompt::clock::Today;
 use super::prompt::system::SystemPrompt;
-use crate::protocol::{ApprovalPolicy, HistoryItem, MessageTag, Role, SandboxPolicy, ToolSpec};
+use crate::metrics::tokens::Estimator;
+use crate::protocol::{
+    ApprovalPolicy, ContextStrategyKind, HistoryItem, MessageTag, Role, SandboxPolicy, ToolSpec,
+};
 use crate::provider::ModelFamily;
 use crate::tools::paths::repo_root;
 use std::path::PathBuf;
@@ -56,6 +59,9 @@ pub struct TurnContext {
     pub max_iterations: u32,
     /// The system prompt sent as every request's instructions.
     pub system_prompt: SystemPrompt,
+    /// The configured context strategy (config, agent); `None`: the model
+    /// family's, else by the window's size.
+    pub context_strategy: Option<ContextStrategyKind>,
 }
 
 impl TurnContext {
@@ -91,6 +97,23 @@ impl TurnContext {
             self.environment().render(),
         ));
         items
+    }
+
+    /// How requests stay within the window: the configured strategy, the
+    /// model family's, or the default for the window's size.
+    pub fn strategy(&self) -> ContextStrategyKind {
+        self.context_strategy
+            .or(self.model_family.context_strategy)
+            .unwrap_or_else(|| ContextStrategyKind::default_for(self.model_family.context_window))
+    }
+
+    /// How this model's tokens are estimated locally.
+    pub fn estimator(&self) -> Estimator {
+        if self.model_family.tiktoken_fits() {
+            Estimator::Tiktoken
+        } else {
+            Estimator::Bytes
+        }
     }
 
     pub fn environment(&self) -> EnvironmentContext {

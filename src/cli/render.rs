@@ -206,6 +206,14 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             "2",
             &format!("compacted history: {items_before} → {items_after} items ({tokens_before} tokens before)"),
         ),
+        AgentEvent::ContextWindow {
+            dropped_items,
+            estimated_tokens,
+            ..
+        } => paint(
+            "2",
+            &format!("context window: the first {dropped_items} items are left out of requests now (~{estimated_tokens} tokens sent)"),
+        ),
         AgentEvent::TurnCompleted {
             usage, iterations, ..
         } => paint(

@@ -87,6 +87,9 @@ pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard) {
     }
     config.agent = card.name.clone();
     config.effects.extend(card.effects.iter().cloned());
+    if card.context_strategy.is_some() {
+        config.context_strategy = card.context_strategy;
+    }
     if !card.instructions.is_empty() {
         config.developer_instructions = Some(
             [

@@ -237,6 +237,9 @@ fn agent_config(
     // The task file's agent: its name and effects (after its card's).
     config.agent = agent.id.clone();
     config.effects.extend(agent.effects.iter().cloned());
+    if agent.context_strategy.is_some() {
+        config.context_strategy = agent.context_strategy;
+    }
     setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =

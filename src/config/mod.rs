@@ -15,7 +15,9 @@ mod soul;
 mod trust;
 
 use crate::agent::{AuthMode, CompactionConfig, Features, Sampling, SessionConfig};
-use crate::protocol::{ApprovalPolicy, EditTool, ResourceLimits, SandboxMode, SandboxPolicy};
+use crate::protocol::{
+    ApprovalPolicy, ContextStrategyKind, EditTool, ResourceLimits, SandboxMode, SandboxPolicy,
+};
 use crate::provider::model_family::FamilyOverride;
 use crate::tools::env::ShellEnvPolicy;
 use crate::tools::ToolConfig;
@@ -125,6 +127,8 @@ pub struct ConfigFile {
     pub trusted_projects: Option<Vec<PathBuf>>,
     /// `effects = [...]`: effects after the built-in ones (docs/effects.md).
     pub effects: Option<Vec<toml::Value>>,
+    /// `context_strategy`: `sliding_window` or `summarize` (docs/context.md).
+    pub context_strategy: Option<ContextStrategyKind>,
     /// `[run]`: middleware (timeout, output guardrail).
     pub run: Option<run::RunFile>,
     /// `[[hooks.EVENT]]`: user commands at lifecycle events.
@@ -141,10 +145,18 @@ fn pick<T>(base: &mut Option<T>, over: Option<T>) {
 impl ConfigFile {
     /// Parse one file: syntax errors as `file:line:col`, unknown keys by path.
     pub fn parse(path: &Path, source: &str) -> Result<Self, ConfigError> {
+        // Where the error is, and the line itself, so the key is named.
         let position = |e: &toml::de::Error| {
             e.span()
-                .map(|s| line_col(source, s.start))
-                .map(|(l, c)| format!("{}:{l}:{c}", path.display()))
+                .map(|s| {
+                    let (l, c) = line_col(source, s.start);
+                    let line = source.lines().nth(l.saturating_sub(1)).unwrap_or("").trim();
+                    if line.is_empty() || line.len() > 120 {
+                        format!("{}:{l}:{c}", path.display())
+                    } else {
+                        format!("{}:{l}:{c} (`{line}`)", path.display())
+                    }
+                })
                 .unwrap_or_else(|| path.display().to_string())
         };
         let de = toml::Deserializer::parse(source)
@@ -271,6 +283,7 @@ impl ConfigFile {
             pick(&mut t.edit_tool, o.edit_tool);
         }
         pick(&mut self.effects, over.effects);
+        pick(&mut self.context_strategy, over.context_strategy);
         if let Some(o) = over.run {
             self.run.get_or_insert_with(Default::default).merge(o);
         }
@@ -526,6 +539,7 @@ pub fn resolve(
             .unwrap_or(compaction_defaults.context_fraction),
     };
     session.effects = run::effects(c.effects)?;
+    session.context_strategy = c.context_strategy;
     session.run = run::run_config(c.run)?;
     Ok(Config {
         session,

@@ -5,8 +5,8 @@
 //! matches is an error unless its provider names a default family.
 
 use super::MaxTokensParam;
-use crate::protocol::EditTool;
 pub use crate::protocol::Price;
+use crate::protocol::{ContextStrategyKind, EditTool};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -46,6 +46,8 @@ pub struct ModelFamily {
     /// Whether the model reads its tools from the system prompt as well
     /// (one line per tool); false for every built-in family.
     pub tools_in_prompt: bool,
+    /// How requests stay within the window; `None`: by its size.
+    pub context_strategy: Option<ContextStrategyKind>,
 }
 
 struct CatalogEntry {
@@ -121,6 +123,9 @@ const CATALOG: &[CatalogEntry] = &[
 /// `max_completion_tokens` (OpenAI rejects `max_tokens` for them).
 const COMPLETION_TOKENS_FAMILIES: &[&str] = &["gpt-5", "o3", "o4-mini"];
 
+/// Families whose tokenizer is o200k (or close to it, like gpt-oss's).
+const TIKTOKEN_FAMILIES: &[&str] = &["gpt-5", "gpt-4.1", "gpt-4o", "gpt-oss", "o3", "o4-mini"];
+
 /// List prices (USD per million tokens) by model-name prefix, longest
 /// prefix wins. Prices change: override in `[model_families."<model>"]`.
 #[rustfmt::skip]
@@ -180,6 +185,8 @@ pub struct FamilyOverride {
     pub max_tokens_param: Option<MaxTokensParam>,
     /// List the tools in the system prompt too.
     pub tools_in_prompt: Option<bool>,
+    /// `sliding_window` or `summarize` (default: by the context window).
+    pub context_strategy: Option<ContextStrategyKind>,
     /// USD per million tokens; all four default to the catalog's price or 0.
     pub input_price: Option<f64>,
     pub cached_input_price: Option<f64>,
@@ -273,7 +280,14 @@ impl ModelFamily {
                 MaxTokensParam::MaxTokens
             },
             tools_in_prompt: false,
+            context_strategy: None,
         }
+    }
+
+    /// Whether tiktoken's o200k encoding counts this family's tokens (the
+    /// OpenAI models); other families are estimated at 4 bytes a token.
+    pub fn tiktoken_fits(&self) -> bool {
+        TIKTOKEN_FAMILIES.contains(&self.family.as_str())
     }
 
     fn apply(&mut self, o: &FamilyOverride) {
@@ -313,6 +327,9 @@ impl ModelFamily {
         }
         if let Some(v) = o.tools_in_prompt {
             self.tools_in_prompt = v;
+        }
+        if let Some(v) = o.context_strategy {
+            self.context_strategy = Some(v);
         }
         let priced = o.input_price.is_some()
             || o.cached_input_price.is_some()

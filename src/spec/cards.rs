@@ -16,6 +16,7 @@
 //! Review the diff for bugs and missing tests.
 //! ```
 
+use crate::protocol::ContextStrategyKind;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,7 @@ struct FrontMatter {
     tools: Option<Vec<String>>,
     mode: Option<String>,
     effects: Option<Vec<toml::Value>>,
+    context_strategy: Option<ContextStrategyKind>,
 }
 
 /// One agent card.
@@ -43,6 +45,8 @@ pub struct AgentCard {
     pub mode: Option<String>,
     /// The agent's effects (`effects = [...]` in the front matter).
     pub effects: Vec<super::effects::EffectSpec>,
+    /// `context_strategy`: how the agent's requests stay within the window.
+    pub context_strategy: Option<ContextStrategyKind>,
     pub path: PathBuf,
 }
 
@@ -76,6 +80,7 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
     .map_err(fail)?;
     Ok(AgentCard {
         effects,
+        context_strategy: meta.context_strategy,
         name: meta.name.unwrap_or(stem),
         description: meta.description.unwrap_or_default(),
         model: meta.model,

@@ -26,7 +26,7 @@
 use super::cards::{self, AgentCard};
 use super::effects::EffectSpec;
 use super::{parse_toml, resolve, Problem, SpecError};
-use crate::protocol::{ApprovalPolicy, SandboxMode};
+use crate::protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -73,6 +73,8 @@ pub struct AgentSpec {
     pub script: Option<PathBuf>,
     /// The agent's effects, after the config's (see docs/effects.md).
     pub effects: Vec<EffectSpec>,
+    /// How the agent's requests stay within the window (docs/context.md).
+    pub context_strategy: Option<ContextStrategyKind>,
 }
 
 /// Where an attempt runs.
@@ -265,6 +267,7 @@ struct RawAgent {
     output_price: Option<f64>,
     script: Option<PathBuf>,
     effects: Option<Vec<toml::Value>>,
+    context_strategy: Option<ContextStrategyKind>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -499,6 +502,7 @@ impl Validator<'_> {
             output_price: a.output_price,
             script,
             effects,
+            context_strategy: a.context_strategy,
         }
     }
 

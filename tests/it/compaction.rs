@@ -9,7 +9,7 @@ use crate::common::mock::{chat, MockResponse, MockServer, RecordedRequest, INPUT
 use crate::common::{wire_anthropic, wire_chat, wire_ollama, wire_responses};
 use cogni::agent::compact::SUMMARY_REQUEST;
 use cogni::agent::{start_session, Session, SessionConfig};
-use cogni::protocol::{AgentEvent, ApprovalPolicy, SandboxMode, TurnOutcome};
+use cogni::protocol::{AgentEvent, ApprovalPolicy, ContextStrategyKind, SandboxMode, TurnOutcome};
 use cogni::provider::{ProviderInfo, WireApi};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -171,6 +171,21 @@ enum Pressure {
 /// Run a session of `steps` shell calls then a final answer on `api`
 /// under `pressure`; check everything the mock saw and return it.
 async fn long_session(api: &Api, pressure: Pressure, thinking: bool, steps: usize) -> MockServer {
+    let (server, events) = drive(api, pressure, thinking, steps, None).await;
+    check_compactions(api, pressure, &server, &events);
+    server
+}
+
+/// Run the session with `strategy` (`None`: the model's default) and check
+/// what every strategy promises: it ends well, no request broke the API's
+/// rules, every call had its output, every scripted response was used.
+async fn drive(
+    api: &Api,
+    pressure: Pressure,
+    thinking: bool,
+    steps: usize,
+    strategy: Option<ContextStrategyKind>,
+) -> (MockServer, Vec<AgentEvent>) {
     let server = MockServer::start();
     for (n, command) in commands(steps).iter().enumerate() {
         server.enqueue((api.shell_call)(&format!("call_{n}"), command, thinking));
@@ -211,6 +226,7 @@ async fn long_session(api: &Api, pressure: Pressure, thinking: bool, steps: usiz
     if thinking {
         config.sampling.reasoning_effort = Some("low");
     }
+    config.context_strategy = strategy;
     let mut session: Session = start_session(config).unwrap();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = {
@@ -233,15 +249,19 @@ async fn long_session(api: &Api, pressure: Pressure, thinking: bool, steps: usiz
     // every scripted response was used.
     server.assert_invariants();
     assert_eq!(server.pending_responses(), 0);
+    let events = events.lock().unwrap().clone();
+    (server, events)
+}
 
+/// Summaries happened where they should, kept the cached prefix, and each
+/// overflow was followed by a summary.
+fn check_compactions(api: &Api, pressure: Pressure, server: &MockServer, events: &[AgentEvent]) {
     let requests = server.requests();
     let summaries: Vec<usize> = (1..=requests.len())
         .filter(|n| is_summary_request(&requests[n - 1]))
         .collect();
     assert!(!summaries.is_empty(), "at least one compaction");
     let compactions = events
-        .lock()
-        .unwrap()
         .iter()
         .filter(|e| matches!(e, AgentEvent::Compacted { .. }))
         .count();
@@ -260,8 +280,6 @@ async fn long_session(api: &Api, pressure: Pressure, thinking: bool, steps: usiz
         );
     }
     let warnings: Vec<String> = events
-        .lock()
-        .unwrap()
         .iter()
         .filter_map(|e| match e {
             AgentEvent::Warning { message } if message.contains("summary") => Some(message.clone()),
@@ -280,7 +298,79 @@ async fn long_session(api: &Api, pressure: Pressure, thinking: bool, steps: usiz
             }
         }
     }
-    server
+}
+
+/// The conversation a request sends (its messages or input items),
+/// without Anthropic's cache breakpoints, which move to the newest message.
+fn conversation(body: &Value) -> Vec<Value> {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                map.remove("cache_control");
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut items = body
+        .get("messages")
+        .or_else(|| body.get("input"))
+        .cloned()
+        .expect("a request with messages or input");
+    strip(&mut items);
+    items.as_array().cloned().unwrap_or_default()
+}
+
+/// The sliding window: no summaries; the window moved; a request that
+/// overflowed was retried with a smaller window that fit; and between
+/// moves each request extends the one before, so the provider's prompt
+/// cache keeps working.
+async fn sliding_session(api: &Api, pressure: Pressure, thinking: bool) {
+    let strategy = Some(ContextStrategyKind::SlidingWindow);
+    let (server, events) = drive(api, pressure, thinking, STEPS, strategy).await;
+    let requests = server.requests();
+    assert!(!requests.iter().any(is_summary_request));
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::Compacted { .. })));
+    let moves = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ContextWindow { .. }))
+        .count();
+    assert!(moves >= 1, "the window moved");
+    let overflowed = server.overflowed_requests();
+    match pressure {
+        Pressure::Limit(_) => assert!(overflowed.is_empty(), "{overflowed:?}"),
+        Pressure::Window(_) => {
+            assert!(!overflowed.is_empty());
+            for n in &overflowed {
+                assert!(!overflowed.contains(&(n + 1)), "the retry after #{n} fit");
+            }
+        }
+    }
+    let first = (api.prefix)(requests[0].body_json());
+    let sent: Vec<Vec<Value>> = (1..=requests.len())
+        .filter(|n| !overflowed.contains(n))
+        .map(|n| {
+            let body = requests[n - 1].body_json();
+            assert_eq!((api.prefix)(body), first, "request #{n} keeps the prefix");
+            conversation(body)
+        })
+        .collect();
+    let breaks = sent
+        .windows(2)
+        .filter(|pair| !pair[1].starts_with(&pair[0]))
+        .count();
+    assert!(
+        breaks <= moves,
+        "{breaks} requests did not extend the one before, {moves} moves"
+    );
+    let last = serde_json::to_string(sent.last().unwrap()).unwrap();
+    assert!(
+        last.contains("earlier items of this conversation are left out"),
+        "the note"
+    );
 }
 
 const STEPS: usize = 24;
@@ -329,4 +419,28 @@ async fn ollama_long_session_compacts_automatically() {
 #[tokio::test]
 async fn ollama_long_session_compacts_after_context_overflow_errors() {
     long_session(&OLLAMA, Pressure::Window(6000), false, STEPS).await;
+}
+
+#[tokio::test]
+async fn chat_long_session_slides_its_window() {
+    sliding_session(&CHAT, Pressure::Limit(6000), false).await;
+    sliding_session(&CHAT, Pressure::Window(6000), false).await;
+}
+
+#[tokio::test]
+async fn responses_long_session_slides_its_window() {
+    sliding_session(&RESPONSES, Pressure::Limit(6000), false).await;
+    sliding_session(&RESPONSES, Pressure::Window(6000), true).await;
+}
+
+#[tokio::test]
+async fn anthropic_long_session_slides_its_window() {
+    sliding_session(&ANTHROPIC, Pressure::Limit(6000), true).await;
+    sliding_session(&ANTHROPIC, Pressure::Window(6000), false).await;
+}
+
+#[tokio::test]
+async fn ollama_long_session_slides_its_window() {
+    sliding_session(&OLLAMA, Pressure::Limit(6000), false).await;
+    sliding_session(&OLLAMA, Pressure::Window(6000), false).await;
 }

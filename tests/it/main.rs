@@ -7,6 +7,7 @@ mod chat_provider;
 mod cli;
 mod common;
 mod compaction;
+mod context;
 mod effects;
 mod engine_mock;
 mod hooks;

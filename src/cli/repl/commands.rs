@@ -441,15 +441,14 @@ async fn item_tokens(items: Vec<HistoryItem>) -> Vec<u64> {
 }
 
 async fn status(r: &mut Repl, _: &str) -> Flow {
-    let used: u64 = item_tokens(r.session.history().to_vec()).await.iter().sum();
+    let usage = r.session.context_usage();
     let ctx = r.session.context();
-    let window = ctx.model_family.context_window;
     let file = r
         .file
         .as_ref()
         .map_or("not saved".to_string(), |f| f.path().display().to_string());
     r.sink.say(&format!(
-        "model: {} · provider {}\nmode: {} · sandbox {} · approval {}{}\ncwd: {}\ncontext: {used} of {window} tokens ({:.0}%) · {} items\nsession: {} ({file})",
+        "model: {} · provider {}\nmode: {} · sandbox {} · approval {}{}\ncwd: {}\ncontext: {usage} · {} items\nsession: {} ({file})",
         ctx.model,
         r.session.provider_id(),
         r.mode.name(),
@@ -457,7 +456,6 @@ async fn status(r: &mut Repl, _: &str) -> Flow {
         ctx.approval_policy.as_str(),
         r.agent.as_ref().map(|a| format!(" · agent {a}")).unwrap_or_default(),
         ctx.cwd.display(),
-        used as f64 * 100.0 / window.max(1) as f64,
         r.session.history().len(),
         r.session.id,
     ));
@@ -581,9 +579,9 @@ async fn show_context(r: &mut Repl) {
         );
     }
     let total: u64 = counts.iter().sum();
-    let window = r.session.context().model_family.context_window;
+    let usage = r.session.context_usage();
     let checkpoints: Vec<&str> = r.session.checkpoints().collect();
-    let _ = write!(text, "  total: {total} of {window} tokens");
+    let _ = write!(text, "  history: {total} tokens · context: {usage}");
     if !checkpoints.is_empty() {
         let _ = write!(text, " · checkpoints: {}", checkpoints.join(", "));
     }
