@@ -1,6 +1,11 @@
-//! Engine micro-benchmarks: build_prompt on a long history.
+//! Engine micro-benchmarks: build_prompt on a long history; choosing a
+//! sliding window over 100,000 items.
+//!
+//! `cargo bench --bench engine`
 
+use cogni::agent::window::slide;
 use cogni::agent::{build_prompt, start_session_with_provider, SessionConfig};
+use cogni::metrics::tokens::Estimator;
 use cogni::protocol::{HistoryItem, Role, ToolCall, ToolCallKind, ToolOutput};
 use cogni::provider::chat_completions::ChatCompletions;
 use cogni::provider::scripted::{Script, ScriptedProvider};
@@ -59,5 +64,49 @@ fn bench_build_prompt(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_build_prompt);
+/// The sliding window over a 100,000-item history with a 100k-token limit:
+/// the first choice (sizes estimated as the walk reaches them, from the
+/// last item back), the same with sizes known, and the common case, a
+/// window that still fits and does not move.
+fn bench_sliding_window(c: &mut Criterion) {
+    let items = history(100_000);
+    let sizes: Vec<u64> = items
+        .iter()
+        .map(|i| Estimator::Bytes.count_item(i))
+        .collect();
+    let budget = 100_000;
+    let mut group = c.benchmark_group("sliding_window_100k_items");
+    group.bench_function("first_choice_estimating", |b| {
+        b.iter(|| {
+            let mut size = |i: usize| Estimator::Bytes.count_item(&items[i]);
+            black_box(slide(black_box(&items), &mut size, 0, budget, false))
+        })
+    });
+    group.bench_function("first_choice_sizes_known", |b| {
+        b.iter(|| {
+            black_box(slide(
+                black_box(&items),
+                &mut |i| sizes[i],
+                0,
+                budget,
+                false,
+            ))
+        })
+    });
+    let start = slide(&items, &mut |i| sizes[i], 0, budget, false);
+    group.bench_function("unchanged", |b| {
+        b.iter(|| {
+            black_box(slide(
+                black_box(&items),
+                &mut |i| sizes[i],
+                start,
+                budget,
+                false,
+            ))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_build_prompt, bench_sliding_window);
 criterion_main!(benches);

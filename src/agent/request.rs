@@ -137,7 +137,15 @@ impl Session {
                 },
             });
         }
-        let sent = self.fixed_tokens() + view.estimate;
+        // Summarized requests are estimated only when the provider counted
+        // nothing: for OpenAI models that would load the tokenizer.
+        let sent = match view.strategy {
+            ContextStrategyKind::SlidingWindow => self.fixed_tokens() + view.estimate,
+            ContextStrategyKind::Summarize if !response.reported => {
+                self.fixed_tokens() + self.estimate_history()
+            }
+            ContextStrategyKind::Summarize => 0,
+        };
         if !response.reported {
             response.reply.usage = self.estimate_usage(&response, sent);
         }
@@ -203,13 +211,12 @@ impl Session {
         match self.ctx.strategy() {
             ContextStrategyKind::Summarize => {
                 let initial = self.history.initial_len();
-                let (items, mut size) = self.history.sized();
-                let estimate = (0..items.len()).map(&mut size).sum();
                 View {
                     strategy: ContextStrategyKind::Summarize,
                     initial,
                     start: initial,
-                    estimate,
+                    // Estimated when needed: `estimate_history`.
+                    estimate: 0,
                 }
             }
             ContextStrategyKind::SlidingWindow => {
@@ -228,6 +235,12 @@ impl Session {
                 view
             }
         }
+    }
+
+    /// Estimated tokens of all of history (each item counted once).
+    fn estimate_history(&mut self) -> u64 {
+        let (items, mut size) = self.history.sized();
+        (0..items.len()).map(&mut size).sum()
     }
 
     /// Estimated tokens of what every request sends besides history: the
@@ -265,7 +278,11 @@ impl Session {
     /// and calibrated (history changed without a request).
     pub(crate) fn estimate_context(&mut self, sink: &dyn EventSink) -> u64 {
         let view = self.request_view(sink);
-        ((self.fixed_tokens() + view.estimate) as f64 * self.history.tokens.calibration) as u64
+        let items = match view.strategy {
+            ContextStrategyKind::SlidingWindow => view.estimate,
+            ContextStrategyKind::Summarize => self.estimate_history(),
+        };
+        ((self.fixed_tokens() + items) as f64 * self.history.tokens.calibration) as u64
     }
 
     /// How the context window is used, for `/context` and `/status`.

@@ -56,7 +56,8 @@ pub struct View {
     pub initial: usize,
     /// First item sent after the initial context.
     pub start: usize,
-    /// Estimated tokens of the items sent (before calibration).
+    /// Estimated tokens of the items sent (before calibration; the sliding
+    /// window only: summarized views are estimated when needed).
     pub estimate: u64,
 }
 

@@ -21,6 +21,7 @@ use super::http::{
 };
 use super::retry::Jitter;
 use super::sse::SseEvent;
+use super::windows::{self, Windows};
 use super::{
     MaxTokensParam, ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent,
     ResponseStream,
@@ -28,6 +29,7 @@ use super::{
 use crate::protocol::{
     Content, HistoryItem, Role, StopReason, ToolCall, ToolCallKind, ToolFormat, ToolSpec, Usage,
 };
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -37,6 +39,8 @@ use std::sync::Arc;
 /// A Chat Completions client for one provider.
 pub struct ChatCompletions {
     endpoint: Arc<Endpoint>,
+    /// Context windows the server's `/models` list gave, by model.
+    windows: Arc<Windows>,
 }
 
 /// Where Chat Completions requests go and how.
@@ -89,7 +93,10 @@ impl ChatCompletions {
     /// value to get exact delays).
     pub fn with_jitter(info: ProviderInfo, jitter: Jitter) -> Result<Self, ProviderError> {
         let endpoint = Arc::new(Endpoint::new(info, WIRE, jitter)?);
-        Ok(ChatCompletions { endpoint })
+        Ok(ChatCompletions {
+            endpoint,
+            windows: Arc::default(),
+        })
     }
 }
 
@@ -105,10 +112,26 @@ impl Provider for ChatCompletions {
             .info
             .max_tokens_param
             .unwrap_or(request.max_tokens_param);
-        self.endpoint
-            .stream(build_body(limit_field, request), request.model, move || {
-                ChunkParser::new(freeform.clone())
-            })
+        let body = build_body(limit_field, request);
+        let parser = move || ChunkParser::new(freeform.clone());
+        if !request.context_window_is_default {
+            return self.endpoint.stream(body, request.model, parser);
+        }
+        // A model the catalog does not know: an OpenAI-compatible server
+        // (vLLM, LM Studio, OpenRouter, ...) may say its window in `/models`.
+        let endpoint = Arc::clone(&self.endpoint);
+        let windows = Arc::clone(&self.windows);
+        let model = request.model.to_string();
+        let start = async move {
+            let asked = windows::from_models_list(&endpoint, &model);
+            let window = windows.get(&model, "`/models`", asked).await;
+            let rest = endpoint.stream(body, &model, parser);
+            match window {
+                Some(window) => windows::announce(window, rest),
+                None => rest,
+            }
+        };
+        Box::pin(futures::stream::once(start).flatten())
     }
 }
 

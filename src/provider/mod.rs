@@ -18,6 +18,7 @@ pub mod scripted;
 pub mod sse;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod windows;
 
 use crate::protocol::{HistoryItem, Reasoning, StopReason, ToolCall, ToolSpec, Usage};
 use futures::stream::BoxStream;

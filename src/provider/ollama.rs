@@ -48,13 +48,14 @@ use super::freeform;
 use super::http::{self, Auth, Endpoint, FrameError, Framing, ServerError, Wire, WireParser};
 use super::retry::Jitter;
 use super::sse::SseEvent;
+use super::windows::{self, Windows};
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
 use crate::protocol::{Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, Usage};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the server keeps the model loaded after a request.
@@ -66,13 +67,11 @@ pub const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 /// The `source` of the reasoning this API produces and takes back.
 const SOURCE: &str = "ollama";
 
-/// Context windows `/api/show` answered with, by model (`None`: it named none).
-type WindowCache = Mutex<HashMap<String, Option<u64>>>;
-
 /// An Ollama `/api/chat` client for one provider.
 pub struct Ollama {
     endpoint: Arc<Endpoint>,
-    windows: Arc<WindowCache>,
+    /// Context windows `/api/show` answered with.
+    windows: Arc<Windows>,
 }
 
 /// Where Ollama requests go and how.
@@ -113,7 +112,7 @@ impl Ollama {
         let endpoint = Arc::new(Endpoint::new(info, WIRE, jitter)?);
         Ok(Ollama {
             endpoint,
-            windows: Arc::new(Mutex::new(HashMap::new())),
+            windows: Arc::default(),
         })
     }
 }
@@ -138,18 +137,15 @@ impl Provider for Ollama {
         let windows = Arc::clone(&self.windows);
         let model = request.model.to_string();
         let start = async move {
-            let Some(window) = context_window(&endpoint, &windows, &model).await else {
+            let asked = show_window(&endpoint, &model);
+            let Some(window) = windows.get(&model, "`/api/show`", asked).await else {
                 return endpoint.stream(Ok(body), &model, parser);
             };
             let body = match with_num_ctx(&body, window) {
                 Ok(body) => body,
                 Err(e) => return endpoint.encode_error(e),
             };
-            let info = ResponseEvent::ModelInfo {
-                context_window: window,
-            };
-            let rest = endpoint.stream(Ok(body), &model, parser);
-            Box::pin(futures::stream::once(async move { Ok(info) }).chain(rest)) as ResponseStream
+            windows::announce(window, endpoint.stream(Ok(body), &model, parser))
         };
         Box::pin(futures::stream::once(start).flatten())
     }
@@ -226,13 +222,9 @@ fn advise(error: &mut ProviderError) {
 // Context window
 // ---------------------------------------------------------------------------
 
-/// The window `/api/show` gives for `model`, asked once per model.
-async fn context_window(endpoint: &Endpoint, cache: &WindowCache, model: &str) -> Option<u64> {
-    let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(known) = lock().get(model) {
-        return *known;
-    }
-    let show = endpoint
+/// The window `/api/show` gives for `model`.
+async fn show_window(endpoint: &Endpoint, model: &str) -> Result<Option<u64>, ProviderError> {
+    let details = endpoint
         .request_json(
             reqwest::Method::POST,
             "/api/show",
@@ -240,25 +232,8 @@ async fn context_window(endpoint: &Endpoint, cache: &WindowCache, model: &str) -
             model,
             SHOW_TIMEOUT,
         )
-        .await;
-    match show {
-        Ok(details) => {
-            let window = window_from_show(&details);
-            if window.is_none() {
-                tracing::warn!(
-                    model,
-                    "`/api/show` named no context length; keeping the default window"
-                );
-            }
-            lock().insert(model.to_string(), window);
-            window
-        }
-        Err(error) => {
-            // Not cached: the server may be up, or the model pulled, next time.
-            tracing::warn!(model, %error, "could not read the context window from `/api/show`");
-            None
-        }
-    }
+        .await?;
+    Ok(window_from_show(&details))
 }
 
 /// `num_ctx` from the Modelfile `parameters`, else the architecture's

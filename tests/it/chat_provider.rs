@@ -879,3 +879,75 @@ async fn chat_an_oversized_tool_call_is_stopped() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------------------
+// Context window from an OpenAI-compatible /models list
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn chat_window_of_an_unknown_model_comes_from_models_once() {
+    let server = MockServer::start();
+    let model = API.request(&user("hi")).model.to_string();
+    server.enqueue(MockResponse::json(
+        200,
+        &json!({"object": "list", "data": [
+            {"id": "other", "object": "model", "max_model_len": 4096},
+            {"id": model, "object": "model", "owned_by": "vllm", "max_model_len": 16384},
+        ]}),
+    ));
+    server.enqueue(chat::text_response("first"));
+    server.enqueue(chat::text_response("second"));
+    let provider = API.provider_for(&server);
+    let input = user("hi");
+    let mut req = API.request(&input);
+    req.context_window_is_default = true;
+
+    let events = run_ok(&provider, &req).await;
+    assert_eq!(
+        events[0],
+        ResponseEvent::ModelInfo {
+            context_window: 16_384
+        }
+    );
+    assert_eq!(text_of(&events), "first");
+    let requests = server.requests();
+    assert_eq!(
+        (requests[0].method.as_str(), requests[0].path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(requests[1].path, "/v1/chat/completions");
+
+    // Asked once per model.
+    let events = run_ok(&provider, &req).await;
+    assert_eq!(text_of(&events), "second");
+    assert_eq!(server.request_count(), 3);
+    server.assert_invariants();
+}
+
+#[tokio::test]
+async fn chat_models_list_without_the_window_or_failing_keeps_the_default() {
+    let server = MockServer::start();
+    server.enqueue(MockResponse::json(
+        404,
+        &json!({"error": {"message": "not found"}}),
+    ));
+    server.enqueue(chat::text_response("ok"));
+    let provider = API.provider_for(&server);
+    let input = user("hi");
+    let mut req = API.request(&input);
+    req.context_window_is_default = true;
+    let events = run_ok(&provider, &req).await;
+    assert!(
+        !events.iter().any(|e| matches!(
+            e,
+            ResponseEvent::ModelInfo { .. } | ResponseEvent::Retrying { .. }
+        )),
+        "{events:?}"
+    );
+    assert_eq!(text_of(&events), "ok");
+    assert_eq!(server.request_count(), 2, "the list is not retried");
+}
