@@ -4,12 +4,17 @@
 //! rows is the hooks' cost (spawning `sh -c true` supervised, the JSON
 //! in, the verdict out).
 //!
+//! The same turn with no effects configured and with ten (every budget,
+//! compaction, the repeated-failure rule, three regex guardrails): the
+//! cost of effects in the loop.
+//!
 //! `cargo bench --bench hooks`
 
 use cogni::agent::{start_session_with_provider, Session, SessionConfig};
 use cogni::protocol::EditTool;
 use cogni::provider::scripted::{Script, ScriptedProvider};
 use cogni::provider::{ProviderInfo, WireApi};
+use cogni::spec::effects::EffectSpec;
 use cogni::spec::hooks::{HookEvent, HookSpec, OnFailure, DEFAULT_TIMEOUT};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::path::Path;
@@ -36,13 +41,32 @@ fn hook(event: HookEvent) -> HookSpec {
     }
 }
 
+/// Ten effects, as `effects = [...]` in cogni.toml would give them.
+const TEN_EFFECTS: &str = r#"effects = [
+  { kind = "compact", threshold = 0.8 },
+  { kind = "cost_limit", usd = 20.0 },
+  { kind = "token_limit", tokens = 5000000 },
+  { kind = "time_limit", seconds = 600 },
+  { kind = "step_limit", steps = 40 },
+  { kind = "tool_call_limit", calls = 100 },
+  { kind = "repeated_failure", limit = 3 },
+  { kind = "guardrail", on = "tool_call", tools = "shell", pattern = "rm\\s+-rf\\s+/", reason = "no recursive deletes of /" },
+  { kind = "guardrail", on = "tool_call", pattern = "curl\\s+.*\\|\\s*sh", reason = "no piping downloads into a shell" },
+  { kind = "guardrail", on = "reply", pattern = "BEGIN PRIVATE KEY", reason = "no keys in replies" },
+]"#;
+
 fn session(dir: &Path, hooks: &[HookSpec]) -> Session {
+    session_with(dir, hooks, Vec::new())
+}
+
+fn session_with(dir: &Path, hooks: &[HookSpec], effects: Vec<EffectSpec>) -> Session {
     let mut info = ProviderInfo::new("scripted", "", WireApi::Scripted);
     info.default_model = Some("scripted".into());
     let mut config = SessionConfig::new(info, dir.to_path_buf());
     config.tool_config.enabled = vec!["read_file".into()];
     config.tool_config.edit_tool = Some(EditTool::None);
     config.hooks = hooks.to_vec();
+    config.effects = effects;
     let script = Script::parse(SCRIPT).expect("script");
     start_session_with_provider(config, Arc::new(ScriptedProvider::new(script))).expect("session")
 }
@@ -81,5 +105,35 @@ fn bench_hooks(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_hooks);
+fn bench_effects(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("notes.txt"), "a few notes\n").expect("notes");
+    let sink = |_: cogni::protocol::AgentEvent| {};
+    let table: toml::Table = toml::from_str(TEN_EFFECTS).expect("effects");
+    let values = table["effects"].as_array().expect("a list").clone();
+    let ten = EffectSpec::parse_all(&values, "effects").expect("ten effects");
+    assert_eq!(ten.len(), 10);
+    let mut group = c.benchmark_group("turn_with_one_read_file_effects");
+    for (name, effects) in [("builtin_only", Vec::new()), ("ten_effects", ten)] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || session_with(dir.path(), &[], effects.clone()),
+                |mut s| {
+                    rt.block_on(async {
+                        let r = s.run_turn("read the notes", &sink).await.expect("turn");
+                        assert_eq!(r.tool_calls.len(), 1);
+                    })
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_hooks, bench_effects);
 criterion_main!(benches);
