@@ -15,12 +15,27 @@ where
     S: Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
 {
+    decode_with_line_limit(bytes, idle_timeout, MAX_LINE_BYTES)
+}
+
+/// [`decode`] with another line limit than [`MAX_LINE_BYTES`] (for the fuzz
+/// targets).
+pub(crate) fn decode_with_line_limit<S, B, E>(
+    bytes: S,
+    idle_timeout: Duration,
+    max_line: usize,
+) -> LineStream<S>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
     LineStream {
         inner: IdleTimeout::new(bytes, idle_timeout),
         buffer: Vec::new(),
         start: 0,
         scanned: 0,
         done: false,
+        max_line,
     }
 }
 
@@ -33,6 +48,8 @@ pub struct LineStream<S> {
     /// Bytes before this offset hold no newline after `start`.
     scanned: usize,
     done: bool,
+    /// Longest line accepted ([`MAX_LINE_BYTES`] but in fuzz targets).
+    max_line: usize,
 }
 
 impl<S> LineStream<S> {
@@ -48,12 +65,12 @@ impl<S> LineStream<S> {
                 None if at_end && self.start < self.buffer.len() => {
                     (self.buffer.len(), self.buffer.len())
                 }
-                None if self.buffer.len() - self.start > MAX_LINE_BYTES => {
+                None if self.buffer.len() - self.start > self.max_line => {
                     self.done = true;
                     self.buffer.clear();
                     self.start = 0;
                     self.scanned = 0;
-                    return Some(Err(line_too_long()));
+                    return Some(Err(line_too_long(self.max_line)));
                 }
                 None => {
                     self.scanned = self.buffer.len();

@@ -69,8 +69,22 @@ where
     S: Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
 {
+    decode_with_line_limit(bytes, idle_timeout, MAX_LINE_BYTES)
+}
+
+/// [`decode`] with another line limit than [`MAX_LINE_BYTES`] (for the fuzz
+/// targets, which cannot afford 17 MiB lines).
+pub(crate) fn decode_with_line_limit<S, B, E>(
+    bytes: S,
+    idle_timeout: Duration,
+    max_line: usize,
+) -> SseStream<S>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
     SseStream {
-        events: EventStream::new(Pieces::new(IdleTimeout::new(bytes, idle_timeout))),
+        events: EventStream::new(Pieces::new(IdleTimeout::new(bytes, idle_timeout), max_line)),
     }
 }
 
@@ -111,12 +125,14 @@ const PIECE: usize = 1024;
 /// frame exists for the response cap (16 MiB) to count.
 pub(crate) const MAX_LINE_BYTES: usize = 17 * 1024 * 1024;
 
-/// The error for a line over [`MAX_LINE_BYTES`].
-pub(crate) fn line_too_long<E>() -> SseError<E> {
-    SseError::Decode(format!(
-        "a line exceeded {} MiB",
-        MAX_LINE_BYTES / (1024 * 1024)
-    ))
+/// The error for a line over `max_line` bytes.
+pub(crate) fn line_too_long<E>(max_line: usize) -> SseError<E> {
+    const MIB: usize = 1024 * 1024;
+    if max_line % MIB == 0 {
+        SseError::Decode(format!("a line exceeded {} MiB", max_line / MIB))
+    } else {
+        SseError::Decode(format!("a line exceeded {max_line} bytes"))
+    }
 }
 
 /// The byte stream re-cut into pieces for `eventsource-stream`, which
@@ -138,10 +154,12 @@ struct Pieces<S> {
     line: usize,
     ended: bool,
     failed: bool,
+    /// Longest line accepted ([`MAX_LINE_BYTES`] but in fuzz targets).
+    max_line: usize,
 }
 
 impl<S> Pieces<S> {
-    fn new(inner: IdleTimeout<S>) -> Self {
+    fn new(inner: IdleTimeout<S>, max_line: usize) -> Self {
         Pieces {
             inner,
             buf: Vec::new(),
@@ -150,6 +168,7 @@ impl<S> Pieces<S> {
             line: 0,
             ended: false,
             failed: false,
+            max_line,
         }
     }
 
@@ -167,9 +186,9 @@ impl<S> Pieces<S> {
             available
         } else {
             self.scanned = self.buf.len();
-            if self.line + available > MAX_LINE_BYTES {
+            if self.line + available > self.max_line {
                 self.failed = true;
-                return Some(Err(line_too_long()));
+                return Some(Err(line_too_long(self.max_line)));
             }
             return None;
         };
@@ -180,9 +199,9 @@ impl<S> Pieces<S> {
             Some(at) => piece.len() - at - 1,
             None => self.line + piece.len(),
         };
-        if self.line > MAX_LINE_BYTES {
+        if self.line > self.max_line {
             self.failed = true;
-            return Some(Err(line_too_long()));
+            return Some(Err(line_too_long(self.max_line)));
         }
         if self.offset > self.buf.len() / 2 {
             self.buf.drain(..self.offset);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Run one fuzz target the way docs/testing.md records: nightly, no
+# sanitizer, one job at low priority, for SECONDS (default 600), with a
+# 10-second limit per input (a hang is a finding) and the target's input
+# size bound. Seeds come from ./seed.sh; the log goes to logs/TARGET.log.
+#
+#   fuzz/run.sh sse_framing [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")"
+target=$1
+seconds=${2:-600}
+case $target in
+    sse_framing | ndjson_framing) max_len=65536 ;;
+    safe_command) max_len=4096 ;;
+    *) max_len=16384 ;;
+esac
+[ -d "corpus/$target" ] || ./seed.sh > /dev/null
+mkdir -p logs "artifacts/$target"
+nice -n 10 cargo +nightly fuzz run -s none "$target" "corpus/$target" -- \
+    -max_total_time="$seconds" -timeout=10 -max_len="$max_len" \
+    -jobs=1 -workers=1 -print_final_stats=1 \
+    -artifact_prefix="artifacts/$target/" 2>&1 | tee "logs/$target.log"
+# With -jobs, libFuzzer writes the run itself to fuzz-0.log.
+if [ -f fuzz-0.log ]; then
+    cat fuzz-0.log >> "logs/$target.log"
+    rm fuzz-0.log
+fi
+grep -E "stat::number_of_executed_units|stat::average_exec_per_sec|Done [0-9]+ runs|ERROR|SUMMARY" "logs/$target.log" || true
