@@ -143,6 +143,11 @@ pub(crate) fn line_too_long<E>(max_line: usize) -> SseError<E> {
 /// linear time. Within a long line, bytes are held back until there are as
 /// many as the line so far (nothing can be dispatched before the line
 /// ends), so its re-parsing adds up to linear time too.
+///
+/// Bytes are checked as they arrive: at the first byte that makes a line
+/// longer than the limit, the bytes before it are handed on (so the events
+/// they complete are dispatched) and then the stream fails, however the
+/// body was cut into reads.
 struct Pieces<S> {
     inner: IdleTimeout<S>,
     /// Bytes received and not yet handed on start at `offset`.
@@ -152,10 +157,21 @@ struct Pieces<S> {
     scanned: usize,
     /// Bytes handed on since the last line break.
     line: usize,
+    /// Length of the line in progress at the end of `buf`.
+    run: usize,
+    /// The first bad byte in `buf` and what is wrong: nothing from it on is
+    /// handed on, and no more bytes are read.
+    bad: Option<(usize, Bad)>,
     ended: bool,
     failed: bool,
     /// Longest line accepted ([`MAX_LINE_BYTES`] but in fuzz targets).
     max_line: usize,
+}
+
+/// Why the bytes from some point on cannot be decoded.
+#[derive(Debug, Clone, Copy)]
+enum Bad {
+    LineTooLong,
 }
 
 impl<S> Pieces<S> {
@@ -166,30 +182,61 @@ impl<S> Pieces<S> {
             offset: 0,
             scanned: 0,
             line: 0,
+            run: 0,
+            bad: None,
             ended: false,
             failed: false,
             max_line,
         }
     }
 
+    /// Take in a read, finding the first byte that makes a line too long.
+    fn receive(&mut self, chunk: &[u8]) {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(chunk);
+        let mut at = 0;
+        loop {
+            let next = memchr::memchr2(b'\n', b'\r', &chunk[at..]).map(|i| at + i);
+            let len = next.unwrap_or(chunk.len()) - at;
+            if self.run + len > self.max_line {
+                let over = start + at + (self.max_line - self.run);
+                self.bad = Some((over, Bad::LineTooLong));
+                return;
+            }
+            match next {
+                Some(i) => {
+                    self.run = 0;
+                    at = i + 1;
+                }
+                None => {
+                    self.run += len;
+                    return;
+                }
+            }
+        }
+    }
+
     /// The next piece to hand on, if one is due.
     fn piece<E>(&mut self) -> Option<Result<Vec<u8>, SseError<E>>> {
-        let available = self.buf.len() - self.offset;
+        let limit = self.bad.map_or(self.buf.len(), |(at, _)| at);
+        let available = limit - self.offset;
         if available == 0 {
-            return None;
+            let (_, bad) = self.bad?;
+            self.failed = true;
+            return Some(Err(match bad {
+                Bad::LineTooLong => line_too_long(self.max_line),
+            }));
         }
         let want = PIECE.max(self.line);
-        let has_break = || memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..]).is_some();
         let take = if available >= want {
             want
-        } else if self.ended || has_break() {
+        } else if self.ended
+            || self.bad.is_some()
+            || memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..limit]).is_some()
+        {
             available
         } else {
-            self.scanned = self.buf.len();
-            if self.line + available > self.max_line {
-                self.failed = true;
-                return Some(Err(line_too_long(self.max_line)));
-            }
+            self.scanned = limit;
             return None;
         };
         let piece = self.buf[self.offset..self.offset + take].to_vec();
@@ -199,14 +246,14 @@ impl<S> Pieces<S> {
             Some(at) => piece.len() - at - 1,
             None => self.line + piece.len(),
         };
-        if self.line > self.max_line {
-            self.failed = true;
-            return Some(Err(line_too_long(self.max_line)));
-        }
         if self.offset > self.buf.len() / 2 {
-            self.buf.drain(..self.offset);
-            self.scanned -= self.offset;
+            let done = self.offset;
+            self.buf.drain(..done);
             self.offset = 0;
+            self.scanned -= done;
+            if let Some((at, _)) = &mut self.bad {
+                *at -= done;
+            }
         }
         Some(Ok(piece))
     }
@@ -228,12 +275,12 @@ where
             if let Some(piece) = this.piece() {
                 return Poll::Ready(Some(piece));
             }
-            if this.ended {
+            if this.ended || this.bad.is_some() {
                 return Poll::Ready(None);
             }
             // `IdleTimeout` boxes its inner stream, so it is Unpin.
             match Pin::new(&mut this.inner).poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.buf.extend_from_slice(chunk.as_ref()),
+                Poll::Ready(Some(Ok(chunk))) => this.receive(chunk.as_ref()),
                 Poll::Ready(Some(Err(e))) => {
                     this.failed = true;
                     return Poll::Ready(Some(Err(e)));
@@ -455,6 +502,33 @@ mod tests {
         assert_eq!(out.len(), 1, "one error, then the end");
         let error = out[0].clone().unwrap_err();
         assert!(error.contains("a line exceeded 17 MiB"), "{error}");
+    }
+
+    /// Decode `chunks` with a line limit of `max_line` bytes.
+    async fn collect_limited(chunks: Vec<Vec<u8>>, max_line: usize) -> Collected {
+        let bytes = futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
+        decode_with_line_limit(bytes, Duration::from_secs(30), max_line)
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_long_line_fails_also_when_its_end_is_in_the_same_read() {
+        // Found by the sse_framing fuzz target: a line over the limit got
+        // through when it arrived whole, line end included, in one read.
+        let text = b"data: short\n\ndata: this line is too long\n\ndata: after\n\n";
+        for at in 0..=text.len() {
+            let chunks = vec![text[..at].to_vec(), text[at..].to_vec()];
+            assert_eq!(
+                collect_limited(chunks, 16).await,
+                vec![
+                    ev("short"),
+                    Err("invalid event stream: a line exceeded 16 bytes".into())
+                ],
+                "split at {at}"
+            );
+        }
     }
 
     #[tokio::test]
