@@ -145,9 +145,12 @@ pub(crate) fn line_too_long<E>(max_line: usize) -> SseError<E> {
 /// ends), so its re-parsing adds up to linear time too.
 ///
 /// Bytes are checked as they arrive: at the first byte that makes a line
-/// longer than the limit, the bytes before it are handed on (so the events
-/// they complete are dispatched) and then the stream fails, however the
-/// body was cut into reads.
+/// longer than the limit, or that is not UTF-8, the bytes before it are
+/// handed on (so the events they complete are dispatched) and then the
+/// stream fails, however the body was cut into reads. (Left to
+/// `eventsource-stream`, invalid UTF-8 would be reported only at the end of
+/// the body, with everything after it buffered and copied again on every
+/// read until then.)
 struct Pieces<S> {
     inner: IdleTimeout<S>,
     /// Bytes received and not yet handed on start at `offset`.
@@ -159,6 +162,11 @@ struct Pieces<S> {
     line: usize,
     /// Length of the line in progress at the end of `buf`.
     run: usize,
+    /// `buf[..utf8]` is valid UTF-8 (checked); `buf[utf8..]` is at most
+    /// an unfinished character.
+    utf8: usize,
+    /// Bytes removed from the front of `buf` so far.
+    dropped: u64,
     /// The first bad byte in `buf` and what is wrong: nothing from it on is
     /// handed on, and no more bytes are read.
     bad: Option<(usize, Bad)>,
@@ -172,6 +180,8 @@ struct Pieces<S> {
 #[derive(Debug, Clone, Copy)]
 enum Bad {
     LineTooLong,
+    /// Not UTF-8, or the body ended inside a character.
+    Utf8,
 }
 
 impl<S> Pieces<S> {
@@ -183,6 +193,8 @@ impl<S> Pieces<S> {
             scanned: 0,
             line: 0,
             run: 0,
+            utf8: 0,
+            dropped: 0,
             bad: None,
             ended: false,
             failed: false,
@@ -190,18 +202,40 @@ impl<S> Pieces<S> {
         }
     }
 
-    /// Take in a read, finding the first byte that makes a line too long.
+    /// Take in a read, finding the first byte that makes a line too long
+    /// or is not UTF-8.
     fn receive(&mut self, chunk: &[u8]) {
         let start = self.buf.len();
         self.buf.extend_from_slice(chunk);
+        let too_long = self.line_over_limit(start, chunk);
+        let invalid = match std::str::from_utf8(&self.buf[self.utf8..]) {
+            Ok(_) => {
+                self.utf8 = self.buf.len();
+                None
+            }
+            Err(e) if e.error_len().is_some() => Some(self.utf8 + e.valid_up_to()),
+            Err(e) => {
+                self.utf8 += e.valid_up_to();
+                None
+            }
+        };
+        self.bad = match (too_long, invalid) {
+            (Some(long), Some(utf8)) if utf8 < long => Some((utf8, Bad::Utf8)),
+            (Some(long), _) => Some((long, Bad::LineTooLong)),
+            (None, Some(utf8)) => Some((utf8, Bad::Utf8)),
+            (None, None) => None,
+        };
+    }
+
+    /// Where in `buf` the first line gets a byte too many, if it does in
+    /// `chunk` (which starts at `start`).
+    fn line_over_limit(&mut self, start: usize, chunk: &[u8]) -> Option<usize> {
         let mut at = 0;
         loop {
             let next = memchr::memchr2(b'\n', b'\r', &chunk[at..]).map(|i| at + i);
             let len = next.unwrap_or(chunk.len()) - at;
             if self.run + len > self.max_line {
-                let over = start + at + (self.max_line - self.run);
-                self.bad = Some((over, Bad::LineTooLong));
-                return;
+                return Some(start + at + (self.max_line - self.run));
             }
             match next {
                 Some(i) => {
@@ -210,7 +244,7 @@ impl<S> Pieces<S> {
                 }
                 None => {
                     self.run += len;
-                    return;
+                    return None;
                 }
             }
         }
@@ -221,10 +255,14 @@ impl<S> Pieces<S> {
         let limit = self.bad.map_or(self.buf.len(), |(at, _)| at);
         let available = limit - self.offset;
         if available == 0 {
-            let (_, bad) = self.bad?;
+            let (at, bad) = self.bad?;
             self.failed = true;
             return Some(Err(match bad {
                 Bad::LineTooLong => line_too_long(self.max_line),
+                Bad::Utf8 => SseError::Decode(format!(
+                    "invalid UTF-8 at byte {}",
+                    self.dropped + at as u64
+                )),
             }));
         }
         let want = PIECE.max(self.line);
@@ -246,11 +284,14 @@ impl<S> Pieces<S> {
             Some(at) => piece.len() - at - 1,
             None => self.line + piece.len(),
         };
-        if self.offset > self.buf.len() / 2 {
-            let done = self.offset;
+        // Keep an unfinished character: its check resumes at `utf8`.
+        let done = self.offset.min(self.utf8);
+        if done > self.buf.len() / 2 {
             self.buf.drain(..done);
-            self.offset = 0;
+            self.dropped += done as u64;
+            self.offset -= done;
             self.scanned -= done;
+            self.utf8 -= done;
             if let Some((at, _)) = &mut self.bad {
                 *at -= done;
             }
@@ -285,7 +326,13 @@ where
                     this.failed = true;
                     return Poll::Ready(Some(Err(e)));
                 }
-                Poll::Ready(None) => this.ended = true,
+                Poll::Ready(None) => {
+                    this.ended = true;
+                    if this.bad.is_none() && this.utf8 < this.buf.len() {
+                        // The body ended inside a character.
+                        this.bad = Some((this.utf8, Bad::Utf8));
+                    }
+                }
                 Poll::Pending => return Poll::Pending,
             }
         }
@@ -529,6 +576,29 @@ mod tests {
                 "split at {at}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_fails_without_waiting_for_the_end_of_the_body() {
+        // Found by the sse_framing fuzz target: bytes after invalid UTF-8
+        // were buffered (copied again on every read) until the body ended,
+        // and only then was the error reported.
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, Infallible>>();
+        tx.unbounded_send(Ok(b"data: ok\n\ndata: \xff\n\n".to_vec()))
+            .expect("send");
+        tx.unbounded_send(Ok(b"data: after\n\n".to_vec()))
+            .expect("send");
+        let events = decode(rx, Duration::from_secs(30)).map(|r| r.map_err(|e| e.to_string()));
+        // The sender stays alive: the body has not ended.
+        let out: Collected = tokio::time::timeout(Duration::from_secs(5), events.take(2).collect())
+            .await
+            .expect("the error arrives while the body is still open");
+        assert_eq!(out[0], ev("ok"));
+        assert_eq!(
+            out[1],
+            Err("invalid event stream: invalid UTF-8 at byte 16".into())
+        );
+        drop(tx);
     }
 
     #[tokio::test]
