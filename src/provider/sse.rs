@@ -85,12 +85,14 @@ where
 {
     SseStream {
         events: EventStream::new(Pieces::new(IdleTimeout::new(bytes, idle_timeout), max_line)),
+        failed: false,
     }
 }
 
-/// The stream returned by [`decode`].
+/// The stream returned by [`decode`]. It ends after its first error.
 pub struct SseStream<S> {
     events: EventStream<Pieces<S>>,
+    failed: bool,
 }
 
 impl<S, B, E> Stream for SseStream<S>
@@ -101,8 +103,16 @@ where
     type Item = Result<SseEvent, SseError<E>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.failed {
+            // `eventsource-stream` may add an error of its own (bytes of
+            // an unfinished character it still holds).
+            return Poll::Ready(None);
+        }
         // `IdleTimeout` boxes its inner stream, so everything here is Unpin.
         let polled = Pin::new(&mut self.events).poll_next(cx);
+        if let Poll::Ready(Some(Err(_))) = &polled {
+            self.failed = true;
+        }
         polled.map(|item| {
             item.map(|result| match result {
                 Ok(event) => Ok(SseEvent {
@@ -167,8 +177,8 @@ struct Pieces<S> {
     utf8: usize,
     /// Bytes removed from the front of `buf` so far.
     dropped: u64,
-    /// The first bad byte in `buf` and what is wrong: nothing from it on is
-    /// handed on, and no more bytes are read.
+    /// Where in `buf` the bytes stop being good, and what is wrong: nothing
+    /// from there on is handed on, and no more bytes are read.
     bad: Option<(usize, Bad)>,
     ended: bool,
     failed: bool,
@@ -180,8 +190,9 @@ struct Pieces<S> {
 #[derive(Debug, Clone, Copy)]
 enum Bad {
     LineTooLong,
-    /// Not UTF-8, or the body ended inside a character.
-    Utf8,
+    /// Not UTF-8 from this byte of the body on, or the body ended inside
+    /// the character starting there.
+    Utf8(u64),
 }
 
 impl<S> Pieces<S> {
@@ -220,11 +231,18 @@ impl<S> Pieces<S> {
             }
         };
         self.bad = match (too_long, invalid) {
-            (Some(long), Some(utf8)) if utf8 < long => Some((utf8, Bad::Utf8)),
+            (Some(long), Some(utf8)) if utf8 < long => Some(self.utf8_error_at(utf8)),
             (Some(long), _) => Some((long, Bad::LineTooLong)),
-            (None, Some(utf8)) => Some((utf8, Bad::Utf8)),
+            (None, Some(utf8)) => Some(self.utf8_error_at(utf8)),
             (None, None) => None,
         };
+    }
+
+    /// The stop for bytes that are not UTF-8 from `buf[at]` on. The start
+    /// of an unfinished character may have been handed on already (it ends
+    /// a piece); then the stream stops where it is.
+    fn utf8_error_at(&self, at: usize) -> (usize, Bad) {
+        (at.max(self.offset), Bad::Utf8(self.dropped + at as u64))
     }
 
     /// Where in `buf` the first line gets a byte too many, if it does in
@@ -255,14 +273,11 @@ impl<S> Pieces<S> {
         let limit = self.bad.map_or(self.buf.len(), |(at, _)| at);
         let available = limit - self.offset;
         if available == 0 {
-            let (at, bad) = self.bad?;
+            let (_, bad) = self.bad?;
             self.failed = true;
             return Some(Err(match bad {
                 Bad::LineTooLong => line_too_long(self.max_line),
-                Bad::Utf8 => SseError::Decode(format!(
-                    "invalid UTF-8 at byte {}",
-                    self.dropped + at as u64
-                )),
+                Bad::Utf8(at) => SseError::Decode(format!("invalid UTF-8 at byte {at}")),
             }));
         }
         let want = PIECE.max(self.line);
@@ -330,7 +345,7 @@ where
                     this.ended = true;
                     if this.bad.is_none() && this.utf8 < this.buf.len() {
                         // The body ended inside a character.
-                        this.bad = Some((this.utf8, Bad::Utf8));
+                        this.bad = Some(this.utf8_error_at(this.utf8));
                     }
                 }
                 Poll::Pending => return Poll::Pending,
@@ -599,6 +614,24 @@ mod tests {
             Err("invalid event stream: invalid UTF-8 at byte 16".into())
         );
         drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_character_handed_on_unfinished_then_not_finished_fails_cleanly() {
+        // Found by the sse_framing fuzz target (an overflow in the first
+        // version of the UTF-8 check): the unfinished character ends a
+        // piece already handed on when it turns out invalid, or the body
+        // ends.
+        let expected = vec![
+            ev("a"),
+            Err("invalid event stream: invalid UTF-8 at byte 9".into()),
+        ];
+        let start = b"data: a\n\n\xe4".to_vec();
+        assert_eq!(
+            collect(vec![start.clone(), b"\n\n".to_vec()]).await,
+            expected
+        );
+        assert_eq!(collect(vec![start]).await, expected);
     }
 
     #[tokio::test]
