@@ -102,21 +102,17 @@ fn events(text: &str) -> Vec<(String, String)> {
     let mut data = String::new();
     let mut event = String::new();
     let mut rest = text;
-    loop {
-        let Some(end) = rest.find(['\r', '\n']) else {
-            break;
-        };
+    while let Some(end) = rest.find(['\r', '\n']) {
         let line = &rest[..end];
         let after = &rest[end..];
-        let next = if after.starts_with("\r\n") {
-            &after[2..]
+        rest = if let Some(next) = after.strip_prefix("\r\n") {
+            next
         } else if after == "\r" {
             // `\r` then nothing: maybe the first half of `\r\n`.
             break;
         } else {
             &after[1..]
         };
-        rest = next;
         if line.is_empty() {
             if !data.is_empty() {
                 data.pop();
