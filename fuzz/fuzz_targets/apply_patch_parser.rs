@@ -10,7 +10,9 @@
 //! - round trip: the accepted patch written out again in the canonical
 //!   form parses to the same operations (skipped for the few texts the
 //!   format cannot say twice: a line ending in `\r`, a header that reads as
-//!   a unified-diff range, `\ No newline` markers in updates).
+//!   a unified-diff range, `\ No newline` markers in updates, a path whose
+//!   last part ends in white space). A path that starts with white space
+//!   (which only `./ name` can give) is written as `./ name`.
 #![no_main]
 
 use cogni::tools::apply_patch::{parse_patch, FileOp, Hunk, LineKind, Patch};
@@ -103,7 +105,7 @@ fn render(patch: &Patch) -> Option<String> {
     for op in &patch.ops {
         match op {
             FileOp::Add { path, contents } => {
-                out.push_str(&format!("*** Add File: {}\n", path.to_str()?));
+                out.push_str(&format!("*** Add File: {}\n", path_text(path)?));
                 if !contents.is_empty() {
                     let (body, final_newline) = match contents.strip_suffix('\n') {
                         Some(body) => (body, true),
@@ -121,16 +123,16 @@ fn render(patch: &Patch) -> Option<String> {
                 }
             }
             FileOp::Delete { path } => {
-                out.push_str(&format!("*** Delete File: {}\n", path.to_str()?));
+                out.push_str(&format!("*** Delete File: {}\n", path_text(path)?));
             }
             FileOp::Update {
                 path,
                 move_to,
                 hunks,
             } => {
-                out.push_str(&format!("*** Update File: {}\n", path.to_str()?));
+                out.push_str(&format!("*** Update File: {}\n", path_text(path)?));
                 if let Some(dest) = move_to {
-                    out.push_str(&format!("*** Move to: {}\n", dest.to_str()?));
+                    out.push_str(&format!("*** Move to: {}\n", path_text(dest)?));
                 }
                 for hunk in hunks {
                     render_hunk(hunk, &mut out)?;
@@ -140,6 +142,18 @@ fn render(patch: &Patch) -> Option<String> {
     }
     out.push_str("*** End Patch\n");
     Some(out)
+}
+
+/// A path as written after a marker, which the parser trims.
+fn path_text(path: &Path) -> Option<String> {
+    let text = path.to_str()?;
+    if text.ends_with(char::is_whitespace) {
+        return None;
+    }
+    if text.starts_with(char::is_whitespace) {
+        return Some(format!("./{text}"));
+    }
+    Some(text.to_string())
 }
 
 fn render_hunk(hunk: &Hunk, out: &mut String) -> Option<()> {
