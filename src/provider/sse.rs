@@ -170,6 +170,9 @@ struct Pieces<S> {
     scanned: usize,
     /// Bytes handed on since the last line break.
     line: usize,
+    /// The last byte handed on is `\r`: `eventsource-stream` waits for the
+    /// next one (is it `\r\n`?), so that is not held back.
+    after_cr: bool,
     /// Length of the line in progress at the end of `buf`.
     run: usize,
     /// `buf[..utf8]` is valid UTF-8 (checked); `buf[utf8..]` is at most
@@ -203,6 +206,7 @@ impl<S> Pieces<S> {
             offset: 0,
             scanned: 0,
             line: 0,
+            after_cr: false,
             run: 0,
             utf8: 0,
             dropped: 0,
@@ -285,6 +289,7 @@ impl<S> Pieces<S> {
             want
         } else if self.ended
             || self.bad.is_some()
+            || self.after_cr
             || memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..limit]).is_some()
         {
             available
@@ -299,6 +304,7 @@ impl<S> Pieces<S> {
             Some(at) => piece.len() - at - 1,
             None => self.line + piece.len(),
         };
+        self.after_cr = piece.last() == Some(&b'\r');
         // Keep an unfinished character: its check resumes at `utf8`.
         let done = self.offset.min(self.utf8);
         if done > self.buf.len() / 2 {
@@ -632,6 +638,25 @@ mod tests {
             expected
         );
         assert_eq!(collect(vec![start]).await, expected);
+    }
+
+    #[tokio::test]
+    async fn an_event_ended_by_a_lone_cr_is_dispatched_when_the_next_byte_comes() {
+        // Found by the sse_framing fuzz target: after a blank line that is
+        // a lone `\r`, the parser needs one more byte to know it is not
+        // `\r\n`, but the decoder held back the start of the next line
+        // until that line ended, so the event waited for the next one.
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, Infallible>>();
+        tx.unbounded_send(Ok(b"data: one\r\r".to_vec()))
+            .expect("send");
+        tx.unbounded_send(Ok(b"data: tw".to_vec())).expect("send");
+        let mut events = decode(rx, Duration::from_secs(30));
+        // The sender stays alive: the body has not ended.
+        let first = tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .expect("the event arrives while the next line is unfinished");
+        assert_eq!(first.map(|r| r.map_err(|e| e.to_string())), Some(ev("one")));
+        drop(tx);
     }
 
     #[tokio::test]
