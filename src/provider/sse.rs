@@ -157,7 +157,10 @@ pub(crate) fn line_too_long<E>(max_line: usize) -> SseError<E> {
 /// Bytes are checked as they arrive: at the first byte that makes a line
 /// longer than the limit, or that is not UTF-8, the bytes before it are
 /// handed on (so the events they complete are dispatched) and then the
-/// stream fails, however the body was cut into reads. (Left to
+/// stream fails, however the body was cut into reads. Which of the two
+/// comes first is decided by the bytes up to the one too many: a
+/// character it leaves unfinished makes the line the error, even if the
+/// byte after it would show the character invalid. (Left to
 /// `eventsource-stream`, invalid UTF-8 would be reported only at the end of
 /// the body, with everything after it buffered and copied again on every
 /// read until then.)
@@ -223,9 +226,14 @@ impl<S> Pieces<S> {
         let start = self.buf.len();
         self.buf.extend_from_slice(chunk);
         let too_long = self.line_over_limit(start, chunk);
-        let invalid = match std::str::from_utf8(&self.buf[self.utf8..]) {
+        // Nothing past the byte that makes a line too long is ever read, so
+        // nothing past it may decide the error either: a character that
+        // the byte too many leaves unfinished is not judged, whether or not
+        // its next byte came in the same read.
+        let end = too_long.map_or(self.buf.len(), |at| at + 1);
+        let invalid = match std::str::from_utf8(&self.buf[self.utf8..end]) {
             Ok(_) => {
-                self.utf8 = self.buf.len();
+                self.utf8 = end;
                 None
             }
             Err(e) if e.error_len().is_some() => Some(self.utf8 + e.valid_up_to()),
@@ -657,6 +665,29 @@ mod tests {
             .expect("the event arrives while the next line is unfinished");
         assert_eq!(first.map(|r| r.map_err(|e| e.to_string())), Some(ev("one")));
         drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_line_too_long_inside_a_character_fails_the_same_whatever_the_reads() {
+        // Found by the sse_framing fuzz target: the byte too many was the
+        // second of a character that the byte after it showed invalid.
+        // Read whole, the body failed on the UTF-8; cut after the byte too
+        // many, it failed on the line (the decoder reads no further), so
+        // the error depended on where the reads ended. Bytes past the one
+        // too many now never decide it.
+        let text = b"data: a\n\nabcdefg\xf4\x84;\n\n";
+        let expected = vec![
+            ev("a"),
+            Err("invalid event stream: a line exceeded 8 bytes".into()),
+        ];
+        assert_eq!(collect_limited(vec![text.to_vec()], 8).await, expected);
+        for at in 0..=text.len() {
+            let chunks = vec![text[..at].to_vec(), text[at..].to_vec()];
+            assert_eq!(collect_limited(chunks, 8).await, expected, "split at {at}");
+        }
+        // The body ends inside the character: the line is still the error.
+        let ended = text[..18].to_vec();
+        assert_eq!(collect_limited(vec![ended], 8).await, expected);
     }
 
     #[tokio::test]
