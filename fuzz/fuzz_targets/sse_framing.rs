@@ -12,7 +12,8 @@
 //! - no line longer than the limit gets through: the first one fails the
 //!   stream, whatever the reads, after the events before it;
 //! - invalid UTF-8 fails the stream at the same point, after the events
-//!   before it.
+//!   before it; which of the two errors comes first is decided by the bytes
+//!   up to the byte too many (the decoder reads no further).
 #![no_main]
 
 mod common;
@@ -57,7 +58,10 @@ fn line_limit(b: u8) -> usize {
 /// yet a line end; a BOM at the very start is dropped), stopping at the
 /// first line longer than `max_line` bytes (not counting its line end) or
 /// the first invalid UTF-8. With `ended` false the body may go on, so an
-/// unfinished character at its end is not (yet) an error.
+/// unfinished character at its end is not (yet) an error. Nothing after
+/// the byte that makes a line too long counts: a character that byte
+/// leaves unfinished is not an error, even if the next byte shows it
+/// invalid or the body ends.
 fn model(body: &[u8], max_line: usize, ended: bool) -> Outcome {
     // Where the first line over the limit gets its byte too many.
     let mut too_long = None;
@@ -73,9 +77,10 @@ fn model(body: &[u8], max_line: usize, ended: bool) -> Outcome {
             }
         }
     }
-    let bad_utf8 = match std::str::from_utf8(body) {
+    let checked = too_long.map_or(body, |l| &body[..=l]);
+    let bad_utf8 = match std::str::from_utf8(checked) {
         Ok(_) => None,
-        Err(e) if e.error_len().is_some() || ended => Some(e.valid_up_to()),
+        Err(e) if e.error_len().is_some() || (ended && too_long.is_none()) => Some(e.valid_up_to()),
         Err(_) => None,
     };
     let (stop, failure) = match (too_long, bad_utf8) {
@@ -86,7 +91,8 @@ fn model(body: &[u8], max_line: usize, ended: bool) -> Outcome {
     };
     let valid = match std::str::from_utf8(&body[..stop]) {
         Ok(text) => text,
-        // Only an unfinished character at the end of an open body.
+        // Only an unfinished character at the end of an open body, or
+        // before the byte too many.
         Err(e) => std::str::from_utf8(&body[..e.valid_up_to()]).unwrap_or(""),
     };
     let text = valid.strip_prefix('\u{feff}').unwrap_or(valid);
