@@ -6,6 +6,7 @@
 
 use cogni::protocol::SandboxPolicy;
 use cogni::tools::apply_patch::{apply_patch_in, parse_patch, update_text, FileOp};
+use cogni::tools::fs::CommitGate;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::hint::black_box;
 
@@ -65,12 +66,13 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("big.rs");
     let policy = SandboxPolicy::default();
+    let commits = CommitGate::default();
     c.bench_function("apply_patch 50 hunks / 20k lines (tool path, disk)", |b| {
         b.iter_batched(
             || std::fs::write(&path, &original).expect("reset file"),
             |()| {
-                let report =
-                    apply_patch_in(dir.path(), &policy, black_box(&patch_text)).expect("applies");
+                let report = apply_patch_in(dir.path(), &policy, &commits, black_box(&patch_text))
+                    .expect("applies");
                 black_box(report.files.len())
             },
             BatchSize::PerIteration,

@@ -1,8 +1,10 @@
-//! Sandbox set-up cost per command: `/bin/true` spawned through
-//! `tools::exec` bare and confined (user/mount/pid namespaces, read-only
-//! binds, Landlock, seccomp), in one run so the ratio is meaningful on a
-//! noisy machine. After criterion's figures, an interleaved comparison
-//! prints the median added time and the ratio.
+//! Set-up cost per command: `/bin/true` spawned raw (tokio, no
+//! supervision), through `tools::exec` unconfined (the subreaper
+//! supervisor), and confined (user/mount/pid namespaces, read-only binds,
+//! Landlock, seccomp) with the network on and off (off adds the Unix-socket
+//! guard), in one run so the ratios are meaningful on a noisy machine.
+//! After criterion's figures, an interleaved comparison prints the medians
+//! and what each layer adds.
 //!
 //! `cargo bench --bench sandbox`
 
@@ -32,12 +34,19 @@ fn request(cwd: &std::path::Path, sandbox: Option<Arc<Confinement>>) -> ExecRequ
         kill_grace: DEFAULT_KILL_GRACE,
         io_drain: DEFAULT_IO_DRAIN,
         sandbox,
+        stdin: None,
     }
 }
 
 /// A workspace like a real one: a repository with a nested one, so the
-/// confinement binds two `.git` directories read-only.
-fn workspace() -> (tempfile::TempDir, tempfile::TempDir, Arc<Confinement>) {
+/// confinement binds two `.git` directories read-only. The confinements
+/// with the network off (the default) and on.
+fn workspace() -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    Arc<Confinement>,
+    Arc<Confinement>,
+) {
     let work = tempfile::tempdir().expect("temp dir");
     for dir in [".git/hooks", "vendor/x/.git", "src"] {
         std::fs::create_dir_all(work.path().join(dir)).expect("mkdir");
@@ -48,7 +57,21 @@ fn workspace() -> (tempfile::TempDir, tempfile::TempDir, Arc<Confinement>) {
         ..SandboxPolicy::default()
     };
     let confinement = Confinement::new(&policy, work.path(), temp.path()).expect("sandbox backend");
-    (work, temp, Arc::new(confinement))
+    let network = SandboxPolicy {
+        network_access: true,
+        ..policy
+    };
+    let networked = Confinement::new(&network, work.path(), temp.path()).expect("sandbox backend");
+    (work, temp, Arc::new(confinement), Arc::new(networked))
+}
+
+/// `/bin/true` spawned by tokio directly: the floor.
+async fn raw(cwd: &std::path::Path) {
+    tokio::process::Command::new("/bin/true")
+        .current_dir(cwd)
+        .output()
+        .await
+        .expect("spawn");
 }
 
 fn spawn(c: &mut Criterion) {
@@ -57,46 +80,63 @@ fn spawn(c: &mut Criterion) {
         return;
     }
     let rt = runtime();
-    let (work, _temp, confinement) = workspace();
+    let (work, _temp, confinement, networked) = workspace();
+    let variants: [(&str, Option<Arc<Confinement>>); 3] = [
+        ("unconfined", None),
+        ("confined_network_on", Some(networked)),
+        ("confined", Some(confinement)),
+    ];
     let mut group = c.benchmark_group("sandbox_spawn_true");
-    group.bench_function("bare", |b| {
-        b.iter(|| {
-            rt.block_on(exec::run(request(work.path(), None)))
-                .expect("run")
-        })
-    });
-    group.bench_function("confined", |b| {
-        b.iter(|| {
-            rt.block_on(exec::run(request(work.path(), Some(confinement.clone()))))
-                .expect("run")
-        })
-    });
+    group.bench_function("raw", |b| b.iter(|| rt.block_on(raw(work.path()))));
+    for (name, sandbox) in &variants {
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                rt.block_on(exec::run(request(work.path(), sandbox.clone())))
+                    .expect("run")
+            })
+        });
+    }
     group.finish();
 
-    // Interleaved pairs: drift on the machine hits both sides alike.
+    // Interleaved rounds: drift on the machine hits every variant alike.
     let rounds = 300;
-    let mut bare = Vec::with_capacity(rounds);
-    let mut confined = Vec::with_capacity(rounds);
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); variants.len() + 1];
     for _ in 0..rounds {
         let t = Instant::now();
-        rt.block_on(exec::run(request(work.path(), None)))
-            .expect("run");
-        bare.push(t.elapsed());
-        let t = Instant::now();
-        rt.block_on(exec::run(request(work.path(), Some(confinement.clone()))))
-            .expect("run");
-        confined.push(t.elapsed());
+        rt.block_on(raw(work.path()));
+        times[0].push(t.elapsed());
+        for (i, (_, sandbox)) in variants.iter().enumerate() {
+            let t = Instant::now();
+            rt.block_on(exec::run(request(work.path(), sandbox.clone())))
+                .expect("run");
+            times[i + 1].push(t.elapsed());
+        }
     }
-    bare.sort();
-    confined.sort();
-    let (b, s) = (bare[rounds / 2], confined[rounds / 2]);
-    println!(
-        "sandbox set-up, median of {rounds} interleaved pairs: bare {:.3} ms, confined {:.3} ms, added {:.3} ms, ratio {:.2}",
-        b.as_secs_f64() * 1e3,
-        s.as_secs_f64() * 1e3,
-        (s.as_secs_f64() - b.as_secs_f64()) * 1e3,
-        s.as_secs_f64() / b.as_secs_f64()
-    );
+    let medians: Vec<f64> = times
+        .iter_mut()
+        .map(|t| {
+            t.sort();
+            t[rounds / 2].as_secs_f64() * 1e3
+        })
+        .collect();
+    println!("median of {rounds} interleaved rounds (ms):");
+    let names = ["raw", "unconfined", "confined_network_on", "confined"];
+    for (i, name) in names.iter().enumerate() {
+        let added = if i == 0 {
+            String::new()
+        } else {
+            format!(
+                ", +{:.3} over {}",
+                medians[i] - medians[i - 1],
+                names[i - 1]
+            )
+        };
+        println!(
+            "  {name:<20} {:.3} (x{:.2} raw{added})",
+            medians[i],
+            medians[i] / medians[0]
+        );
+    }
 }
 
 criterion_group!(benches, spawn);

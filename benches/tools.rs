@@ -23,11 +23,7 @@ fn runtime() -> Runtime {
 }
 
 fn context(cwd: &std::path::Path, sandbox: SandboxPolicy) -> ToolContext {
-    ToolContext {
-        cwd: cwd.to_path_buf(),
-        sandbox,
-        config: Arc::new(ToolConfig::default()),
-    }
+    ToolContext::new(cwd.to_path_buf(), sandbox, Arc::new(ToolConfig::default()))
 }
 
 fn shell_overhead(c: &mut Criterion) {

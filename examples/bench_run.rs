@@ -17,6 +17,9 @@ mod mock;
 #[path = "../tests/it/common/wire_anthropic.rs"]
 #[allow(dead_code)]
 mod wire_anthropic;
+#[path = "../tests/it/common/wire_chat.rs"]
+#[allow(dead_code)]
+mod wire_chat;
 #[path = "../tests/it/common/wire_ollama.rs"]
 #[allow(dead_code)]
 mod wire_ollama;

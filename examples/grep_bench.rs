@@ -52,11 +52,11 @@ fn search(dir: PathBuf, pattern: &str, runs: u32) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start runtime: {e}")),
     };
-    let ctx = ToolContext {
-        cwd: dir,
-        sandbox: SandboxPolicy::default(),
-        config: Arc::new(ToolConfig::default()),
-    };
+    let ctx = ToolContext::new(
+        dir,
+        SandboxPolicy::default(),
+        Arc::new(ToolConfig::default()),
+    );
     let tool = GrepTool::new(&ctx.config);
     let mut best = Duration::MAX;
     let mut summary = String::new();

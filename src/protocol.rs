@@ -5,7 +5,7 @@
 //! types; tools consume and produce them; front doors render [`AgentEvent`]s.
 
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Who a history item speaks for (the spec's `HistoryItem.role`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,6 +118,54 @@ impl HistoryItem {
             _ => None,
         }
     }
+
+    /// A copy with `f` applied to every free text the item holds (message
+    /// text, call arguments, outputs, reasoning), e.g. to redact secrets
+    /// before the item is encoded. Ids, names and tags stay as they are.
+    pub fn map_text(&self, f: &dyn Fn(&str) -> String) -> HistoryItem {
+        // Every field is named, so a new one cannot be missed here.
+        let content = match &self.content {
+            Content::Text { text, tag } => Content::Text {
+                text: f(text),
+                tag: *tag,
+            },
+            Content::ToolCall(ToolCall {
+                id,
+                name,
+                arguments,
+                kind,
+            }) => Content::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: f(arguments),
+                kind: *kind,
+            }),
+            Content::ToolOutput(ToolOutput {
+                call_id,
+                content,
+                is_error,
+            }) => Content::ToolOutput(ToolOutput {
+                call_id: call_id.clone(),
+                content: f(content),
+                is_error: *is_error,
+            }),
+            Content::Reasoning(Reasoning {
+                id,
+                text,
+                encrypted,
+                source,
+            }) => Content::Reasoning(Reasoning {
+                id: id.clone(),
+                text: f(text),
+                encrypted: encrypted.clone(),
+                source: source.clone(),
+            }),
+        };
+        HistoryItem {
+            role: self.role,
+            content,
+        }
+    }
 }
 
 /// How the model expressed a tool call: JSON arguments to a function, or raw
@@ -165,6 +213,39 @@ pub enum EditTool {
     None,
 }
 
+/// How a session keeps its requests within the model's context window
+/// (docs/context.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextStrategyKind {
+    /// Send the initial context and the newest items that fit, with a note
+    /// saying what was left out; history itself is kept whole.
+    SlidingWindow,
+    /// Summarise older history when it grows past the compaction limit.
+    Summarize,
+}
+
+impl ContextStrategyKind {
+    pub const NAMES: &'static str = "sliding_window, summarize";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextStrategyKind::SlidingWindow => "sliding_window",
+            ContextStrategyKind::Summarize => "summarize",
+        }
+    }
+
+    /// The default for a model with `context_window` tokens: windows under
+    /// 32k (small local models) slide, larger ones are summarised.
+    pub fn default_for(context_window: u64) -> Self {
+        if context_window < 32_000 {
+            ContextStrategyKind::SlidingWindow
+        } else {
+            ContextStrategyKind::Summarize
+        }
+    }
+}
+
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
@@ -186,6 +267,39 @@ pub enum ToolFormat {
     /// Arguments are free text (for example a patch), optionally described by
     /// a grammar the provider understands.
     Freeform { syntax: String, definition: String },
+}
+
+/// Prices in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub cached_input: f64,
+    pub output: f64,
+    /// Writing to the prompt cache (Anthropic); other APIs charge none.
+    pub cache_write: f64,
+}
+
+impl Price {
+    pub const fn new(input: f64, cached_input: f64, output: f64, cache_write: f64) -> Self {
+        Price {
+            input,
+            cached_input,
+            output,
+            cache_write,
+        }
+    }
+
+    /// The cost of `usage` in USD. `input_tokens` includes cached and
+    /// cache-written tokens, which are priced at their own rates.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let special = usage.cached_input_tokens + usage.cache_write_tokens;
+        let plain = usage.input_tokens.saturating_sub(special);
+        (plain as f64 * self.input
+            + usage.cached_input_tokens as f64 * self.cached_input
+            + usage.cache_write_tokens as f64 * self.cache_write
+            + usage.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
 }
 
 /// Token counts for one model request or an accumulation of them.
@@ -390,6 +504,8 @@ pub enum TurnOutcome {
     Interrupted,
     /// A budget (tokens, cost, seconds, steps, tool calls) ran out.
     BudgetExceeded,
+    /// A guardrail or a hook stopped the turn (the reason says which).
+    Blocked,
 }
 
 impl TurnOutcome {
@@ -450,8 +566,10 @@ pub enum AgentEvent {
     #[serde(rename = "model.request")]
     ModelRequest {
         iteration: u32,
-        /// The prompt as sent, only when verbose logging is on.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// The prompt as sent, only when verbose logging is on. Never
+        /// serialised: verbose output is for the verbose log (stderr) and
+        /// must not change what `--json` prints.
+        #[serde(skip)]
         prompt: Option<serde_json::Value>,
     },
     /// A model response finished streaming.
@@ -479,6 +597,14 @@ pub enum AgentEvent {
         attempt: u32,
         delay_ms: u64,
         reason: String,
+    },
+    /// The sliding window moved: requests now leave out the conversation's
+    /// first `dropped_items` items (after the initial context).
+    #[serde(rename = "context_window")]
+    ContextWindow {
+        dropped_items: usize,
+        kept_items: usize,
+        estimated_tokens: u64,
     },
     #[serde(rename = "compaction")]
     Compacted {
@@ -510,9 +636,39 @@ pub enum AgentEvent {
         /// The budget that ran out, with outcome `budget_exceeded`.
         #[serde(skip_serializing_if = "Option::is_none")]
         limit: Option<Limit>,
+        /// Why an effect (a budget, a guardrail, a hook) stopped the turn.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// An effect decided something other than "go on" (one event per
+    /// such decision, with the time it took).
+    #[serde(rename = "effect")]
+    Effect {
+        name: String,
+        phase: String,
+        decision: String,
+        duration_ms: u64,
     },
     #[serde(rename = "turn.failed")]
     TurnFailed { turn: u32, error: String },
+    /// One run of a user's hook command (see docs/hooks.md).
+    #[serde(rename = "hook")]
+    Hook {
+        /// `PreToolUse`, `Stop`, ...
+        event: String,
+        /// The hook by its place in config: `hooks.PreToolUse[0]`.
+        hook: String,
+        command: String,
+        /// `continue`, `context`, `update_input`, `block`, `ask`, `stop`
+        /// or `failed`.
+        decision: String,
+        /// `None` when it timed out, was killed or did not start.
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        /// Why it blocked, asked or stopped, or how it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// A user-visible unit of a turn: a message or a tool call.
@@ -632,6 +788,10 @@ pub trait HistoryObserver: Send + Sync {
     fn appended(&self, items: &[HistoryItem]);
     /// History was replaced as a whole (compaction, the context stack).
     fn replaced(&self, history: &[HistoryItem]);
+    /// The file the history is kept in, if any (hooks get its path).
+    fn transcript_path(&self) -> Option<&Path> {
+        None
+    }
 }
 
 /// The UTC date (`YYYY-MM-DD`) and time of day (hours, minutes, seconds)

@@ -4,7 +4,9 @@
 //! - `untrusted`: read-only tools and known-safe read-only commands run;
 //!   everything else is asked.
 //! - `on-failure`: everything runs sandboxed; a call that fails the way a
-//!   sandbox refusal looks is offered for a retry without the sandbox.
+//!   sandbox refusal looks is offered for a retry without the sandbox when
+//!   someone can answer (without a terminal the failure stands as it is:
+//!   nothing is asked, nothing is added to the output).
 //! - `on-request`: everything runs sandboxed; the model may ask for a shell
 //!   command to run without the sandbox (`escalate` + `justification`).
 //! - `never`: nobody is asked; what the sandbox forbids fails.
@@ -80,6 +82,15 @@ fn shell_request(call: &ToolCall) -> Option<(ShellCommand, Option<String>)> {
     Some((command, escalation))
 }
 
+/// Whether `call` only reads: a call of a read-only tool, or a shell call
+/// whose command is known safe (what `untrusted` runs without asking).
+/// `shell` is the configured shell that runs command lines.
+pub(crate) fn only_reads(call: &ToolCall, read_only_tool: bool, shell: &str) -> bool {
+    read_only_tool
+        || (call.name == "shell"
+            && matches!(shell_request(call), Some((command, None)) if command.is_known_safe(shell)))
+}
+
 /// `shell` is the configured shell that runs command lines.
 pub(crate) fn precheck(
     policy: ApprovalPolicy,
@@ -100,11 +111,10 @@ pub(crate) fn precheck(
             _ => Precheck::Run,
         },
         ApprovalPolicy::Untrusted => {
-            if read_only_tool {
+            if only_reads(call, read_only_tool, shell) {
                 return Precheck::AutoApprove;
             }
             match asked {
-                Some((command, None)) if command.is_known_safe(shell) => Precheck::AutoApprove,
                 Some((_, Some(justification))) => Precheck::Ask {
                     reason: format!(
                         "approval policy is untrusted; the model asks to run this without the sandbox: {justification}"
@@ -135,9 +145,19 @@ pub(crate) fn looks_like_sandbox_denial(content: &str) -> bool {
     SIGNS.iter().any(|s| content.contains(s))
 }
 
-pub(crate) fn on_failure_retry(policy: ApprovalPolicy, mode: SandboxMode, content: &str) -> bool {
+/// Whether to offer a failed call a retry without the sandbox: only under
+/// `on-failure`, in a sandbox, when the failure looks like the sandbox's,
+/// and when someone is there to answer (`interactive`); without anyone the
+/// answer would be no, so asking would only add noise to a true output.
+pub(crate) fn on_failure_retry(
+    policy: ApprovalPolicy,
+    mode: SandboxMode,
+    interactive: bool,
+    content: &str,
+) -> bool {
     policy == ApprovalPolicy::OnFailure
         && mode != SandboxMode::DangerFullAccess
+        && interactive
         && looks_like_sandbox_denial(content)
 }
 
@@ -168,6 +188,16 @@ pub(crate) fn status_of(decision: &ApprovalDecision) -> ApprovalStatus {
     match decision {
         ApprovalDecision::Approve | ApprovalDecision::ApproveForSession => ApprovalStatus::Approved,
         ApprovalDecision::Deny | ApprovalDecision::DenyWithMessage(_) => ApprovalStatus::Denied,
+    }
+}
+
+/// What follows a failed call's output when the user said no to running it
+/// again without the sandbox: the call did run, in the sandbox.
+pub(crate) fn retry_declined_output(decision: &ApprovalDecision) -> String {
+    let declined = "The command ran in the sandbox and failed as shown above; the user declined to run it again without the sandbox.";
+    match decision {
+        ApprovalDecision::DenyWithMessage(m) => format!("{declined} They said: {m}"),
+        _ => format!("{declined} Do something else or explain what you need."),
     }
 }
 
@@ -289,26 +319,38 @@ mod tests {
         assert!(on_failure_retry(
             p,
             SandboxMode::WorkspaceWrite,
+            true,
             "`/etc/x` is outside the workspace (/w); nothing was written"
         ));
         assert!(on_failure_retry(
             p,
             SandboxMode::ReadOnly,
+            true,
             "touch: cannot touch 'x': Read-only file system"
         ));
         assert!(!on_failure_retry(
             p,
             SandboxMode::WorkspaceWrite,
+            true,
             "test failed: expected 1, got 2"
         ));
         assert!(!on_failure_retry(
             p,
             SandboxMode::DangerFullAccess,
+            true,
             "Permission denied"
         ));
         assert!(!on_failure_retry(
             ApprovalPolicy::Never,
             SandboxMode::ReadOnly,
+            true,
+            "Permission denied"
+        ));
+        // Nobody to ask: nothing is offered.
+        assert!(!on_failure_retry(
+            p,
+            SandboxMode::ReadOnly,
+            false,
             "Permission denied"
         ));
     }

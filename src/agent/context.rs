@@ -1,7 +1,6 @@
 //! The initial context of a session and environment updates.
 
-use super::session::{Session, TurnContext};
-use crate::protocol::{ApprovalPolicy, HistoryItem, MessageTag, Role, SandboxPolicy};
+use crate::protocol::{ApprovalPolicy, SandboxPolicy};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -84,75 +83,4 @@ pub fn wrap_user_instructions(cwd: &Path, instructions: &str) -> String {
         cwd.display(),
         instructions.trim_end()
     )
-}
-
-/// The history a session starts with: developer instructions, user
-/// instructions, then the environment context.
-pub fn build_initial_context(ctx: &TurnContext) -> Vec<HistoryItem> {
-    let mut items = Vec::with_capacity(3);
-    if let Some(dev) = ctx
-        .developer_instructions
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    {
-        items.push(HistoryItem::tagged(
-            Role::Developer,
-            MessageTag::DeveloperInstructions,
-            dev,
-        ));
-    }
-    if let Some(user) = ctx
-        .user_instructions
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    {
-        items.push(HistoryItem::tagged(
-            Role::User,
-            MessageTag::UserInstructions,
-            wrap_user_instructions(&ctx.cwd, user),
-        ));
-    }
-    items.push(HistoryItem::tagged(
-        Role::User,
-        MessageTag::Environment,
-        ctx.environment().render(),
-    ));
-    items
-}
-
-impl Session {
-    /// Change the environment mid-session. The model is told with an
-    /// `<environment_diff>` holding only the changed fields; nothing is
-    /// appended when nothing changed. Returns whether anything changed.
-    pub fn update_environment(
-        &mut self,
-        cwd: Option<PathBuf>,
-        approval: Option<ApprovalPolicy>,
-        sandbox: Option<SandboxPolicy>,
-    ) -> bool {
-        if let Some(cwd) = cwd {
-            self.ctx.cwd = cwd.clone();
-            self.tool_ctx.cwd = cwd;
-        }
-        if let Some(a) = approval {
-            self.ctx.approval_policy = a;
-        }
-        if let Some(s) = sandbox {
-            self.ctx.sandbox_policy = s.clone();
-            self.tool_ctx.sandbox = s;
-        }
-        let now = self.ctx.environment();
-        match now.diff(&self.environment) {
-            Some(diff) => {
-                self.append(vec![HistoryItem::tagged(
-                    Role::User,
-                    MessageTag::Environment,
-                    diff,
-                )]);
-                self.environment = now;
-                true
-            }
-            None => false,
-        }
-    }
 }

@@ -12,6 +12,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// What a session has spent and may spend, and how it is stopped.
+pub(crate) struct Meter {
+    pub(crate) metrics: crate::metrics::Metrics,
+    /// Budgets for each turn (also registered as effects).
+    pub(crate) limits: TurnLimits,
+    /// Stops the running turn.
+    pub(crate) stop: StopHandle,
+}
+
 /// Budgets for one turn; `None` means unlimited.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnLimits {

@@ -2,27 +2,41 @@
 //! compaction. It reports through [`crate::protocol::EventSink`] and never
 //! prints.
 
-mod approval;
+pub(crate) mod approval;
 pub mod compact;
 pub mod context;
 mod dispatch;
+pub mod effects;
+mod history;
+mod lifecycle;
 pub mod limits;
+pub mod outcome;
 pub mod output;
 pub mod prompt;
+mod request;
+pub mod run;
 pub mod session;
 pub mod stack;
+mod toolset;
 pub mod turn;
+pub mod turn_context;
+pub mod window;
 
-pub use context::{build_initial_context, EnvironmentContext};
+pub use context::EnvironmentContext;
+pub use effects::EndReason;
 pub use limits::{Limit, StopHandle, TurnLimits};
+pub use outcome::{AgentError, ToolCallRecord, TurnResult};
+pub use prompt::builder::{ProjectSoul, SkillEntry, SystemPromptBuilder};
+pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};
+pub use prompt::system::{PromptConfig, SystemPrompt};
 pub use prompt::{build_prompt, Prompt};
+pub use request::ContextUsage;
 pub use session::{
     check_session_config, select_model, start_session, start_session_with_provider, AuthMode,
-    CompactionConfig, Features, PendingInputs, Sampling, Session, SessionConfig, SessionError,
-    TurnContext,
+    CompactionConfig, PendingInputs, Session, SessionConfig, SessionError,
 };
 pub use stack::StackError;
-pub use turn::{AgentError, ToolCallRecord, TurnResult};
+pub use turn_context::{Features, Sampling, TurnContext};
 
 #[cfg(test)]
 mod tests;

@@ -1,35 +1,35 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
-use super::context::{build_initial_context, EnvironmentContext};
+use super::context::EnvironmentContext;
+use super::effects::budget::{Budget, BudgetEffect};
+use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
+use super::effects::hooks;
+use super::effects::output::OutputSchemaEffect;
+use super::effects::repeat::{self, RepeatEffect};
+use super::effects::Effects;
+use super::history::History;
+use super::limits::Meter;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
+use super::prompt::system::{PromptConfig, SystemPrompt};
+use super::run::config::RunConfig;
+use super::toolset::Toolset;
+use super::turn_context::{Features, Sampling, TurnContext};
+use super::window::SlidingWindow;
+use crate::metrics::tokens::Estimator;
 use crate::metrics::Metrics;
 use crate::protocol::{
-    ApprovalPolicy, Approver, HistoryItem, HistoryObserver, MessageTag, NonInteractive, Role,
-    SandboxPolicy, ToolSpec,
+    ApprovalPolicy, Approver, ContextStrategyKind, HistoryItem, HistoryObserver, MessageTag,
+    NonInteractive, Role, SandboxPolicy,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
-use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo};
+use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
+use crate::spec::effects::EffectSpec;
+use crate::spec::hooks::HookSpec;
 use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-/// Feature flags (the spec's `features`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Features {
-    pub parallel_tools: bool,
-    pub skills_enabled: bool,
-}
-
-impl Default for Features {
-    fn default() -> Self {
-        Features {
-            parallel_tools: true,
-            skills_enabled: false,
-        }
-    }
-}
 
 /// How credentials are obtained (the spec's `auth_mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,16 +45,6 @@ pub enum AuthMode {
     None,
 }
 
-/// Sampling settings from the agent or task config; unset fields fall back
-/// to the model family, then to the provider's defaults.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Sampling {
-    pub temperature: Option<f32>,
-    pub max_tokens: Option<u32>,
-    /// `minimal`, `low`, `medium` or `high`; only sent to models that reason.
-    pub reasoning_effort: Option<&'static str>,
-}
-
 /// When history is compacted.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CompactionConfig {
@@ -68,7 +58,7 @@ impl Default for CompactionConfig {
     fn default() -> Self {
         CompactionConfig {
             token_limit: None,
-            context_fraction: 0.8,
+            context_fraction: DEFAULT_COMPACT_FRACTION,
         }
     }
 }
@@ -97,6 +87,25 @@ pub struct SessionConfig {
     /// Most model requests that may ask for tools in one turn.
     pub max_iterations: u32,
     pub compaction: CompactionConfig,
+    /// Configured effects (global, then the agent's), after the built-in
+    /// ones; a kind that may appear once (`compact`, a budget,
+    /// `repeated_failure`) replaces the built-in one.
+    pub effects: Vec<EffectSpec>,
+    /// `context_strategy`: how requests stay within the window (`None`:
+    /// the model family's, else by the window's size; docs/context.md).
+    pub context_strategy: Option<ContextStrategyKind>,
+    /// Middleware settings (`[run]`).
+    pub run: RunConfig,
+    /// `[[hooks.EVENT]]`: user commands at lifecycle events, registered
+    /// after every other effect, in this order.
+    pub hooks: Vec<HookSpec>,
+    /// The agent's name, for effects, hooks and logs (`main` by default).
+    pub agent: String,
+    /// SOUL.md, skills, memory and the clock of the system prompt.
+    pub prompt: PromptConfig,
+    /// `[model_aliases]`: alias -> model; a selected model named by an
+    /// alias is the model it stands for.
+    pub model_aliases: BTreeMap<String, String>,
 }
 
 impl SessionConfig {
@@ -121,43 +130,21 @@ impl SessionConfig {
             sampling: Sampling::default(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
             compaction: CompactionConfig::default(),
+            effects: Vec::new(),
+            context_strategy: None,
+            run: RunConfig::default(),
+            hooks: Vec::new(),
+            agent: DEFAULT_AGENT.to_string(),
+            prompt: PromptConfig::default(),
+            model_aliases: BTreeMap::new(),
         }
     }
 }
 
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
 
-/// Runtime context of a session (the spec's `TurnContext`).
-#[derive(Debug, Clone)]
-pub struct TurnContext {
-    pub model: String,
-    pub model_family: ModelFamily,
-    pub tools: Vec<ToolSpec>,
-    pub approval_policy: ApprovalPolicy,
-    pub sandbox_policy: SandboxPolicy,
-    pub cwd: PathBuf,
-    pub developer_instructions: Option<String>,
-    pub user_instructions: Option<String>,
-    pub base_instructions_override: Option<String>,
-    pub output_schema: Option<serde_json::Value>,
-    pub verbose: bool,
-    pub features: Features,
-    /// Resolved sampling: config, then model family, then unset.
-    pub sampling: Sampling,
-    pub max_iterations: u32,
-    /// Tokens above which history is compacted.
-    pub compaction_limit: u64,
-}
-
-impl TurnContext {
-    pub fn environment(&self) -> EnvironmentContext {
-        EnvironmentContext::from_policy(&self.cwd, self.approval_policy, &self.sandbox_policy)
-    }
-
-    pub fn has_tool(&self, name: &str) -> bool {
-        self.tools.iter().any(|t| t.name == name)
-    }
-}
+/// The name of the agent a session runs when none is named.
+pub const DEFAULT_AGENT: &str = "main";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -191,42 +178,56 @@ impl PendingInputs {
     }
 }
 
-/// A conversation: context, history, tools, provider and metrics.
+/// A conversation. Its state has one owner per concern, each keeping its
+/// own invariants: the turn context (model, tools offered, policies,
+/// prompt), the history (items, checkpoints, observer, tokens), the tool
+/// set (registry, tool context, approvals), the meter (metrics, budgets,
+/// the stop handle) and the extensions (effects, middleware settings, the
+/// compaction threshold).
 pub struct Session {
     pub(crate) ctx: TurnContext,
-    pub(crate) history: Vec<HistoryItem>,
-    pub(crate) tools: ToolRegistry,
-    pub(crate) tool_ctx: ToolContext,
+    pub(crate) history: History,
+    pub(crate) toolset: Toolset,
     pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) metrics: Metrics,
-    pub(crate) pending: PendingInputs,
-    pub(crate) turns: u32,
-    /// Tokens in the conversation as of the last model response (provider
-    /// usage, or an estimate); drives compaction.
-    pub(crate) context_tokens: u64,
+    pub(crate) meter: Meter,
+    pub(crate) extensions: Extensions,
     /// The environment last shown to the model.
     pub(crate) environment: EnvironmentContext,
-    /// The compaction limit as a fraction of the context window, when the
-    /// config set no explicit token limit.
-    pub(crate) compaction_fraction: Option<f64>,
-    /// Who answers approval questions.
-    pub(crate) approver: Arc<dyn Approver>,
-    /// The compiled `--output-schema`, checked against the final answer.
-    pub(crate) output_schema: Option<Arc<OutputSchema>>,
-    /// Budgets for each turn.
-    pub(crate) limits: TurnLimits,
-    /// Stops the running turn.
-    pub(crate) stop: StopHandle,
-    /// Calls the user approved for the rest of the session, by call key.
-    pub(crate) session_approved: Mutex<HashSet<String>>,
-    /// Told about every history change (the session file).
-    pub(crate) observer: Option<Arc<dyn HistoryObserver>>,
-    /// Named snapshots of history (the context stack).
-    pub(crate) checkpoints: Vec<(String, Vec<HistoryItem>)>,
-    /// History changed without a model request (context stack, resume):
-    /// `context_tokens` is re-estimated before the next request.
-    pub(crate) tokens_stale: bool,
+    /// Input queued while a turn runs.
+    pub(crate) pending: PendingInputs,
+    pub(crate) turns: u32,
+    /// The agent this session runs.
+    pub(crate) agent: String,
     pub id: String,
+}
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Lifecycle {
+    /// The `session_start` effects ran.
+    pub(crate) started: bool,
+    /// The session continues a saved one.
+    pub(crate) resumed: bool,
+    /// The `session_end` effects ran.
+    pub(crate) ended: bool,
+}
+
+/// What plugs into the loop.
+pub(crate) struct Extensions {
+    /// The effects, in registration order.
+    pub(crate) effects: Effects,
+    /// Middleware settings (`[run]`): the chain is built for each run.
+    pub(crate) run: RunConfig,
+    /// When history is compacted (the `compact` effect's threshold; also
+    /// the target of `/compact`).
+    pub(crate) compaction: Threshold,
+    /// Whether the session started and ended (its lifecycle effects ran).
+    pub(crate) lifecycle: Lifecycle,
+    /// Where the sliding window starts (the `sliding_window` strategy).
+    pub(crate) window: SlidingWindow,
+    /// Estimated tokens of the instructions and tools, with what they were
+    /// counted for (prompt length, tool count, estimator).
+    pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
 }
 
 /// Start a session: select the model, load its family, build tools, the
@@ -256,6 +257,8 @@ pub fn start_session_with_provider(
         config.provider.default_family.as_deref(),
         &config.model_families,
     )?;
+    let sampling = resolve_sampling(&config, &family)?;
+    let (effects, compaction) = build_effects(&config, output_schema)?;
     let mut tool_config = config.tool_config;
     // The model may ask to run a command without the sandbox only where
     // someone would be asked about it.
@@ -264,20 +267,12 @@ pub fn start_session_with_provider(
         ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
     );
     let tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
-    let family_effort = family.reasoning_effort.as_deref().and_then(effort_name);
-    let sampling = Sampling {
-        temperature: config.sampling.temperature.or(family.temperature),
-        max_tokens: config.sampling.max_tokens.or(family.default_max_tokens),
-        reasoning_effort: if family.supports_reasoning {
-            config.sampling.reasoning_effort.or(family_effort)
-        } else {
-            None
-        },
-    };
-    // Truncation to whole tokens is intended.
-    let from_window = (family.context_window as f64 * config.compaction.context_fraction) as u64;
-    let compaction_limit = config.compaction.token_limit.unwrap_or(from_window);
-    let ctx = TurnContext {
+    let mut ctx = TurnContext {
+        system_prompt: SystemPrompt::unbuilt(
+            config.prompt,
+            config.model_aliases,
+            &config.provider.id,
+        ),
         model,
         model_family: family,
         tools: tools.specs(),
@@ -292,41 +287,92 @@ pub fn start_session_with_provider(
         features: config.features,
         sampling,
         max_iterations: config.max_iterations,
-        compaction_limit,
+        context_strategy: config.context_strategy,
     };
-    let history = build_initial_context(&ctx);
+    ctx.rebuild_system_prompt();
+    let history = ctx.initial_context();
     let ctx_price = ctx.model_family.price;
-    let tool_ctx = ToolContext {
-        cwd: ctx.cwd.clone(),
-        sandbox: ctx.sandbox_policy.clone(),
-        config: Arc::new(tool_config),
-    };
+    let tool_ctx = ToolContext::new(
+        ctx.cwd.clone(),
+        ctx.sandbox_policy.clone(),
+        Arc::new(tool_config),
+    );
     Ok(Session {
         environment: ctx.environment(),
         ctx,
-        history,
-        tools,
-        tool_ctx,
+        history: History::new(history),
+        toolset: Toolset {
+            registry: tools,
+            ctx: tool_ctx,
+            approver: Arc::new(NonInteractive),
+            approved: Mutex::new(HashSet::new()),
+        },
         provider,
-        metrics: Metrics::with_price(ctx_price),
+        meter: Meter {
+            metrics: Metrics::with_price(ctx_price),
+            limits: TurnLimits::default(),
+            stop: StopHandle::default(),
+        },
+        extensions: Extensions {
+            effects,
+            run: config.run,
+            compaction,
+            lifecycle: Default::default(),
+            window: SlidingWindow::default(),
+            fixed_tokens: None,
+        },
         pending: PendingInputs::default(),
         turns: 0,
-        context_tokens: 0,
-        approver: Arc::new(NonInteractive),
-        output_schema,
-        limits: TurnLimits::default(),
-        stop: StopHandle::default(),
-        compaction_fraction: config
-            .compaction
-            .token_limit
-            .is_none()
-            .then_some(config.compaction.context_fraction),
-        session_approved: Mutex::new(HashSet::new()),
-        observer: None,
-        checkpoints: Vec::new(),
-        tokens_stale: false,
+        agent: config.agent,
         id: new_session_id(),
     })
+}
+
+/// The effects a session starts with, in this order: configured budgets,
+/// the `compact` effect (from `[compaction]`), the repeated-failure rule,
+/// the output-schema check (with `--output-schema`), then the other
+/// configured ones (a kind that may appear once replaces the built-in one
+/// in its place), then the hooks in config order. [`Session::set_limits`]
+/// puts its budgets first too. Also returns the
+/// compaction threshold in force.
+fn build_effects(
+    config: &SessionConfig,
+    output_schema: Option<Arc<OutputSchema>>,
+) -> Result<(Effects, Threshold), SessionError> {
+    let mut effects = Effects::default();
+    let threshold = match config.compaction.token_limit {
+        Some(n) => Threshold::Tokens(n),
+        None => Threshold::Window(config.compaction.context_fraction),
+    };
+    effects.push(Box::new(CompactEffect::new(threshold)));
+    effects.push(Box::new(RepeatEffect::new(repeat::DEFAULT_LIMIT)));
+    if let Some(schema) = output_schema {
+        effects.push(Box::new(OutputSchemaEffect(schema)));
+    }
+    let mut compaction = threshold;
+    let mut budgets = 0;
+    for spec in &config.effects {
+        let effect = super::effects::config::build(spec);
+        if super::effects::config::budget(spec).is_some() {
+            // Budgets go first, in config order.
+            effects.remove(effect.name());
+            budgets = budgets.min(effects.len());
+            effects.insert(budgets, effect);
+            budgets += 1;
+            continue;
+        }
+        match spec {
+            EffectSpec::Guardrail { .. } => effects.push(effect),
+            _ => effects.replace(effect),
+        }
+        if let Some(t) = super::effects::config::threshold(spec) {
+            compaction = t;
+        }
+    }
+    for hook in hooks::build(&config.hooks) {
+        effects.push(hook);
+    }
+    Ok((effects, compaction))
 }
 
 /// Check `config` and `limits` as [`start_session`] and
@@ -349,8 +395,44 @@ pub fn check_session_config(
         &config.model_families,
     )?;
     ToolRegistry::from_config(&config.tool_config, family.edit_tool)?;
+    resolve_sampling(config, &family)?;
     check_priced(&model, &family, limits)?;
     Ok((model, family))
+}
+
+/// Sampling as sent: the config's, else the model family's defaults. The
+/// temperature must be in the range the provider's wire API accepts
+/// (Anthropic: 0 to 1; the others: 0 to 2).
+fn resolve_sampling(
+    config: &SessionConfig,
+    family: &ModelFamily,
+) -> Result<Sampling, SessionError> {
+    let family_effort = family.reasoning_effort.as_deref().and_then(effort_name);
+    let sampling = Sampling {
+        temperature: config.sampling.temperature.or(family.temperature),
+        max_tokens: config.sampling.max_tokens.or(family.default_max_tokens),
+        reasoning_effort: if family.supports_reasoning {
+            config.sampling.reasoning_effort.or(family_effort)
+        } else {
+            None
+        },
+    };
+    if let Some(t) = sampling.temperature {
+        let (max, api) = match config.provider.wire_api {
+            WireApi::Anthropic => (1.0, "anthropic"),
+            WireApi::Chat => (2.0, "chat"),
+            WireApi::Responses => (2.0, "responses"),
+            WireApi::Ollama => (2.0, "ollama"),
+            WireApi::Scripted => (2.0, "scripted"),
+        };
+        if !(0.0..=max).contains(&t) {
+            return Err(SessionError::Invalid(format!(
+                "temperature must be between 0 and {max} for provider `{}` (wire_api = \"{api}\"), got {t}",
+                config.provider.id
+            )));
+        }
+    }
+    Ok(sampling)
 }
 
 /// A cost budget needs the model's price: without one it is refused,
@@ -369,13 +451,15 @@ fn check_priced(
 }
 
 /// The model a session with `config` uses: `model_override`, the config's
-/// `model`, or the provider's default.
+/// `model`, or the provider's default; an alias from `[model_aliases]`
+/// stands for its model.
 pub fn select_model(config: &SessionConfig) -> Result<String, SessionError> {
     config
         .model_override
         .clone()
         .or_else(|| config.model.clone())
         .or_else(|| config.provider.default_model.clone())
+        .map(|m| config.model_aliases.get(&m).cloned().unwrap_or(m))
         .filter(|m| !m.trim().is_empty())
         .ok_or_else(|| {
             SessionError::Invalid(format!(
@@ -402,11 +486,6 @@ fn validate(config: &SessionConfig) -> Result<(), SessionError> {
             "compaction.context_fraction must be in (0, 1], got {fraction}"
         ));
     }
-    if let Some(t) = config.sampling.temperature {
-        if !(0.0..=2.0).contains(&t) {
-            return invalid(format!("temperature must be between 0 and 2, got {t}"));
-        }
-    }
     if config.sampling.max_tokens == Some(0) {
         return invalid("max_tokens must be at least 1".into());
     }
@@ -421,6 +500,24 @@ fn validate(config: &SessionConfig) -> Result<(), SessionError> {
         ));
     }
     Ok(())
+}
+
+/// Budget effects for `limits`: each budget it sets replaces one of its
+/// kind (a configured `cost_limit`, say); budgets it leaves unset stay as
+/// configured. They go first, so a spent budget stops the turn before
+/// anything else runs (or asks the model).
+fn register_budgets(effects: &mut Effects, limits: &TurnLimits) {
+    let budgets = [
+        limits.max_duration.map(Budget::Time),
+        limits.max_steps.map(Budget::Steps),
+        limits.max_tokens.map(Budget::Tokens),
+        limits.max_cost_usd.map(Budget::CostUsd),
+        limits.max_tool_calls.map(Budget::ToolCalls),
+    ];
+    for budget in budgets.into_iter().flatten().rev() {
+        effects.remove(budget.kind());
+        effects.insert_first(Box::new(BudgetEffect(budget)));
+    }
 }
 
 /// The canonical name of a reasoning effort, `None` when unknown.
@@ -453,7 +550,7 @@ impl Session {
     }
 
     pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+        &self.meter.metrics
     }
 
     /// A handle to queue user input while a turn runs.
@@ -465,44 +562,36 @@ impl Session {
     /// price: without one it is refused, naming the setting.
     pub fn set_limits(&mut self, limits: TurnLimits) -> Result<(), SessionError> {
         check_priced(&self.ctx.model, &self.ctx.model_family, &limits)?;
-        self.limits = limits;
+        register_budgets(&mut self.extensions.effects, &limits);
+        self.meter.limits = limits;
         Ok(())
     }
 
     /// A handle that stops the running turn at once (e.g. on Ctrl-C).
     pub fn stop_handle(&self) -> StopHandle {
-        self.stop.clone()
+        self.meter.stop.clone()
     }
 
     /// Set who answers approval questions (default: nobody, every
     /// question is answered no at once).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.approver = approver;
+        self.toolset.approver = approver;
     }
 
     /// Set who is told about history changes (e.g. the session file).
     /// It sees only changes made from now on.
     pub fn set_history_observer(&mut self, observer: Arc<dyn HistoryObserver>) {
-        self.observer = Some(observer);
+        self.history.set_observer(observer);
     }
 
     /// Append to history, telling the observer.
     pub(crate) fn append(&mut self, items: Vec<HistoryItem>) {
-        if items.is_empty() {
-            return;
-        }
-        if let Some(observer) = &self.observer {
-            observer.appended(&items);
-        }
-        self.history.extend(items);
+        self.history.append(items);
     }
 
     /// Replace history as a whole, telling the observer.
     pub(crate) fn replace_history(&mut self, history: Vec<HistoryItem>) {
-        if let Some(observer) = &self.observer {
-            observer.replaced(&history);
-        }
-        self.history = history;
+        self.history.replace(history);
     }
 
     /// Append a note from the front door (e.g. "plan only" when the REPL
@@ -516,8 +605,8 @@ impl Session {
     /// the model differs from this session's, a full environment block is
     /// appended. The observer is not told about the restored items.
     pub fn restore_history(&mut self, history: Vec<HistoryItem>) {
-        self.history = history;
-        self.tokens_stale = true;
+        self.history.restore(history);
+        self.extensions.lifecycle.resumed = true;
         let now = self.ctx.environment();
         let rendered = now.render();
         let shown = self
@@ -540,25 +629,93 @@ impl Session {
     /// instructions and tools) and keep the conversation: the new initial
     /// context replaces the old one, everything after it stays. The
     /// provider, metrics, approver, stop handle, observer and checkpoints
-    /// are kept.
+    /// are kept; what follows is priced at the new model's price (a cost
+    /// budget on a model without one is refused, as in [`Session::set_limits`]).
     pub fn reconfigure(&mut self, config: SessionConfig) -> Result<(), SessionError> {
         let fresh = start_session_with_provider(config, self.provider.clone())?;
-        let mut history = fresh.history;
+        check_priced(
+            &fresh.ctx.model,
+            &fresh.ctx.model_family,
+            &self.meter.limits,
+        )?;
+        self.meter.metrics.set_price(fresh.ctx.model_family.price);
+        let mut history = fresh.history.to_vec();
         history.extend_from_slice(&self.history[self.initial_len()..]);
         self.ctx = fresh.ctx;
-        self.tools = fresh.tools;
-        self.tool_ctx = fresh.tool_ctx;
-        self.output_schema = fresh.output_schema;
-        self.compaction_fraction = fresh.compaction_fraction;
+        self.toolset.registry = fresh.toolset.registry;
+        // Background jobs keep running across a switch of model or agent.
+        self.toolset.ctx = ToolContext {
+            jobs: self.toolset.ctx.jobs.clone(),
+            ..fresh.toolset.ctx
+        };
+        let lifecycle = self.extensions.lifecycle;
+        self.extensions = fresh.extensions;
+        // Still the same session: it started (and has not ended) once.
+        self.extensions.lifecycle = lifecycle;
+        register_budgets(&mut self.extensions.effects, &self.meter.limits);
         self.environment = fresh.environment;
-        self.tokens_stale = true;
+        self.history.tokens.stale = true;
         self.replace_history(history);
         Ok(())
+    }
+
+    /// The names of the effects in force, in order.
+    pub fn effect_names(&self) -> Vec<&str> {
+        self.extensions.effects.names()
+    }
+
+    /// The compaction limit in tokens, for the model's current window.
+    pub fn compaction_limit(&self) -> u64 {
+        CompactEffect::new(self.extensions.compaction).limit(self.ctx.model_family.context_window)
+    }
+
+    /// The session's background shell jobs.
+    pub fn jobs(&self) -> &Arc<crate::tools::jobs::JobTable> {
+        &self.toolset.ctx.jobs
     }
 
     /// Replace the registry (e.g. to add tools beyond the built-ins).
     pub fn set_tools(&mut self, tools: ToolRegistry) {
         self.ctx.tools = tools.specs();
-        self.tools = tools;
+        self.toolset.registry = tools;
+        self.ctx.rebuild_system_prompt();
+    }
+}
+
+impl Session {
+    /// Change the environment mid-session. The model is told with an
+    /// `<environment_diff>` holding only the changed fields; nothing is
+    /// appended when nothing changed. Returns whether anything changed.
+    pub fn update_environment(
+        &mut self,
+        cwd: Option<PathBuf>,
+        approval: Option<ApprovalPolicy>,
+        sandbox: Option<SandboxPolicy>,
+    ) -> bool {
+        if let Some(cwd) = cwd {
+            self.ctx.cwd = cwd.clone();
+            self.toolset.ctx.cwd = cwd;
+        }
+        if let Some(a) = approval {
+            self.ctx.approval_policy = a;
+        }
+        if let Some(s) = sandbox {
+            self.ctx.sandbox_policy = s.clone();
+            self.toolset.ctx.sandbox = s;
+        }
+        self.ctx.rebuild_system_prompt();
+        let now = self.ctx.environment();
+        match now.diff(&self.environment) {
+            Some(diff) => {
+                self.append(vec![HistoryItem::tagged(
+                    Role::User,
+                    MessageTag::Environment,
+                    diff,
+                )]);
+                self.environment = now;
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -27,22 +27,6 @@ pub enum StackError {
     Summary(#[from] ProviderError),
 }
 
-fn is_initial(item: &HistoryItem) -> bool {
-    matches!(
-        item.tag(),
-        Some(
-            MessageTag::DeveloperInstructions
-                | MessageTag::UserInstructions
-                | MessageTag::Environment
-        )
-    )
-}
-
-/// Items of the initial context at the start of `history`.
-fn initial_len(history: &[HistoryItem]) -> usize {
-    history.iter().take_while(|i| is_initial(i)).count()
-}
-
 /// The largest cut `<= k` (and `>= floor`) that keeps `history[..cut]`
 /// valid: no call whose output lies above the cut, no reasoning on top.
 fn safe_cut(history: &[HistoryItem], mut k: usize, floor: usize) -> usize {
@@ -82,12 +66,15 @@ impl Session {
     /// Items of the initial context (instructions, environment), which
     /// stack operations never remove.
     pub fn initial_len(&self) -> usize {
-        initial_len(&self.history)
+        self.history.initial_len()
     }
 
     /// The names of the checkpoints, oldest first.
     pub fn checkpoints(&self) -> impl Iterator<Item = &str> {
-        self.checkpoints.iter().map(|(name, _)| name.as_str())
+        self.history
+            .checkpoints
+            .iter()
+            .map(|(name, _)| name.as_str())
     }
 
     /// Remove the top `n` items (more when a call and its output would be
@@ -106,15 +93,17 @@ impl Session {
     /// Remember the history as it is now under `name` (an existing
     /// checkpoint of that name is replaced).
     pub fn checkpoint(&mut self, name: &str) {
-        self.checkpoints.retain(|(n, _)| n != name);
-        self.checkpoints
-            .push((name.to_string(), self.history.clone()));
+        self.history.checkpoints.retain(|(n, _)| n != name);
+        self.history
+            .checkpoints
+            .push((name.to_string(), self.history.to_vec()));
     }
 
     /// Go back to the history saved under `name`. Checkpoints are kept, so
     /// a rollback can be undone by rolling "forward" to a later one.
     pub fn rollback(&mut self, name: &str) -> Result<(), StackError> {
         let saved = self
+            .history
             .checkpoints
             .iter()
             .find(|(n, _)| n == name)
@@ -156,7 +145,8 @@ impl Session {
         let started = Instant::now();
         let (summary, usage) = self.write_summary().await?;
         if let Some(usage) = usage {
-            self.metrics
+            self.meter
+                .metrics
                 .record_model_request(&usage, None, started.elapsed());
         }
         let keep: Vec<bool> = self
@@ -172,7 +162,7 @@ impl Session {
         let environment = self.ctx.environment();
         let history = compacted_history(&self.history, &keep, environment.render(), &summary);
         self.environment = environment;
-        self.tokens_stale = true;
+        self.history.tokens.stale = true;
         self.replace_history(history);
         Ok(())
     }
@@ -194,7 +184,7 @@ impl Session {
             }
             self.environment = now;
         }
-        self.tokens_stale = true;
+        self.history.tokens.stale = true;
         self.replace_history(history);
     }
 }
@@ -396,7 +386,7 @@ text = "summary two"
         s.checkpoint("cp");
         let saved = s.history().to_vec();
         let sink = |_e: AgentEvent| {};
-        s.compact(&sink).await;
+        s.compact(&sink).await.unwrap();
         assert_ne!(s.history(), saved.as_slice(), "compacted");
         assert!(s
             .history()

@@ -1,618 +1,597 @@
 //! The turn loop: user input in, model and tools until the model answers
-//! without asking for tools (or a limit is hit), events out.
+//! without asking for tools (or something stops it), events out.
 //!
-//! Each iteration has three phases with clear seams for later features
-//! (plans, reflection, middleware, cost limits):
-//! [`Session::prepare_iteration`] (pending input, compaction),
-//! [`Session::sample`] (one model request, streamed) and
-//! [`Session::run_tools`] (every call gets exactly one output).
+//! ```text
+//! run_turn ─ turn_start effects ─ user message
+//!   loop:
+//!     pending input ─ before_model effects (budgets, compaction) ─ request
+//!     request failed ─ after_model effects (overflow: compact, retry once)
+//!     reply ─ after_model effects (guardrails)
+//!     no calls: turn_end effects (output schema; items keep it going) ─ done
+//!     calls: for each: before_tool effects (budgets, repetition, guardrails,
+//!            hooks) ─ run ─ after_tool effects ─ reply + outputs into history
+//! ```
+//!
+//! Everything that is not the loop itself is an effect
+//! ([`super::effects`]); the loop applies their decisions in registration
+//! order and keeps history valid: a reply and its calls' outputs enter
+//! history together, and every call gets exactly one output, also when it
+//! was blocked, stopped or interrupted.
 
-use super::approval;
-use super::limits::{Halt, Limit, Watch};
-use super::prompt::build_prompt;
+use super::effects::{Decision, HistoryEdit, IterationContext, Phase, Point, Spent, Stop};
+use super::limits::{Halt, Watch};
+use super::outcome::{AgentError, ToolCallRecord, TurnResult};
+use super::request::ModelResponse;
 use super::session::Session;
-use crate::metrics::tokens;
 use crate::protocol::{
-    AgentEvent, Content, EventSink, HistoryItem, Item, Reasoning, Role, StopReason, ToolCall,
-    ToolOutput, TurnOutcome, Usage,
+    AgentEvent, Content, ContextStrategyKind, EventSink, HistoryItem, Role, StopReason, ToolCall,
+    TurnOutcome,
 };
-use crate::provider::{ProviderError, ResponseEvent};
-use futures::StreamExt;
-use std::time::{Duration, Instant};
+use crate::tools::ToolResult;
+use std::time::Instant;
 
-/// Identical failing calls in a row before the model is told to change approach.
-const REPEAT_LIMIT: u32 = 3;
-
-const CHANGE_APPROACH: &str = "\n\n[cogni] This exact call has now failed 3 times in a row. Do not send it again: change the command or its arguments, or take a different approach. Repeating it ends the turn.";
-
-/// One tool call of a turn, as reported back to the caller.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallRecord {
-    pub id: String,
-    pub name: String,
-    pub input: String,
-    pub result: String,
-    pub is_error: bool,
-    pub exit_code: Option<i32>,
-    pub duration: Duration,
+/// The state of one turn.
+pub(crate) struct TurnRun {
+    pub(crate) turn: u32,
+    pub(crate) records: Vec<ToolCallRecord>,
+    pub(crate) iterations: u32,
+    pub(crate) started: Instant,
+    /// Calls run (past the `before_tool` effects) this turn.
+    pub(crate) tool_calls: u32,
+    /// Items effects added for the next request.
+    pub(crate) queued: Vec<HistoryItem>,
+    /// A stop that waits for the reply's remaining calls.
+    pub(crate) stop_after_calls: Option<Stop>,
 }
 
-/// What a turn returns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnResult {
-    pub outcome: TurnOutcome,
-    /// The last assistant text of the turn (may be empty).
-    pub final_text: String,
-    pub tool_calls: Vec<ToolCallRecord>,
-    /// Model requests made in this turn.
-    pub iterations: u32,
-    pub usage: Usage,
-    /// The budget that stopped the turn, for `BudgetExceeded`.
-    pub limit: Option<Limit>,
+impl TurnRun {
+    pub(crate) fn new(turn: u32) -> Self {
+        TurnRun {
+            turn,
+            records: Vec::new(),
+            iterations: 0,
+            started: Instant::now(),
+            tool_calls: 0,
+            queued: Vec::new(),
+            stop_after_calls: None,
+        }
+    }
+
+    fn result(&self, session: &Session, outcome: TurnOutcome, final_text: String) -> TurnResult {
+        TurnResult {
+            outcome,
+            final_text,
+            tool_calls: self.records.clone(),
+            iterations: self.iterations,
+            usage: session.meter.metrics.turn_usage(),
+            limit: None,
+            reason: None,
+        }
+    }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    #[error(transparent)]
-    Provider(#[from] ProviderError),
-}
-
-/// One streamed model response, collected.
+/// What the effects at one point decided, once applied.
 #[derive(Debug, Default)]
-struct ModelResponse {
-    text: String,
-    reasoning: Vec<Reasoning>,
-    tool_calls: Vec<ToolCall>,
-    usage: Option<Usage>,
-    stop_reason: Option<StopReason>,
-    incomplete_tool_call: Option<String>,
+pub(crate) struct Applied {
+    pub(crate) stop: Option<Stop>,
+    /// Items for the next request (or, at `turn_start`, after the prompt).
+    pub(crate) items: Vec<HistoryItem>,
+    /// `before_tool`: the arguments to run the call with.
+    pub(crate) args: Option<String>,
+    /// `before_tool`: the call is not run; this is its output.
+    pub(crate) block: Option<String>,
+    /// `after_tool`: what the model sees instead of the result.
+    pub(crate) output: Option<ToolResult>,
+    /// History was edited (a request that failed is made again).
+    pub(crate) edited: bool,
 }
 
 impl Session {
-    /// Run one turn for `user_text`. Provider failures end the turn with an
-    /// error (after a `turn.failed` event); everything else ends with a
-    /// [`TurnOutcome`].
-    pub async fn run_turn(
+    /// One turn without middleware: events, effects, the loop.
+    pub(crate) async fn turn(
         &mut self,
         user_text: &str,
         sink: &dyn EventSink,
     ) -> Result<TurnResult, AgentError> {
         self.turns += 1;
         let turn = self.turns;
-        tracing::info!(session = %self.id, turn, model = %self.ctx.model, "turn started");
-        self.metrics.start_turn();
+        self.ctx.refresh_system_prompt_date();
+        self.meter.metrics.start_turn();
         sink.emit(AgentEvent::TurnStarted { turn });
-        self.append(vec![HistoryItem::text(Role::User, user_text)]);
-        match self.turn_loop(turn, sink).await {
-            Ok(result) => {
-                tracing::info!(
-                    session = %self.id,
-                    turn,
-                    outcome = ?result.outcome,
-                    iterations = result.iterations,
-                    input_tokens = result.usage.input_tokens,
-                    output_tokens = result.usage.output_tokens,
-                    "turn completed"
-                );
-                sink.emit(AgentEvent::Metrics {
-                    snapshot: serde_json::to_value(self.metrics.snapshot()).unwrap_or_default(),
-                });
-                sink.emit(AgentEvent::TurnCompleted {
-                    turn,
-                    outcome: result.outcome.clone(),
-                    final_text: result.final_text.clone(),
-                    iterations: result.iterations,
-                    usage: result.usage,
-                    limit: result.limit,
-                });
-                Ok(result)
-            }
-            Err(err) => {
-                tracing::warn!(session = %self.id, turn, error = %err, "turn failed");
-                sink.emit(AgentEvent::Metrics {
-                    snapshot: serde_json::to_value(self.metrics.snapshot()).unwrap_or_default(),
-                });
-                sink.emit(AgentEvent::TurnFailed {
-                    turn,
-                    error: err.to_string(),
-                });
-                Err(err)
-            }
+        let mut run = TurnRun::new(turn);
+        let result = self.turn_loop(user_text, &mut run, sink).await;
+        sink.emit(AgentEvent::Metrics {
+            snapshot: serde_json::to_value(self.meter.metrics.snapshot()).unwrap_or_default(),
+        });
+        match &result {
+            Ok(result) => sink.emit(AgentEvent::TurnCompleted {
+                turn,
+                outcome: result.outcome.clone(),
+                final_text: result.final_text.clone(),
+                iterations: result.iterations,
+                usage: result.usage,
+                limit: result.limit,
+                reason: result.reason.clone(),
+            }),
+            Err(err) => sink.emit(AgentEvent::TurnFailed {
+                turn,
+                error: err.to_string(),
+            }),
         }
+        result
     }
 
     async fn turn_loop(
         &mut self,
-        turn: u32,
+        user_text: &str,
+        run: &mut TurnRun,
         sink: &dyn EventSink,
     ) -> Result<TurnResult, AgentError> {
-        let mut records = Vec::new();
-        let mut iterations = 0;
-        let mut empty_retried = false;
-        let mut compaction_allowed = true;
-        // The key of the last failing call and how many times in a row it failed.
-        let mut failures: Option<(String, u32)> = None;
-        let finish = |outcome, final_text: String, records, iterations, usage| TurnResult {
-            outcome,
-            final_text,
-            tool_calls: records,
-            iterations,
-            usage,
-            limit: None,
+        let watch = Watch::new(self.meter.stop.fresh(), self.extensions.effects.deadline());
+        match watch.run(self.start_once(run, sink)).await {
+            Ok(started) => started?,
+            Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
+        }
+        let started = match watch
+            .run(self.at_point(Point::TurnStart { prompt: user_text }, run, sink))
+            .await
+        {
+            Ok(applied) => applied?,
+            Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
         };
-        let watch = Watch::new(self.stop.fresh(), self.limits.max_duration);
-        // Whether the last request overflowed the context window and history
-        // was compacted for it: a second overflow in a row is an error.
-        let mut overflow_compacted = false;
+        if let Some(stop) = started.stop {
+            // The prompt never joins the history (a hook refused it).
+            return Ok(self.stopped(stop, String::new(), run, sink));
+        }
+        let mut first = vec![HistoryItem::text(Role::User, user_text)];
+        first.extend(started.items);
+        self.append(first);
+        let mut empty_retried = false;
         loop {
-            compaction_allowed = match watch
-                .run(self.prepare_iteration(sink, compaction_allowed))
+            let pending = self.pending.drain();
+            self.append(
+                pending
+                    .into_iter()
+                    .map(|text| HistoryItem::text(Role::User, text))
+                    .collect(),
+            );
+            self.append(std::mem::take(&mut run.queued));
+            if std::mem::take(&mut self.history.tokens.stale) {
+                self.history.tokens.context = self.estimate_context(sink);
+            }
+            let before = match watch
+                .run(self.at_point(Point::BeforeModel, run, sink))
                 .await
             {
-                Ok(allowed) => allowed,
-                Err(halt) => {
-                    return Ok(self.halted(halt, String::new(), records, iterations, sink))
-                }
+                Ok(applied) => applied?,
+                Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
             };
-            if let Some(limit) = self.budget_spent(iterations) {
-                return Ok(self.halted(
-                    Halt::Budget(limit),
-                    String::new(),
-                    records,
-                    iterations,
-                    sink,
-                ));
+            if let Some(stop) = before.stop {
+                return Ok(self.stopped(stop, String::new(), run, sink));
             }
-            iterations += 1;
-            let sampled = match watch.run(self.sample(turn, iterations, sink)).await {
+            self.append(before.items);
+            run.iterations += 1;
+            let sampled = match watch.run(self.sample(run.turn, run.iterations, sink)).await {
                 Ok(sampled) => sampled,
-                Err(halt) => {
-                    return Ok(self.halted(halt, String::new(), records, iterations, sink))
-                }
+                Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
             };
             let response = match sampled {
-                Ok(response) => {
-                    overflow_compacted = false;
-                    response
+                Ok(response) => response,
+                Err(error) => {
+                    let failed = match watch
+                        .run(self.at_point(Point::ModelFailed { error: &error }, run, sink))
+                        .await
+                    {
+                        Ok(applied) => applied?,
+                        Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
+                    };
+                    if let Some(stop) = failed.stop {
+                        return Ok(self.stopped(stop, String::new(), run, sink));
+                    }
+                    if failed.edited {
+                        // History changed for it (compaction): ask again.
+                        run.iterations -= 1;
+                        run.queued.extend(failed.items);
+                        continue;
+                    }
+                    return Err(error.into());
                 }
-                Err(ProviderError::ContextOverflow { .. }) if !overflow_compacted => {
-                    overflow_compacted = true;
-                    sink.emit(AgentEvent::Warning {
-                        message: "the request did not fit the model's context window; compacting history and retrying once".into(),
-                    });
-                    self.compact(sink).await;
-                    iterations -= 1;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
             };
-            let usage = self.metrics.turn_usage();
 
             if let Some(name) = &response.incomplete_tool_call {
                 // A call cut off mid-arguments is never run, and never enters
                 // history, so every call in history keeps its output.
-                self.push_response(&response);
+                self.append(response_items(&response));
                 sink.emit(AgentEvent::Warning {
                     message: format!(
                         "the model's output hit its token limit in the middle of a call to `{name}`; the partial call was not run (raise max_tokens)"
                     ),
                 });
-                return Ok(finish(
-                    TurnOutcome::Truncated,
-                    response.text,
-                    records,
-                    iterations,
-                    usage,
-                ));
+                let text = response.reply.text.clone();
+                return Ok(run.result(self, TurnOutcome::Truncated, text));
             }
 
-            if response.tool_calls.is_empty() {
-                if response.text.trim().is_empty() {
-                    if !empty_retried {
-                        empty_retried = true;
-                        sink.emit(AgentEvent::Warning {
-                            message: "the model returned an empty response; retrying once".into(),
-                        });
-                        continue;
-                    }
-                    return Ok(finish(
-                        TurnOutcome::EmptyResponse,
-                        String::new(),
-                        records,
-                        iterations,
-                        usage,
-                    ));
+            let reply = &response.reply;
+            if reply.tool_calls.is_empty() && reply.text.trim().is_empty() {
+                if !empty_retried {
+                    empty_retried = true;
+                    sink.emit(AgentEvent::Warning {
+                        message: "the model returned an empty response; retrying once".into(),
+                    });
+                    continue;
                 }
-                self.push_response(&response);
-                let outcome = if response.stop_reason == Some(StopReason::Length) {
+                return Ok(run.result(self, TurnOutcome::EmptyResponse, String::new()));
+            }
+
+            let after = match watch
+                .run(self.at_point(Point::AfterModel { reply }, run, sink))
+                .await
+            {
+                Ok(applied) => applied?,
+                Err(halt) => {
+                    let halt_text = reply.text.clone();
+                    self.append_answered(&response, &halt.call_output());
+                    return Ok(self.halted(halt, halt_text, run, sink));
+                }
+            };
+            run.queued.extend(after.items);
+            if let Some(stop) = after.stop {
+                self.append_answered(&response, &stop.call_output);
+                let text = response.reply.text.clone();
+                return Ok(self.stopped(stop, text, run, sink));
+            }
+
+            if response.reply.tool_calls.is_empty() {
+                self.append(response_items(&response));
+                let text = response.reply.text.clone();
+                if response.reply.stop_reason == Some(StopReason::Length) {
                     sink.emit(AgentEvent::Warning {
                         message:
                             "the model's answer was cut off at its token limit (raise max_tokens)"
                                 .into(),
                     });
-                    TurnOutcome::Truncated
-                } else if let Err(problem) = self.check_output(&response.text) {
-                    sink.emit(AgentEvent::Warning { message: problem });
-                    TurnOutcome::InvalidOutput
-                } else {
-                    TurnOutcome::Done
+                    return Ok(run.result(self, TurnOutcome::Truncated, text));
+                }
+                let end = match watch
+                    .run(self.at_point(Point::TurnEnd { text: &text }, run, sink))
+                    .await
+                {
+                    Ok(applied) => applied?,
+                    Err(halt) => return Ok(self.halted(halt, text, run, sink)),
                 };
-                return Ok(finish(outcome, response.text, records, iterations, usage));
+                if let Some(stop) = end.stop {
+                    return Ok(self.stopped(stop, text, run, sink));
+                }
+                if end.items.is_empty() && run.queued.is_empty() {
+                    return Ok(run.result(self, TurnOutcome::Done, text));
+                }
+                // An effect keeps the turn going with something for the model.
+                run.queued.extend(end.items);
+                if run.iterations >= self.ctx.max_iterations {
+                    return Ok(self.limit_reached(text, run, sink));
+                }
+                continue;
             }
 
             let parallel = self.ctx.model_family.supports_parallel_tool_calls
                 && self.ctx.features.parallel_tools;
-            let blocked = failures
-                .as_ref()
-                .filter(|(_, n)| *n >= REPEAT_LIMIT)
-                .map(|(key, _)| key.clone());
-            // A response that used up the token or cost budget asks for
-            // tools that must not run.
-            let cap = match self.budget_spent(0) {
-                Some(limit) => Some((0, limit)),
-                None => self.limits.max_tool_calls.map(|max| {
-                    (
-                        (max as usize).saturating_sub(records.len()),
-                        Limit::ToolCalls,
-                    )
-                }),
-            };
-            let (mut results, halt) = self
-                .run_tools(
-                    &response.tool_calls,
-                    parallel,
-                    blocked.as_deref(),
-                    cap,
-                    &watch,
-                    sink,
-                )
-                .await;
-            let repeated = self.track_failures(
-                &response.tool_calls,
-                &mut results,
-                &mut failures,
-                blocked.as_deref(),
-                sink,
-            );
-            // The response and its outputs enter history together, so an
+            let (results, halt) = self
+                .run_tools(&response.reply.tool_calls, parallel, run, &watch, sink)
+                .await?;
+            // The reply and its outputs enter history together, so an
             // interrupted turn never leaves a call without its output.
             let mut items = response_items(&response);
+            // Each call as it ran (an effect may have replaced its arguments).
             items.extend(
                 response
+                    .reply
                     .tool_calls
                     .iter()
-                    .map(|call| HistoryItem::tool_call(call.clone())),
+                    .zip(&results)
+                    .map(|(call, record)| {
+                        HistoryItem::tool_call(ToolCall {
+                            arguments: record.input.clone(),
+                            ..call.clone()
+                        })
+                    }),
             );
             items.extend(results.iter().map(|record| {
-                HistoryItem::tool_output(ToolOutput {
+                HistoryItem::tool_output(crate::protocol::ToolOutput {
                     call_id: record.id.clone(),
                     content: record.result.clone(),
                     is_error: record.is_error,
                 })
             }));
             self.append(items);
-            records.extend(results);
-
-            if let Some(halt) = halt {
-                return Ok(self.halted(halt, response.text, records, iterations, sink));
+            run.records.extend(results);
+            let text = response.reply.text.clone();
+            match halt {
+                Some(Ended::Halt(halt)) => return Ok(self.halted(halt, text, run, sink)),
+                Some(Ended::Stop(stop)) => return Ok(self.stopped(stop, text, run, sink)),
+                None => {}
             }
-
-            if repeated {
-                let usage = self.metrics.turn_usage();
-                sink.emit(AgentEvent::Warning {
-                    message: format!(
-                        "stopped: the model repeated a call that had failed {REPEAT_LIMIT} times in a row"
-                    ),
-                });
-                return Ok(finish(
-                    TurnOutcome::RepeatedFailure,
-                    response.text,
-                    records,
-                    iterations,
-                    usage,
-                ));
+            if let Some(stop) = run.stop_after_calls.take() {
+                return Ok(self.stopped(stop, text, run, sink));
             }
-
-            if iterations >= self.ctx.max_iterations {
-                let usage = self.metrics.turn_usage();
-                sink.emit(AgentEvent::Warning {
-                    message: format!(
-                        "stopped: reached the limit of {} tool iterations (raise --max-iterations)",
-                        self.ctx.max_iterations
-                    ),
-                });
-                return Ok(finish(
-                    TurnOutcome::LimitReached,
-                    response.text,
-                    records,
-                    iterations,
-                    usage,
-                ));
+            if run.iterations >= self.ctx.max_iterations {
+                return Ok(self.limit_reached(text, run, sink));
             }
         }
     }
 
-    /// The repeated-failure rule: after [`REPEAT_LIMIT`] identical failing
-    /// calls in a row the model is told to change approach (in that call's
-    /// output); if it sends the same call again, that call is not run and
-    /// the turn ends. Returns true when a blocked call was refused.
-    fn track_failures(
-        &self,
-        calls: &[ToolCall],
-        results: &mut [ToolCallRecord],
-        failures: &mut Option<(String, u32)>,
-        blocked: Option<&str>,
+    fn limit_reached(&self, text: String, run: &TurnRun, sink: &dyn EventSink) -> TurnResult {
+        sink.emit(AgentEvent::Warning {
+            message: format!(
+                "stopped: reached the limit of {} tool iterations (raise --max-iterations)",
+                self.ctx.max_iterations
+            ),
+        });
+        run.result(self, TurnOutcome::LimitReached, text)
+    }
+
+    /// The reply enters history with every call answered by `output` (a
+    /// stop or interrupt came before they ran).
+    fn append_answered(&mut self, response: &ModelResponse, output: &str) {
+        let mut items = response_items(response);
+        for call in &response.reply.tool_calls {
+            items.push(HistoryItem::tool_call(call.clone()));
+        }
+        for call in &response.reply.tool_calls {
+            items.push(HistoryItem::tool_output(crate::protocol::ToolOutput {
+                call_id: call.id.clone(),
+                content: output.to_string(),
+                is_error: true,
+            }));
+        }
+        self.append(items);
+    }
+
+    /// Run the effects at `point` in registration order and apply what
+    /// they decide: later effects see what earlier ones did.
+    pub(crate) async fn at_point(
+        &mut self,
+        point: Point<'_>,
+        run: &TurnRun,
         sink: &dyn EventSink,
-    ) -> bool {
-        let mut refused = false;
-        for (call, record) in calls.iter().zip(results.iter_mut()) {
-            let key = approval::call_key(call);
-            if blocked == Some(key.as_str()) {
-                refused = true;
-                continue;
-            }
-            if !record.is_error {
-                *failures = None;
-                continue;
-            }
-            let count = match failures {
-                Some((last, n)) if *last == key => *n + 1,
-                _ => 1,
+    ) -> Result<Applied, AgentError> {
+        let phase = point.phase();
+        let mut applied = Applied::default();
+        // The point's data as effects see it: arguments and results change
+        // as effects replace them.
+        let mut call_now: Option<ToolCall> = None;
+        let mut result_now: Option<ToolResult> = None;
+        for i in self.extensions.effects.at(phase) {
+            let point = match point {
+                Point::BeforeTool { call } => match &call_now {
+                    Some(replaced) => Point::BeforeTool { call: replaced },
+                    None => Point::BeforeTool { call },
+                },
+                Point::AfterTool { call, result } => Point::AfterTool {
+                    call,
+                    result: result_now.as_ref().unwrap_or(result),
+                },
+                other => other,
             };
-            *failures = Some((key, count));
-            if count == REPEAT_LIMIT {
-                record.result.push_str(CHANGE_APPROACH);
-                sink.emit(AgentEvent::Warning {
-                    message: format!(
-                        "`{}` failed {REPEAT_LIMIT} times in a row with the same arguments; the model was told to change approach",
-                        call.name
-                    ),
+            let started = Instant::now();
+            let evaluated = {
+                let spent = self.spent(run);
+                let (effects, cx) = self.effect_context(point, run, spent, sink);
+                effects.eval(i, &cx).await
+            };
+            let name = self.extensions.effects.name(i).to_string();
+            let outcome = match evaluated {
+                Ok(outcome) => outcome,
+                Err(message) => {
+                    tracing::warn!(%message, "effect failed");
+                    sink.emit(AgentEvent::Warning { message });
+                    continue;
+                }
+            };
+            for usage in &outcome.usage {
+                self.meter
+                    .metrics
+                    .record_model_request(usage, None, started.elapsed());
+            }
+            let decision = outcome.decision;
+            if decision != Decision::Continue {
+                sink.emit(AgentEvent::Effect {
+                    name: name.clone(),
+                    phase: phase.as_str().to_string(),
+                    decision: describe(&decision),
+                    duration_ms: started.elapsed().as_millis() as u64,
                 });
             }
+            let misplaced = |what: &str| {
+                sink.emit(AgentEvent::Warning {
+                    message: format!(
+                        "effect `{name}` asked to {what} at {}, where that does not apply; ignored",
+                        phase.as_str()
+                    ),
+                });
+            };
+            match decision {
+                Decision::Continue => {}
+                Decision::AddItems(items) => match phase {
+                    Phase::BeforeCompact | Phase::SessionEnd => misplaced("add items"),
+                    _ => applied.items.extend(items),
+                },
+                Decision::ReplaceArgs(args) => match point {
+                    Point::BeforeTool { call } => {
+                        call_now = Some(ToolCall {
+                            arguments: args.clone(),
+                            ..call.clone()
+                        });
+                        applied.args = Some(args);
+                    }
+                    _ => misplaced("replace a call's arguments"),
+                },
+                Decision::Block(reason) => match phase {
+                    Phase::BeforeTool => {
+                        applied.block = Some(reason);
+                        break;
+                    }
+                    _ => misplaced("block a call"),
+                },
+                Decision::ReplaceOutput(result) => match phase {
+                    Phase::AfterTool => {
+                        result_now = Some(result.clone());
+                        applied.output = Some(result);
+                    }
+                    _ => misplaced("replace a call's output"),
+                },
+                Decision::Edit(edit) => match phase {
+                    Phase::BeforeModel | Phase::AfterModel | Phase::TurnEnd => {
+                        Box::pin(self.apply_edit(edit, run, sink)).await?;
+                        applied.edited = true;
+                    }
+                    _ => misplaced("edit history"),
+                },
+                Decision::Stop(stop) => match phase {
+                    Phase::BeforeCompact | Phase::SessionEnd | Phase::SessionStart => {
+                        misplaced("stop the turn")
+                    }
+                    _ => {
+                        applied.stop = Some(stop);
+                        break;
+                    }
+                },
+            }
         }
-        refused
+        Ok(applied)
     }
 
-    /// The budget already used up, if any: steps (model requests so far,
-    /// when `iterations` is given), tokens and cost of this turn.
-    fn budget_spent(&self, iterations: u32) -> Option<Limit> {
-        let limits = &self.limits;
-        let usage = self.metrics.turn_usage();
-        if limits.max_steps.is_some_and(|max| iterations >= max) {
-            Some(Limit::Steps)
-        } else if limits.max_tokens.is_some_and(|max| usage.total() >= max) {
-            Some(Limit::Tokens)
-        } else if let (Some(max), Some(cost)) = (limits.max_cost_usd, self.metrics.turn_cost()) {
-            (cost >= max).then_some(Limit::Cost)
-        } else {
-            None
+    /// Apply a context-stack operation an effect asked for.
+    async fn apply_edit(
+        &mut self,
+        edit: HistoryEdit,
+        run: &TurnRun,
+        sink: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        match edit {
+            HistoryEdit::Compact { overflow }
+                if self.ctx.strategy() == ContextStrategyKind::SlidingWindow =>
+            {
+                // History stays whole; the next request's window moves.
+                self.tighten_window(overflow);
+            }
+            HistoryEdit::Compact { overflow } => {
+                if self.extensions.effects.wants(Phase::BeforeCompact) {
+                    self.at_point(
+                        Point::BeforeCompact {
+                            overflow,
+                            manual: false,
+                        },
+                        run,
+                        sink,
+                    )
+                    .await?;
+                }
+                self.compact_history(sink, overflow).await?;
+            }
+            HistoryEdit::Pop(n) => {
+                self.pop(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// What was spent so far this turn.
+    fn spent(&self, run: &TurnRun) -> Spent {
+        Spent {
+            turn_usage: self.meter.metrics.turn_usage(),
+            turn_cost: self.meter.metrics.turn_cost(),
+            tool_calls: run.tool_calls,
+            elapsed: run.started.elapsed(),
         }
     }
 
-    /// End the turn because it was stopped: interrupted, or a budget ran out.
-    fn halted(
+    /// The effects, and the context they see at `point` (disjoint borrows
+    /// of the session).
+    fn effect_context<'a>(
+        &'a mut self,
+        point: Point<'a>,
+        run: &TurnRun,
+        spent: Spent,
+        sink: &'a dyn EventSink,
+    ) -> (&'a mut super::effects::Effects, IterationContext<'a>) {
+        let cx = IterationContext {
+            point,
+            turn: run.turn,
+            iteration: run.iterations,
+            agent: &self.agent,
+            session_id: &self.id,
+            cwd: &self.ctx.cwd,
+            ctx: &self.ctx,
+            history: &self.history,
+            provider: &self.provider,
+            spent,
+            tokens: super::effects::Tokens {
+                context: self.history.tokens.context,
+                scale: self.history.tokens.scale,
+            },
+            sink,
+            approver: &*self.toolset.approver,
+            transcript_path: self.history.transcript_path(),
+        };
+        (&mut self.extensions.effects, cx)
+    }
+
+    /// End the turn because it was stopped from outside: interrupted, or
+    /// the time budget passed while something ran.
+    pub(crate) fn halted(
         &self,
         halt: Halt,
         final_text: String,
-        records: Vec<ToolCallRecord>,
-        iterations: u32,
+        run: &TurnRun,
         sink: &dyn EventSink,
     ) -> TurnResult {
-        let (outcome, limit, message) = match halt {
-            Halt::Interrupted => (
-                TurnOutcome::Interrupted,
-                None,
-                "interrupted: the turn was stopped".to_string(),
-            ),
-            Halt::Budget(limit) => (
-                TurnOutcome::BudgetExceeded,
-                Some(limit),
-                format!("stopped: the turn's {} is used up", limit.describe()),
-            ),
-        };
-        sink.emit(AgentEvent::Warning { message });
-        TurnResult {
-            outcome,
-            final_text,
-            tool_calls: records,
-            iterations,
-            usage: self.metrics.turn_usage(),
-            limit,
-        }
-    }
-
-    /// The final answer against `--output-schema`, when one is set.
-    fn check_output(&self, text: &str) -> Result<(), String> {
-        match &self.output_schema {
-            Some(schema) => schema.check(text),
-            None => Ok(()),
-        }
-    }
-
-    /// The server reported the model's context window: use it for the
-    /// compaction limit unless the config set an explicit one.
-    fn learn_context_window(&mut self, context_window: u64) {
-        self.ctx.model_family.context_window = context_window;
-        if let Some(fraction) = self.compaction_fraction {
-            self.ctx.compaction_limit = (context_window as f64 * fraction) as u64;
-        }
-    }
-
-    /// The response's reasoning and text enter history (before its calls).
-    fn push_response(&mut self, response: &ModelResponse) {
-        self.append(response_items(response));
-    }
-
-    /// Before each model request: queued user input joins the history, and
-    /// history is compacted when over the limit. Returns whether automatic
-    /// compaction may run again this turn.
-    async fn prepare_iteration(&mut self, sink: &dyn EventSink, compaction_allowed: bool) -> bool {
-        let pending = self.pending.drain();
-        self.append(
-            pending
-                .into_iter()
-                .map(|text| HistoryItem::text(Role::User, text))
-                .collect(),
-        );
-        if std::mem::take(&mut self.tokens_stale) {
-            self.context_tokens = tokens::estimate_items(self.history.clone()).await;
-        }
-        if compaction_allowed && self.context_tokens > self.ctx.compaction_limit {
-            self.compact(sink).await;
-            // Compaction runs once per crossing; if it could not get under
-            // the limit, it must not run again on the same history.
-            return self.context_tokens <= self.ctx.compaction_limit;
-        }
-        compaction_allowed
-    }
-
-    /// One model request, streamed: text deltas become item events, the
-    /// response is collected, usage and timings recorded.
-    async fn sample(
-        &mut self,
-        turn: u32,
-        iteration: u32,
-        sink: &dyn EventSink,
-    ) -> Result<ModelResponse, ProviderError> {
-        let started = Instant::now();
-        let mut stream = {
-            let prompt = build_prompt(&self.ctx, &self.history);
-            sink.emit(AgentEvent::ModelRequest {
-                iteration,
-                prompt: self.ctx.verbose.then(|| prompt.to_json()),
-            });
-            self.provider.stream(&prompt.request(&self.ctx))
-        };
-        let mut message_id = format!("msg_{turn}_{iteration}");
-        let mut response = ModelResponse::default();
-        let mut first_token: Option<Duration> = None;
-        let mut completed = false;
-        while let Some(event) = stream.next().await {
-            match event? {
-                ResponseEvent::TextDelta(delta) => {
-                    first_token.get_or_insert_with(|| started.elapsed());
-                    if response.text.is_empty() {
-                        sink.emit(AgentEvent::ItemStarted {
-                            item: Item::AgentMessage {
-                                id: message_id.clone(),
-                                text: String::new(),
-                            },
-                        });
-                    }
-                    response.text.push_str(&delta);
-                    sink.emit(AgentEvent::ItemUpdated {
-                        id: message_id.clone(),
-                        delta,
-                    });
-                }
-                ResponseEvent::ToolCallStarted { .. } => {
-                    first_token.get_or_insert_with(|| started.elapsed());
-                }
-                ResponseEvent::ToolCall(call) => response.tool_calls.push(call),
-                ResponseEvent::Reasoning(r) => response.reasoning.push(r),
-                ResponseEvent::ModelInfo { context_window } => {
-                    self.learn_context_window(context_window);
-                }
-                ResponseEvent::Retrying {
-                    attempt,
-                    delay,
-                    reason,
-                } => {
-                    self.metrics.record_retry();
-                    tracing::warn!(attempt, ?delay, %reason, "model request will be retried");
-                    // The failed attempt's output is void: the retry starts
-                    // the response over, so nothing is kept twice.
-                    if !response.text.is_empty() {
-                        sink.emit(AgentEvent::ItemDiscarded {
-                            id: message_id.clone(),
-                            reason: reason.clone(),
-                        });
-                    }
-                    response = ModelResponse::default();
-                    message_id = format!("msg_{turn}_{iteration}_retry{attempt}");
-                    sink.emit(AgentEvent::Retry {
-                        attempt,
-                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        reason,
-                    });
-                }
-                ResponseEvent::Completed {
-                    usage,
-                    stop_reason,
-                    incomplete_tool_call,
-                } => {
-                    response.usage = usage;
-                    response.stop_reason = Some(stop_reason);
-                    response.incomplete_tool_call = incomplete_tool_call;
-                    completed = true;
-                    break;
-                }
+        match halt {
+            Halt::Interrupted => {
+                sink.emit(AgentEvent::Warning {
+                    message: "interrupted: the turn was stopped".into(),
+                });
+                run.result(self, TurnOutcome::Interrupted, final_text)
             }
+            Halt::Budget(limit) => self.stopped(Stop::budget(limit), final_text, run, sink),
         }
-        drop(stream);
-        if !completed {
-            return Err(ProviderError::Stream {
-                provider: self.provider.id().to_string(),
-                model: self.ctx.model.clone(),
-                message: "the response stream ended before the response was complete".into(),
-            });
-        }
-        if !response.text.is_empty() {
-            sink.emit(AgentEvent::ItemCompleted {
-                item: Item::AgentMessage {
-                    id: message_id,
-                    text: response.text.clone(),
-                },
-            });
-        }
-        let usage = match response.usage {
-            Some(u) => u,
-            None => self.estimate_usage(&response).await,
-        };
-        self.context_tokens = usage.input_tokens + usage.output_tokens;
-        let took = started.elapsed();
-        tracing::debug!(
-            iteration,
-            ?took,
-            ?first_token,
-            tool_calls = response.tool_calls.len(),
-            input_tokens = usage.input_tokens,
-            output_tokens = usage.output_tokens,
-            estimated = usage.estimated,
-            "model response"
-        );
-        self.metrics.record_model_request(&usage, first_token, took);
-        sink.emit(AgentEvent::ModelResponse {
-            iteration,
-            usage: Some(usage),
-            stop_reason: response.stop_reason.clone().unwrap_or(StopReason::Stop),
-            time_to_first_token_ms: first_token.map(|d| d.as_millis() as u64),
-            duration_ms: took.as_millis() as u64,
-        });
-        Ok(response)
     }
 
-    /// Usage for a provider that reported none: the request and the
-    /// response counted locally with the tokenizer.
-    async fn estimate_usage(&self, response: &ModelResponse) -> Usage {
-        let prompt = build_prompt(&self.ctx, &self.history);
-        let mut input = vec![prompt.instructions.to_string()];
-        input.push(serde_json::to_string(prompt.tools).unwrap_or_default());
-        let items = self.history.clone();
-        let mut output = vec![response.text.clone()];
-        output.extend(
-            response
-                .tool_calls
-                .iter()
-                .map(|c| format!("{}{}", c.name, c.arguments)),
-        );
-        let input_tokens = tokens::estimate(input).await + tokens::estimate_items(items).await;
-        Usage {
-            input_tokens,
-            output_tokens: tokens::estimate(output).await,
-            estimated: true,
-            ..Usage::default()
+    /// End the turn because an effect stopped it.
+    pub(crate) fn stopped(
+        &self,
+        stop: Stop,
+        final_text: String,
+        run: &TurnRun,
+        sink: &dyn EventSink,
+    ) -> TurnResult {
+        sink.emit(AgentEvent::Warning {
+            message: stop.reason.clone(),
+        });
+        TurnResult {
+            limit: stop.limit,
+            reason: Some(stop.reason),
+            ..run.result(self, stop.outcome, final_text)
         }
+    }
+}
+
+/// How a reply's tool calls ended early.
+pub(crate) enum Ended {
+    Halt(Halt),
+    Stop(Stop),
+}
+
+/// A decision, for the `effect` event.
+fn describe(decision: &Decision) -> String {
+    match decision {
+        Decision::Continue => "continue".into(),
+        Decision::AddItems(items) => format!("add_items ({})", items.len()),
+        Decision::ReplaceArgs(_) => "replace_args".into(),
+        Decision::Block(reason) => format!("block: {reason}"),
+        Decision::ReplaceOutput(_) => "replace_output".into(),
+        Decision::Edit(HistoryEdit::Compact { .. }) => "compact".into(),
+        Decision::Edit(HistoryEdit::Pop(n)) => format!("pop {n}"),
+        Decision::Stop(stop) => format!("stop: {}", stop.reason),
     }
 }
 
@@ -626,8 +605,8 @@ fn response_items(response: &ModelResponse) -> Vec<HistoryItem> {
             content: Content::Reasoning(r.clone()),
         })
         .collect();
-    if !response.text.is_empty() {
-        items.push(HistoryItem::text(Role::Assistant, &response.text));
+    if !response.reply.text.is_empty() {
+        items.push(HistoryItem::text(Role::Assistant, &response.reply.text));
     }
     items
 }

@@ -8,6 +8,7 @@ mod repl;
 mod run;
 mod sandbox;
 mod setup;
+mod signals;
 mod tasks;
 mod trust;
 

@@ -114,24 +114,33 @@ fn warn_all(warnings: &[String]) {
     }
 }
 
-/// What keeps secrets out of session files: the known key shapes
-/// (`sandbox::redact`, shared with the log and `-o`) and the provider's
-/// own key, whatever its shape.
-pub fn redactor(config: &SessionConfig) -> Redactor {
-    // The key as it appears inside a JSON string.
-    let key = config
-        .provider
-        .api_key
-        .as_deref()
+/// What keeps secrets out of everything cogni writes to disk (session
+/// files, the log, `-o`): the known key shapes (`sandbox::redact`) and the
+/// providers' own keys of `configs`, whatever their shape. It works on
+/// text before the text is encoded.
+pub fn redactor<'a>(configs: impl IntoIterator<Item = &'a SessionConfig>) -> Redactor {
+    let mut keys: Vec<String> = Vec::new();
+    for key in configs
+        .into_iter()
+        .filter_map(|c| c.provider.api_key.as_deref())
         .filter(|k| k.len() >= 8)
-        .and_then(|k| serde_json::to_string(k).ok())
-        .map(|quoted| quoted[1..quoted.len() - 1].to_string());
-    Arc::new(move |line: &str| {
-        let line = redact(line);
-        match &key {
-            Some(key) if line.contains(key.as_str()) => line.replace(key.as_str(), "[REDACTED]"),
-            _ => line.into_owned(),
+    {
+        keys.push(key.to_string());
+        // The key as it appears inside JSON text (a call's arguments).
+        if let Ok(quoted) = serde_json::to_string(key) {
+            keys.push(quoted[1..quoted.len() - 1].to_string());
         }
+    }
+    keys.sort();
+    keys.dedup();
+    Arc::new(move |text: &str| {
+        let mut text = redact(text).into_owned();
+        for key in &keys {
+            if text.contains(key.as_str()) {
+                text = text.replace(key.as_str(), "[REDACTED]");
+            }
+        }
+        text
     })
 }
 
@@ -212,13 +221,13 @@ mod tests {
         let mut info = ProviderInfo::new("local", "http://127.0.0.1:1", WireApi::Chat);
         info.api_key = Some("plain\"odd-key-42".into());
         let config = SessionConfig::new(info, std::path::PathBuf::from("/repo"));
-        let redact = redactor(&config);
-        let line = serde_json::json!({
-            "text": "a plain\"odd-key-42 and sk-abcdefghijklmnopqrstuvwx end"
-        })
-        .to_string();
-        let clean = redact(&line);
+        let redact = redactor([&config]);
+        let text = "a plain\"odd-key-42 and\nsk-abcdefghijklmnopqrstuvwx end";
+        assert_eq!(redact(text), "a [REDACTED] and\n[REDACTED] end");
+        // Inside JSON text, e.g. a call's arguments.
+        let arguments = serde_json::json!({ "command": text }).to_string();
+        let clean = redact(&arguments);
         let value: serde_json::Value = serde_json::from_str(&clean).unwrap();
-        assert_eq!(value["text"], "a [REDACTED] and [REDACTED] end");
+        assert_eq!(value["command"], "a [REDACTED] and\n[REDACTED] end");
     }
 }

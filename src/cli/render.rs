@@ -3,6 +3,7 @@
 //! both modes and never change what runs or what stdout holds.
 
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item, ToolStatus};
+use crate::tools::truncate::clip;
 use std::borrow::Cow;
 use std::io::Write;
 use std::sync::Mutex;
@@ -86,18 +87,6 @@ pub struct RenderOptions {
     pub stdout_is_terminal: bool,
     pub verbose: bool,
     pub verbose_max_bytes: usize,
-}
-
-/// Cut `text` to `max` bytes on a character boundary, saying how much was cut.
-fn clip(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}… [{} more bytes]", &text[..cut], text.len() - cut)
 }
 
 pub(super) fn one_line(text: &str, max: usize) -> String {
@@ -191,6 +180,24 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             format!("  {mark} {tool} {} ({reason})", one_line(summary, 80))
         }
         AgentEvent::Warning { message } => paint("33", &format!("warning: {message}")),
+        // Failures come as warnings; quiet runs are not shown.
+        AgentEvent::Hook {
+            hook,
+            decision,
+            reason,
+            ..
+        } if matches!(decision.as_str(), "block" | "ask" | "stop") => {
+            let what = match decision.as_str() {
+                "block" => "blocked",
+                "ask" => "asks",
+                _ => "stopped the turn",
+            };
+            let why = reason
+                .as_deref()
+                .map(|r| format!(": {}", one_line(r, 160)))
+                .unwrap_or_default();
+            paint("35", &format!("⚑ {hook} {what}{why}"))
+        }
         AgentEvent::Compacted {
             items_before,
             items_after,
@@ -198,6 +205,14 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
         } => paint(
             "2",
             &format!("compacted history: {items_before} → {items_after} items ({tokens_before} tokens before)"),
+        ),
+        AgentEvent::ContextWindow {
+            dropped_items,
+            estimated_tokens,
+            ..
+        } => paint(
+            "2",
+            &format!("context window: the first {dropped_items} items are left out of requests now (~{estimated_tokens} tokens sent)"),
         ),
         AgentEvent::TurnCompleted {
             usage, iterations, ..
@@ -355,6 +370,14 @@ pub(super) fn strip_event_controls(event: AgentEvent) -> AgentEvent {
             strip(reason);
         }
         AgentEvent::Warning { message } => strip(message),
+        AgentEvent::Hook {
+            command, reason, ..
+        } => {
+            strip(command);
+            if let Some(reason) = reason.as_mut() {
+                strip(reason);
+            }
+        }
         AgentEvent::TurnCompleted { final_text, .. } => strip(final_text),
         AgentEvent::TurnFailed { error, .. } => strip(error),
         AgentEvent::SessionStarted {

@@ -4,12 +4,11 @@ use super::approve::TerminalApprover;
 use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
-use super::{setup, RunArgs};
-use crate::agent::{start_session, AgentError, Session};
+use super::{setup, signals, RunArgs};
+use crate::agent::{start_session, AgentError, EndReason, Session};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, SandboxMode, TurnOutcome};
-use crate::sandbox::{self, redact::redact};
-use crate::store::{SessionFile, Store};
+use crate::store::{Redactor, SessionFile, Store};
 use crate::tools::fs::write_atomic;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -21,8 +20,8 @@ pub fn run(args: RunArgs) -> u8 {
         return super::tasks::run(args);
     }
     match prepare(&args) {
-        Ok((session, task, verbose_max_bytes, file)) => {
-            execute(session, task, &args, verbose_max_bytes, file)
+        Ok((session, task, verbose_max_bytes, file, redact)) => {
+            execute(session, task, &args, verbose_max_bytes, file, redact)
         }
         Err(message) => {
             eprintln!("cogni: {message}");
@@ -33,7 +32,7 @@ pub fn run(args: RunArgs) -> u8 {
 
 /// Everything that can fail before the first request: arguments, config,
 /// session. Failures here are usage or config errors (exit 2).
-type Prepared = (Session, String, usize, Option<Arc<SessionFile>>);
+type Prepared = (Session, String, usize, Option<Arc<SessionFile>>, Redactor);
 
 fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
@@ -70,8 +69,9 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let mut session_config = loaded.session;
     session_config.verbose = args.verbose;
     session_config.output_schema = output_schema;
-    init_logging(&home);
-    check_sandbox(session_config.sandbox_policy.mode, args.no_sandbox)?;
+    let redact = persist::redactor([&session_config]);
+    setup::init_logging(&home, redact.clone());
+    setup::check_sandbox(session_config.sandbox_policy.mode, args.no_sandbox)?;
     let persist = Persist {
         store: Store::new(&home),
         enabled: !args.no_persist,
@@ -79,10 +79,9 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         fork: args.fork,
     };
     persist.prepare(&mut session_config)?;
-    let redact = persist::redactor(&session_config);
     let mut session = start_session(session_config).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, redact)?;
-    Ok((session, task, loaded.verbose_max_bytes, file))
+    let file = persist.attach(&mut session, redact.clone())?;
+    Ok((session, task, loaded.verbose_max_bytes, file, redact))
 }
 
 fn read_task(task: &str) -> Result<String, String> {
@@ -117,75 +116,13 @@ fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
     Ok(value)
 }
 
-/// Commands run confined, or the user chose otherwise and is told so.
-pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool) -> Result<(), String> {
-    if mode == SandboxMode::DangerFullAccess {
-        eprintln!(
-            "cogni: warning: {}: commands run unconfined, with your permissions and network",
-            if no_sandbox {
-                "--no-sandbox"
-            } else {
-                "sandbox danger-full-access"
-            }
-        );
-        return Ok(());
-    }
-    match sandbox::probe().backend() {
-        Ok(backend) => {
-            tracing::info!(%backend, mode = mode.as_str(), "sandbox");
-            Ok(())
-        }
-        Err(unavailable) => Err(unavailable.to_string()),
-    }
-}
-
-/// The log file, with known secret shapes redacted from every record.
-struct RedactedFile(std::fs::File);
-
-impl Write for RedactedFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        // The formatter writes one whole record per call.
-        match std::str::from_utf8(buf) {
-            Ok(text) => self.0.write_all(redact(text).as_bytes())?,
-            Err(_) => self.0.write_all(buf)?,
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
-/// Diagnostics go to `$COGNI_HOME/log/cogni.log`, filtered by RUST_LOG,
-/// with secrets redacted.
-pub(super) fn init_logging(home: &Path) {
-    let dir = home.join("log");
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("cogni.log"))
-    else {
-        return;
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,cogni=info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(RedactedFile(file)))
-        .try_init();
-}
-
 fn execute(
     mut session: Session,
     task: String,
     args: &RunArgs,
     verbose_max_bytes: usize,
     file: Option<Arc<SessionFile>>,
+    redact: Redactor,
 ) -> u8 {
     let options = RenderOptions {
         color: !args.no_color
@@ -228,19 +165,21 @@ fn execute(
     };
     let stop = session.stop_handle();
     let result = runtime.block_on(async {
-        // Ctrl-C stops the turn cleanly (running commands are killed and
-        // every call gets its output); a second Ctrl-C leaves at once.
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.stop();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("cogni: interrupted");
-                    std::process::exit(i32::from(exit::INTERRUPTED));
-                }
-            }
-        });
-        session.run_turn(&task, sink).await
+        // Ctrl-C, SIGTERM or SIGHUP stops the turn cleanly (running
+        // commands are killed and every call gets its output, which the
+        // session file records); a second signal leaves at once.
+        let received = signals::stop_on_interrupt(move |_| stop.stop())?;
+        let turn = session.run_turn(&task, sink).await;
+        session.end(EndReason::after(&turn), sink).await;
+        Ok::<_, String>((turn, received))
     });
+    let (result, received) = match result {
+        Ok(done) => done,
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            return exit::TASK_FAILED;
+        }
+    };
     if let (Some(file), Ok(turn)) = (&file, &result) {
         file.record_usage(&turn.usage);
     }
@@ -250,9 +189,16 @@ fn execute(
             eprintln!("cogni: {e}");
             exit::PROVIDER
         }
+        Err(e @ AgentError::Panic(_)) => {
+            eprintln!("cogni: {e}");
+            exit::TASK_FAILED
+        }
         Ok(turn) if turn.outcome == TurnOutcome::Interrupted => {
-            eprintln!("cogni: interrupted");
-            exit::INTERRUPTED
+            match received.get() {
+                Some(signal) => eprintln!("cogni: interrupted ({})", signal.describe()),
+                None => eprintln!("cogni: interrupted"),
+            }
+            received.exit_code()
         }
         Ok(turn) => {
             if !args.json {
@@ -272,11 +218,19 @@ fn execute(
             }
             match turn.outcome {
                 TurnOutcome::Done => exit::DONE,
-                other => {
+                TurnOutcome::BudgetExceeded => {
                     eprintln!(
                         "cogni: the task did not finish: {}",
-                        describe(&other, session.context().max_iterations)
+                        turn.reason.as_deref().unwrap_or("a budget ran out")
                     );
+                    exit::BUDGET_EXCEEDED
+                }
+                other => {
+                    let why = match &turn.reason {
+                        Some(reason) => reason.clone(),
+                        None => describe(&other, session.context().max_iterations),
+                    };
+                    eprintln!("cogni: the task did not finish: {why}");
                     exit::TASK_FAILED
                 }
             }
@@ -296,25 +250,6 @@ fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
         TurnOutcome::InvalidOutput => "the final answer does not match --output-schema".into(),
         TurnOutcome::Interrupted => "interrupted".into(),
         TurnOutcome::BudgetExceeded => "a budget ran out".into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_log_writer_redacts_each_record() {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("log");
-        let mut file = RedactedFile(std::fs::File::create(&path).unwrap());
-        let record = b"INFO request key=sk-abcdefghijklmnopqrstuvwx auth=Bearer abcdefgh12345678\n";
-        assert_eq!(file.write(record).unwrap(), record.len());
-        file.write_all(b"\xff raw bytes pass\n").unwrap();
-        let written = std::fs::read(&path).unwrap();
-        assert_eq!(
-            written,
-            b"INFO request key=[REDACTED] auth=Bearer [REDACTED]\n\xff raw bytes pass\n"
-        );
+        TurnOutcome::Blocked => "blocked by a guardrail or a hook".into(),
     }
 }

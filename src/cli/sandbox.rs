@@ -34,6 +34,10 @@ pub struct SandboxArgs {
 pub enum SandboxAction {
     /// Print the backend in force and run live canaries; exit 1 if one escapes.
     Check(CheckArgs),
+    /// The Unix-socket canaries' client, run inside the sandbox: connect to
+    /// PATH (or @NAME, an abstract socket) and send a line.
+    #[command(name = "canary-connect", hide = true)]
+    CanaryConnect { target: String },
 }
 
 #[derive(Debug, Args)]
@@ -46,6 +50,7 @@ pub struct CheckArgs {
 pub fn run(args: SandboxArgs) -> u8 {
     let result = match &args.action {
         Some(SandboxAction::Check(check_args)) => check(check_args),
+        Some(SandboxAction::CanaryConnect { target }) => Ok(canary_connect(target)),
         None => run_command(&args),
     };
     match result {
@@ -85,11 +90,7 @@ fn run_command(args: &SandboxArgs) -> Result<u8, String> {
     } else {
         sandbox::probe().backend().map_err(|e| e.to_string())?;
     }
-    let ctx = ToolContext {
-        cwd: session.cwd,
-        sandbox: policy,
-        config: Arc::new(session.tool_config),
-    };
+    let ctx = ToolContext::new(session.cwd, policy, Arc::new(session.tool_config));
     let result = super::setup::runtime()?.block_on(shell(&ctx, serde_json::json!(args.command)));
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(result.content.as_bytes());
@@ -98,6 +99,28 @@ fn run_command(args: &SandboxArgs) -> Result<u8, String> {
         Some(code) => code.clamp(0, 255) as u8,
         None => super::exit::TASK_FAILED,
     })
+}
+
+/// Connect to a Unix socket (`@NAME`: abstract) and send a line; prints
+/// `connected` or the error.
+fn canary_connect(target: &str) -> u8 {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixStream};
+    let addr = match target.strip_prefix('@') {
+        Some(name) => SocketAddr::from_abstract_name(name.as_bytes()),
+        None => SocketAddr::from_pathname(target),
+    };
+    match addr.and_then(|a| UnixStream::connect_addr(&a)) {
+        Ok(mut stream) => {
+            let _ = stream.write_all(b"canary\n");
+            println!("connected");
+            super::exit::DONE
+        }
+        Err(e) => {
+            println!("{e}");
+            super::exit::TASK_FAILED
+        }
+    }
 }
 
 /// One live canary: what it tries, and whether the sandbox held.
@@ -185,15 +208,15 @@ async fn run_canaries(mode: SandboxMode) -> Result<Vec<Canary>, String> {
     }
     std::fs::write(work.join(".git/config"), "[core]\n")
         .map_err(|e| format!("canary setup: {e}"))?;
-    let ctx = ToolContext {
-        cwd: work.clone(),
-        sandbox: SandboxPolicy {
+    let ctx = ToolContext::new(
+        work.clone(),
+        SandboxPolicy {
             mode,
             network_access: false,
             ..SandboxPolicy::default()
         },
-        config: Arc::new(ToolConfig::default()),
-    };
+        Arc::new(ToolConfig::default()),
+    );
     let listener = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
     listener
@@ -284,22 +307,109 @@ async fn run_canaries(mode: SandboxMode) -> Result<Vec<Canary>, String> {
         detail: first_line(&r),
     });
 
-    let marker = "4711.0815";
-    let _ = shell(
-        &ctx,
-        format!("setsid sleep {marker} > /dev/null 2>&1 &").into(),
-    )
-    .await;
-    let survivors = processes_running(&format!("sleep\0{marker}"));
-    canaries.push(Canary {
-        name: "a setsid background process after the command".into(),
-        held: survivors == 0,
-        detail: if survivors == 0 {
-            "gone".into()
-        } else {
-            format!("{survivors} still running")
+    canaries.extend(unix_canaries(&ctx, &work, &outside).await?);
+
+    // Confined, the PID namespace ends with the command; unconfined
+    // (danger-full-access, escalations), the subreaper kills what is left.
+    let unconfined = ToolContext {
+        sandbox: SandboxPolicy {
+            mode: SandboxMode::DangerFullAccess,
+            ..ctx.sandbox.clone()
         },
-    });
+        ..ctx.clone()
+    };
+    for (which, ctx, marker) in [
+        ("", &ctx, "4711.0815"),
+        (" (unconfined)", &unconfined, "4711.0816"),
+    ] {
+        let _ = shell(
+            ctx,
+            format!(
+                "setsid sleep {marker} > /dev/null 2>&1 & nohup sleep {marker} > /dev/null 2>&1 &"
+            )
+            .into(),
+        )
+        .await;
+        let survivors = processes_running(&format!("sleep\0{marker}"));
+        canaries.push(Canary {
+            name: format!("setsid and nohup background processes after the command{which}"),
+            held: survivors == 0,
+            detail: if survivors == 0 {
+                "gone".into()
+            } else {
+                format!("{survivors} still running")
+            },
+        });
+    }
+    Ok(canaries)
+}
+
+/// Unix sockets: one outside the workspace and an abstract one made
+/// outside the sandbox are out of reach; one inside the workspace works
+/// (in workspace-write).
+async fn unix_canaries(
+    ctx: &ToolContext,
+    work: &Path,
+    outside: &Path,
+) -> Result<Vec<Canary>, String> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find cogni's binary: {e}"))?;
+    let listen = |addr: &SocketAddr| {
+        let listener = UnixListener::bind_addr(addr)
+            .map_err(|e| format!("cannot listen on a Unix socket: {e}"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("Unix socket: {e}"))?;
+        Ok::<_, String>(listener)
+    };
+    let abstract_name = format!("cogni-canary-{}", std::process::id());
+    let cases = [
+        (
+            "connect to a Unix socket outside the workspace",
+            SocketAddr::from_pathname(outside.join("canary.sock")),
+            outside.join("canary.sock").display().to_string(),
+            false,
+        ),
+        (
+            "connect to an abstract Unix socket outside the sandbox",
+            SocketAddr::from_abstract_name(abstract_name.as_bytes()),
+            format!("@{abstract_name}"),
+            false,
+        ),
+        (
+            "connect to a Unix socket inside the workspace",
+            SocketAddr::from_pathname(work.join("canary.sock")),
+            work.join("canary.sock").display().to_string(),
+            ctx.sandbox.mode == SandboxMode::WorkspaceWrite,
+        ),
+    ];
+    let mut canaries = Vec::new();
+    for (name, addr, target, reachable) in cases {
+        let addr = addr.map_err(|e| format!("Unix socket address: {e}"))?;
+        let listener = listen(&addr)?;
+        let r = shell(
+            ctx,
+            serde_json::json!([
+                exe.display().to_string(),
+                "sandbox",
+                "canary-connect",
+                target
+            ]),
+        )
+        .await;
+        let accepted = listener.accept().is_ok();
+        let connected = r.content.contains("connected");
+        canaries.push(Canary {
+            name: name.into(),
+            held: accepted == reachable && connected == reachable,
+            detail: if connected {
+                "connected".into()
+            } else {
+                first_line(&r)
+            },
+        });
+    }
     Ok(canaries)
 }
 

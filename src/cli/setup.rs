@@ -4,9 +4,12 @@
 use super::ConfigArgs;
 use crate::agent::SessionConfig;
 use crate::config::{self, Config, ConfigFile, ProviderFile, Sources};
-use crate::protocol::EditTool;
+use crate::protocol::{EditTool, SandboxMode};
+use crate::sandbox;
 use crate::spec::cards::AgentCard;
-use std::path::PathBuf;
+use crate::store::Redactor;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// The loaded configuration and where it came from.
 pub struct Loaded {
@@ -82,6 +85,11 @@ pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard) {
     if let Some(model) = &card.model {
         config.model_override = Some(model.clone());
     }
+    config.agent = card.name.clone();
+    config.effects.extend(card.effects.iter().cloned());
+    if card.context_strategy.is_some() {
+        config.context_strategy = card.context_strategy;
+    }
     if !card.instructions.is_empty() {
         config.developer_instructions = Some(
             [
@@ -113,4 +121,113 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// Commands run confined, or the user chose otherwise and is told so.
+pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool) -> Result<(), String> {
+    if mode == SandboxMode::DangerFullAccess {
+        eprintln!(
+            "cogni: warning: {}: commands run unconfined, with your permissions and network",
+            if no_sandbox {
+                "--no-sandbox"
+            } else {
+                "sandbox danger-full-access"
+            }
+        );
+        return Ok(());
+    }
+    match sandbox::probe().backend() {
+        Ok(backend) => {
+            tracing::info!(%backend, mode = mode.as_str(), "sandbox");
+            Ok(())
+        }
+        Err(unavailable) => Err(unavailable.to_string()),
+    }
+}
+
+/// Diagnostics go to `$COGNI_HOME/log/cogni.log`, filtered by RUST_LOG,
+/// with secrets redacted by `redact` (see [`persist::redactor`]).
+pub(super) fn init_logging(home: &Path, redact: Redactor) {
+    let dir = home.join("log");
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("cogni.log"))
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,cogni=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(RedactedFile { file, redact }))
+        .try_init();
+}
+
+/// The log file, with secrets redacted from every record.
+struct RedactedFile {
+    file: std::fs::File,
+    redact: Redactor,
+}
+
+impl Write for RedactedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The formatter writes one whole record per call; values in it may
+        // be escaped (`Debug`), which the redactor's patterns allow for.
+        match std::str::from_utf8(buf) {
+            Ok(text) => self.file.write_all((self.redact)(text).as_bytes())?,
+            Err(_) => self.file.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_writer_redacts_each_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("log");
+        let mut info = crate::provider::ProviderInfo::new(
+            "local",
+            "http://127.0.0.1:1",
+            crate::provider::WireApi::Chat,
+        );
+        info.api_key = Some("odd-provider-key-42".into());
+        let config = crate::agent::SessionConfig::new(info, std::path::PathBuf::from("/repo"));
+        let mut file = RedactedFile {
+            file: std::fs::File::create(&path).unwrap(),
+            redact: super::super::persist::redactor([&config]),
+        };
+        let record = b"INFO request key=sk-abcdefghijklmnopqrstuvwx auth=Bearer abcdefgh12345678\n";
+        assert_eq!(file.write(record).unwrap(), record.len());
+        // Values formatted with `Debug`: escaped newlines and tabs before
+        // the secrets, and the provider's own key.
+        let debug = format!(
+            "DEBUG output={:?} key={:?}\n",
+            "a\nghp_abcdefghijklmnopqrstuvwxyz0123456789\n\tAKIAIOSFODNN7EXAMPLE",
+            "odd-provider-key-42"
+        );
+        file.write_all(debug.as_bytes()).unwrap();
+        file.write_all(b"\xff raw bytes pass\n").unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&written),
+            String::from_utf8_lossy(
+                b"INFO request key=[REDACTED] auth=Bearer [REDACTED]\n\
+                  DEBUG output=\"a\\n[REDACTED]\\n\\t[REDACTED]\" key=\"[REDACTED]\"\n\
+                  \xff raw bytes pass\n"
+            )
+        );
+    }
 }

@@ -8,8 +8,7 @@
 //! 4 a budget ran out (and nothing failed otherwise), 2 an invalid task
 //! file, selector or config.
 
-use super::run::init_logging;
-use super::{exit, setup, ConfigArgs, RunArgs};
+use super::{exit, persist, setup, signals, ConfigArgs, RunArgs};
 use crate::agent::{check_session_config, SessionConfig, TurnLimits};
 use crate::config::ConfigFile;
 use crate::protocol::SandboxMode;
@@ -20,6 +19,7 @@ use crate::runner::{
     self, compare, AttemptId, Phase, Plan, Progress, ProgressEvent, RunControl, RunOptions, Verdict,
 };
 use crate::spec::tasks::{AgentSpec, TaskFile};
+use crate::store::Redactor;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -138,6 +138,8 @@ struct Prepared {
     plan: Plan,
     cwd: PathBuf,
     home: PathBuf,
+    /// Secrets out of the log: key shapes and every agent's provider key.
+    redact: Redactor,
     output_dir: Option<PathBuf>,
     color: bool,
 }
@@ -172,11 +174,13 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     options.fail_fast = batch.fail_fast;
     options.exclude = vec![cwd.join(DEFAULT_RESULTS)];
     options.exclude.extend(output_dir.clone());
+    let redact = persist::redactor(configs.values());
     let plan = Plan::new(file, selection, configs, options)?;
     Ok(Prepared {
         plan,
         cwd,
         home,
+        redact,
         output_dir,
         color: !args.no_color
             && std::env::var_os("NO_COLOR").is_none()
@@ -230,7 +234,13 @@ fn agent_config(
         }
         setup::apply_card(&mut config, &card);
     }
-    super::run::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
+    // The task file's agent: its name and effects (after its card's).
+    config.agent = agent.id.clone();
+    config.effects.extend(agent.effects.iter().cloned());
+    if agent.context_strategy.is_some() {
+        config.context_strategy = agent.context_strategy;
+    }
+    setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =
             check_session_config(&config, &TurnLimits::default()).map_err(|e| at(e.to_string()))?;
@@ -253,10 +263,11 @@ fn execute(prepared: Prepared) -> u8 {
         plan,
         cwd,
         home,
+        redact,
         output_dir,
         color,
     } = prepared;
-    init_logging(&home);
+    setup::init_logging(&home, redact);
     let runtime = match setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -267,7 +278,18 @@ fn execute(prepared: Prepared) -> u8 {
     let control = RunControl::default();
     let live = std::io::stderr().is_terminal();
     let renderer = Renderer::new(plan.attempt_count(), live, color);
-    let (results, dir) = runtime.block_on(async {
+    let run = runtime.block_on(async {
+        // Ctrl-C, SIGTERM (a CI system cancelling the job) or SIGHUP stops
+        // the running attempts cleanly and starts no more; the results are
+        // still written. A second signal leaves at once.
+        let stop = control.clone();
+        let received = signals::stop_on_interrupt(move |signal| {
+            eprintln!(
+                "\ncogni: {}: stopping the running tasks (send it again to quit at once)",
+                signal.describe()
+            );
+            stop.interrupt();
+        })?;
         let repository = runner::repository(&cwd).await;
         let dir = output_dir.unwrap_or_else(|| {
             let commit = repository
@@ -275,16 +297,6 @@ fn execute(prepared: Prepared) -> u8 {
                 .and_then(|r| r.commit.get(..12))
                 .unwrap_or("no-commit");
             cwd.join(DEFAULT_RESULTS).join(commit).join(plan.run_id())
-        });
-        let stop = control.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ncogni: interrupted: stopping the running tasks (Ctrl-C again to quit at once)");
-                stop.interrupt();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(i32::from(exit::INTERRUPTED));
-                }
-            }
         });
         eprintln!(
             "cogni: {} attempt{} of {} task{}, {} at a time; results in {}",
@@ -310,8 +322,15 @@ fn execute(prepared: Prepared) -> u8 {
             ticker.abort();
         }
         renderer.clear();
-        (results, dir)
+        Ok::<_, String>((results, dir, received))
     });
+    let (results, dir, received) = match run {
+        Ok(run) => run,
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            return exit::TASK_FAILED;
+        }
+    };
     let written = report::write_all(&dir, &results);
     summarize(&results);
     match written {
@@ -330,7 +349,7 @@ fn execute(prepared: Prepared) -> u8 {
         }
     }
     if control.is_interrupted() {
-        return exit::INTERRUPTED;
+        return received.exit_code();
     }
     match results.verdict() {
         Verdict::Passed => exit::DONE,

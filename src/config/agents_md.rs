@@ -10,16 +10,14 @@ const FILE_NAME: &str = "AGENTS.md";
 /// Directories from the repository root (the nearest ancestor holding
 /// `.git`) down to `cwd`; just `cwd` outside a repository.
 fn repo_chain(cwd: &Path) -> Vec<PathBuf> {
-    let ancestors: Vec<&Path> = cwd.ancestors().collect();
-    let root = ancestors
-        .iter()
-        .position(|dir| dir.join(".git").exists())
-        .unwrap_or(0);
-    ancestors[..=root]
-        .iter()
-        .rev()
-        .map(|p| p.to_path_buf())
-        .collect()
+    let root = crate::tools::paths::repo_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
+    let mut chain: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&root))
+        .map(Path::to_path_buf)
+        .collect();
+    chain.reverse();
+    chain
 }
 
 /// The concatenated instructions, or `None` when there are none.

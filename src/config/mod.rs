@@ -6,12 +6,18 @@
 //! line and column, or the unknown key by its full path.
 
 mod agents_md;
+mod hooks;
 mod keys;
+mod model_aliases;
 mod providers;
+mod run;
+mod soul;
 mod trust;
 
 use crate::agent::{AuthMode, CompactionConfig, Features, Sampling, SessionConfig};
-use crate::protocol::{ApprovalPolicy, EditTool, ResourceLimits, SandboxMode, SandboxPolicy};
+use crate::protocol::{
+    ApprovalPolicy, ContextStrategyKind, EditTool, ResourceLimits, SandboxMode, SandboxPolicy,
+};
 use crate::provider::model_family::FamilyOverride;
 use crate::tools::env::ShellEnvPolicy;
 use crate::tools::ToolConfig;
@@ -67,6 +73,8 @@ pub struct ToolsFile {
     pub read_max_bytes: Option<usize>,
     pub list_max_entries: Option<usize>,
     pub grep_max_results: Option<usize>,
+    pub max_background_jobs: Option<usize>,
+    pub background_timeout_secs: Option<u64>,
     /// `[tools.shell_env]`: the environment of commands.
     pub shell_env: Option<ShellEnvPolicy>,
     /// apply_patch | apply_patch_freeform | edit_file | none (default: the model family's).
@@ -112,8 +120,19 @@ pub struct ConfigFile {
     pub model_providers: BTreeMap<String, ProviderFile>,
     #[serde(default)]
     pub model_families: BTreeMap<String, FamilyOverride>,
+    /// `[model_aliases]`: alias -> model.
+    #[serde(default)]
+    pub model_aliases: BTreeMap<String, String>,
     /// Directories whose own cogni.toml is trusted (user config only).
     pub trusted_projects: Option<Vec<PathBuf>>,
+    /// `effects = [...]`: effects after the built-in ones (docs/effects.md).
+    pub effects: Option<Vec<toml::Value>>,
+    /// `context_strategy`: `sliding_window` or `summarize` (docs/context.md).
+    pub context_strategy: Option<ContextStrategyKind>,
+    /// `[run]`: middleware (timeout, output guardrail).
+    pub run: Option<run::RunFile>,
+    /// `[[hooks.EVENT]]`: user commands at lifecycle events.
+    pub hooks: Option<hooks::HooksFile>,
 }
 
 /// Later `Some` wins.
@@ -126,10 +145,18 @@ fn pick<T>(base: &mut Option<T>, over: Option<T>) {
 impl ConfigFile {
     /// Parse one file: syntax errors as `file:line:col`, unknown keys by path.
     pub fn parse(path: &Path, source: &str) -> Result<Self, ConfigError> {
+        // Where the error is, and the line itself, so the key is named.
         let position = |e: &toml::de::Error| {
             e.span()
-                .map(|s| line_col(source, s.start))
-                .map(|(l, c)| format!("{}:{l}:{c}", path.display()))
+                .map(|s| {
+                    let (l, c) = line_col(source, s.start);
+                    let line = source.lines().nth(l.saturating_sub(1)).unwrap_or("").trim();
+                    if line.is_empty() || line.len() > 120 {
+                        format!("{}:{l}:{c}", path.display())
+                    } else {
+                        format!("{}:{l}:{c} (`{line}`)", path.display())
+                    }
+                })
                 .unwrap_or_else(|| path.display().to_string())
         };
         let de = toml::Deserializer::parse(source)
@@ -157,6 +184,9 @@ impl ConfigFile {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
+        }
+        if let Some(effects) = &file.effects {
+            run::check_effects(path, effects)?;
         }
         if let Some(dir) = path.parent() {
             file.resolve_paths(dir);
@@ -189,6 +219,9 @@ impl ConfigFile {
         }
         for provider in self.model_providers.values_mut() {
             provider.resolve_paths(dir);
+        }
+        if let Some(run) = self.run.as_mut() {
+            run.resolve_paths(dir);
         }
     }
 
@@ -244,8 +277,15 @@ impl ConfigFile {
             pick(&mut t.read_max_bytes, o.read_max_bytes);
             pick(&mut t.list_max_entries, o.list_max_entries);
             pick(&mut t.grep_max_results, o.grep_max_results);
+            pick(&mut t.max_background_jobs, o.max_background_jobs);
+            pick(&mut t.background_timeout_secs, o.background_timeout_secs);
             pick(&mut t.shell_env, o.shell_env);
             pick(&mut t.edit_tool, o.edit_tool);
+        }
+        pick(&mut self.effects, over.effects);
+        pick(&mut self.context_strategy, over.context_strategy);
+        if let Some(o) = over.run {
+            self.run.get_or_insert_with(Default::default).merge(o);
         }
         if let Some(o) = over.compaction {
             let c = self.compaction.get_or_insert_with(Default::default);
@@ -261,7 +301,11 @@ impl ConfigFile {
             }
         }
         self.model_families.extend(over.model_families);
+        self.model_aliases.extend(over.model_aliases);
         pick(&mut self.trusted_projects, over.trusted_projects);
+        if let Some(o) = over.hooks {
+            self.hooks.get_or_insert_with(Default::default).merge(o);
+        }
     }
 
     /// The `COGNI_*` environment layer.
@@ -430,6 +474,12 @@ pub fn resolve(
         .project_doc_max_bytes
         .unwrap_or(agents_md::DEFAULT_MAX_BYTES);
     let user_instructions = load_user_instructions(home, cwd, doc_cap);
+    let prompt = crate::agent::PromptConfig {
+        soul: soul::load_global(home, doc_cap)?,
+        project_soul: soul::load_project(cwd, doc_cap)?,
+        ..Default::default()
+    };
+    model_aliases::validate(&c.model_aliases)?;
 
     let features = c.features.unwrap_or_default();
     let defaults = Features::default();
@@ -462,6 +512,9 @@ pub fn resolve(
     session.tool_config = tool_config;
     session.auth_mode = auth_mode;
     session.model_families = c.model_families;
+    session.model_aliases = c.model_aliases;
+    session.prompt = prompt;
+    session.hooks = c.hooks.map(|h| h.0).unwrap_or_default();
     let reasoning_effort = match c.reasoning_effort.as_deref() {
         None => None,
         Some(e) => Some(crate::agent::session::effort_name(e).ok_or_else(|| {
@@ -485,6 +538,9 @@ pub fn resolve(
             .context_fraction
             .unwrap_or(compaction_defaults.context_fraction),
     };
+    session.effects = run::effects(c.effects)?;
+    session.context_strategy = c.context_strategy;
+    session.run = run::run_config(c.run)?;
     Ok(Config {
         session,
         warnings,
@@ -527,6 +583,13 @@ fn tool_config(t: ToolsFile) -> Result<ToolConfig, ConfigError> {
     pick_into(&mut config.read_max_bytes, t.read_max_bytes);
     pick_into(&mut config.list_max_entries, t.list_max_entries);
     pick_into(&mut config.grep_max_results, t.grep_max_results);
+    pick_into(&mut config.max_background_jobs, t.max_background_jobs);
+    if let Some(secs) = t.background_timeout_secs {
+        if secs == 0 {
+            return err("tools.background_timeout_secs must be at least 1 (background jobs need a timeout; set tools.max_background_jobs = 0 to switch them off)");
+        }
+        config.background_timeout = Duration::from_secs(secs);
+    }
     pick_into(&mut config.shell_env, t.shell_env);
     config.edit_tool = t.edit_tool;
     config

@@ -1,7 +1,7 @@
 //! Built-in providers and `[model_providers.<id>]`.
 
 use super::ConfigError;
-use crate::provider::{ProviderInfo, WireApi};
+use crate::provider::{MaxTokensParam, ProviderInfo, WireApi};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,9 @@ pub struct ProviderFile {
     pub auth_command: Option<Vec<String>>,
     /// How long a token from auth_command is reused (default 300).
     pub auth_command_ttl_secs: Option<u64>,
+    /// Chat Completions: send the output limit as `max_tokens` or
+    /// `max_completion_tokens` for every model (default: by model family).
+    pub max_tokens_param: Option<MaxTokensParam>,
 }
 
 impl ProviderFile {
@@ -73,6 +76,7 @@ impl ProviderFile {
         pick(&mut self.key_header, o.key_header);
         pick(&mut self.auth_command, o.auth_command);
         pick(&mut self.auth_command_ttl_secs, o.auth_command_ttl_secs);
+        pick(&mut self.max_tokens_param, o.max_tokens_param);
     }
 }
 
@@ -97,6 +101,7 @@ fn builtin(id: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderInf
             let mut p = ProviderInfo::new("openai", &base, WireApi::Chat);
             p.name = "OpenAI".into();
             p.env_key = Some("OPENAI_API_KEY".into());
+            p.base_url_env = Some("OPENAI_BASE_URL".into());
             p.default_model = Some("gpt-4.1".into());
             p
         }
@@ -106,6 +111,7 @@ fn builtin(id: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderInf
             let mut p = ProviderInfo::new("anthropic", &anthropic_base(&base), WireApi::Anthropic);
             p.name = "Anthropic".into();
             p.env_key = Some("ANTHROPIC_API_KEY".into());
+            p.base_url_env = Some("ANTHROPIC_BASE_URL".into());
             p.default_model = Some("claude-sonnet-4-5".into());
             p
         }
@@ -126,12 +132,16 @@ fn builtin(id: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderInf
             let mut p = ProviderInfo::new("azure", base.trim_end_matches('/'), WireApi::Chat);
             p.name = "Azure OpenAI".into();
             p.env_key = Some("AZURE_OPENAI_API_KEY".into());
+            p.base_url_env = Some("AZURE_OPENAI_BASE_URL".into());
             p.key_header = Some("api-key".into());
             let version =
                 nonempty("AZURE_OPENAI_API_VERSION").unwrap_or_else(|| AZURE_API_VERSION.into());
             p.query_params.insert("api-version".into(), version);
             // Deployment names are the user's own.
             p.default_family = Some("generic".into());
+            // So the family cannot tell an o-series deployment; Azure takes
+            // `max_completion_tokens` for every model since 2024-09-01.
+            p.max_tokens_param = Some(MaxTokensParam::MaxCompletionTokens);
             p
         }
         "ollama" => {
@@ -140,6 +150,7 @@ fn builtin(id: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderInf
             // `/v1` base_url selects Ollama's OpenAI-compatible endpoint.
             let mut p = ProviderInfo::new("ollama", &ollama_base(&host), WireApi::Ollama);
             p.name = "Ollama".into();
+            p.base_url_env = Some("OLLAMA_HOST".into());
             p.default_family = Some("generic".into());
             p.default_model = Some("qwen2.5-coder:7b".into());
             // Local models can take long to load before the first byte.
@@ -157,8 +168,8 @@ fn builtin(id: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderInf
     })
 }
 
-/// `ANTHROPIC_BASE_URL` is the API root (as in Anthropic's SDKs); the
-/// Messages path lives under `/v1`.
+/// An Anthropic base URL may be the API root (as in Anthropic's SDKs and
+/// LiteLLM's docs) or end in `/v1`; the Messages path lives under `/v1`.
 fn anthropic_base(base: &str) -> String {
     let base = base.trim().trim_end_matches('/');
     if base.ends_with("/v1") {
@@ -209,6 +220,11 @@ pub fn resolve(
     };
     if let Some(f) = file {
         apply(&mut info, f)?;
+    }
+    if info.wire_api == WireApi::Anthropic {
+        // The root form (`http://host:4000`), as Anthropic's SDKs and
+        // LiteLLM write it, works like the `/v1` form.
+        info.base_url = anthropic_base(&info.base_url);
     }
     if info.wire_api != WireApi::Scripted {
         validate_url(id, &info.base_url)?;
@@ -281,6 +297,9 @@ fn apply(p: &mut ProviderInfo, f: &ProviderFile) -> Result<(), ConfigError> {
     if let Some(v) = f.auth_command_ttl_secs {
         p.auth_command_ttl = Duration::from_secs(v);
     }
+    if let Some(v) = f.max_tokens_param {
+        p.max_tokens_param = Some(v);
+    }
     Ok(())
 }
 
@@ -344,6 +363,39 @@ mod tests {
             ("http://127.0.0.1:9/v1", WireApi::Anthropic)
         );
         assert_eq!(p.env_key.as_deref(), Some("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn a_declared_anthropic_provider_takes_the_root_url() {
+        let declared = |base_url: &str| {
+            let file = ProviderFile {
+                base_url: Some(base_url.into()),
+                wire_api: Some(WireApi::Anthropic),
+                ..ProviderFile::default()
+            };
+            let providers = BTreeMap::from([("litellm".to_string(), file)]);
+            resolve("litellm", &providers, &|_| None).unwrap().base_url
+        };
+        assert_eq!(
+            declared("http://127.0.0.1:4000"),
+            "http://127.0.0.1:4000/v1"
+        );
+        assert_eq!(
+            declared("http://127.0.0.1:4000/"),
+            "http://127.0.0.1:4000/v1"
+        );
+        assert_eq!(
+            declared("http://127.0.0.1:4000/v1"),
+            "http://127.0.0.1:4000/v1"
+        );
+        // A chat provider's URL is used as written.
+        let file = ProviderFile {
+            base_url: Some("http://127.0.0.1:4000".into()),
+            ..ProviderFile::default()
+        };
+        let providers = BTreeMap::from([("local".to_string(), file)]);
+        let local = resolve("local", &providers, &|_| None).unwrap();
+        assert_eq!(local.base_url, "http://127.0.0.1:4000");
     }
 
     #[test]

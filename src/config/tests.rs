@@ -268,6 +268,7 @@ fn the_example_config_is_valid() {
     .unwrap();
     assert_eq!(c.session.provider.id, "openai");
     assert_eq!(c.session.max_iterations, 25);
+    assert_eq!(c.session.model_aliases["fast"], "gpt-4.1-mini");
     let local = providers::resolve(
         "local",
         &ConfigFile::load(&path).unwrap().model_providers,
@@ -275,6 +276,45 @@ fn the_example_config_is_valid() {
     )
     .unwrap();
     assert_eq!(local.base_url, "http://127.0.0.1:8000/v1");
+}
+
+#[test]
+fn max_tokens_param_is_set_per_provider_and_azure_defaults_to_completion_tokens() {
+    use crate::provider::MaxTokensParam;
+    let d = dirs();
+    trust_cwd(&d);
+    std::fs::write(
+        d.cwd.join("cogni.toml"),
+        "provider = \"proxy\"\nmodel = \"gpt-4o\"\n[model_providers.proxy]\nbase_url = \"http://127.0.0.1:1/v1\"\nmax_tokens_param = \"max_completion_tokens\"\n",
+    )
+    .unwrap();
+    let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
+    assert_eq!(
+        c.session.provider.max_tokens_param,
+        Some(MaxTokensParam::MaxCompletionTokens)
+    );
+    let none = providers::resolve("openai", &Default::default(), &env_of(&[])).unwrap();
+    assert_eq!(none.max_tokens_param, None, "the model family decides");
+    let azure = providers::resolve(
+        "azure",
+        &Default::default(),
+        &env_of(&[(
+            "AZURE_OPENAI_BASE_URL",
+            "https://x.openai.azure.com/openai/deployments/d",
+        )]),
+    )
+    .unwrap();
+    assert_eq!(
+        azure.max_tokens_param,
+        Some(MaxTokensParam::MaxCompletionTokens)
+    );
+    std::fs::write(
+        d.cwd.join("cogni.toml"),
+        "[model_providers.proxy]\nbase_url = \"http://127.0.0.1:1/v1\"\nmax_tokens_param = \"max_output\"\n",
+    )
+    .unwrap();
+    let err = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap_err();
+    assert!(err.to_string().contains("max_completion_tokens"), "{err}");
 }
 
 #[test]
@@ -421,3 +461,5 @@ fn an_untrusted_project_may_tighten() {
     );
     assert!(!c.warnings[0].contains("shell_env"), "{:?}", c.warnings);
 }
+
+mod hooks;

@@ -1,7 +1,7 @@
 //! Trust: a repository's own `cogni.toml` is somebody else's file until the
 //! user says otherwise. Before that, what it says about where keys and
-//! traffic go, and anything that would loosen the sandbox, is ignored with
-//! a warning; everything else (model, limits that tighten, tool caps, ...)
+//! traffic go, anything that would loosen the sandbox, and its hooks
+//! (commands cogni would run unconfined) are ignored with a warning; everything else (model, limits that tighten, tool caps, ...)
 //! applies.
 //!
 //! A directory is trusted when its canonical path, or one of its parents,
@@ -173,6 +173,11 @@ pub(super) fn restrict_untrusted(
             }
         }
     }
+    if let Some(hooks) = project.hooks.take() {
+        for key in hooks.keys() {
+            ignore(key);
+        }
+    }
     if project.shell.take().is_some() {
         ignore("shell".into());
     }
@@ -250,14 +255,42 @@ pub(super) fn restrict_untrusted(
             }
         }
     }
+    // Commands of effects and guardrails run outside the sandbox.
+    if let Some(effects) = project.effects.as_mut() {
+        let mut i = 0;
+        effects.retain(|e| {
+            let runs_command = e.get("command").is_some();
+            if runs_command {
+                ignore(format!(
+                    "effects[{i}] (it runs a command outside the sandbox)"
+                ));
+            }
+            i += 1;
+            !runs_command
+        });
+    }
+    if let Some(guard) = project
+        .run
+        .as_mut()
+        .and_then(|r| r.output_guardrail.as_mut())
+    {
+        if guard.command.take().is_some() {
+            ignore("run.output_guardrail.command (it runs outside the sandbox)".into());
+        }
+        if guard.schema_file.is_none() && guard.regex.is_none() {
+            if let Some(run) = project.run.as_mut() {
+                run.output_guardrail = None;
+            }
+        }
+    }
     dropped
 }
 
 /// The warning for the keys an untrusted project file lost.
 pub(super) fn warning(file: &Path, dropped: &[String]) -> String {
     format!(
-        "{}: this directory is not trusted, so its cogni.toml may not redirect providers or keys \
-         or loosen the sandbox; ignored: {}. Run `cogni trust` here if you trust it.",
+        "{}: this directory is not trusted, so its cogni.toml may not redirect providers or keys, \
+         loosen the sandbox or run commands (hooks, command effects); ignored: {}. Run `cogni trust` here if you trust it.",
         file.display(),
         dropped.join(", ")
     )

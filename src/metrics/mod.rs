@@ -5,8 +5,8 @@
 
 pub mod tokens;
 
+use crate::protocol::Price;
 use crate::protocol::Usage;
-use crate::provider::model_family::Price;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -88,6 +88,19 @@ impl Metrics {
         m
     }
 
+    /// Price the following model requests with `price` (the model
+    /// changed). Cost so far stays as counted; once tokens were spent at an
+    /// unknown price the total is unknown.
+    pub fn set_price(&mut self, price: Option<Price>) {
+        for totals in [&mut self.turn, &mut self.session] {
+            if price.is_some() && totals.cost_usd.is_none() && totals.usage.total() == 0 {
+                // Nothing was spent yet at an unknown price.
+                totals.cost_usd = Some(0.0);
+            }
+        }
+        self.price = price;
+    }
+
     pub fn start_turn(&mut self) {
         self.turn = Totals {
             cost_usd: self.price.map(|_| 0.0),
@@ -104,8 +117,11 @@ impl Metrics {
     pub fn record_model_request(&mut self, usage: &Usage, ttft: Option<Duration>, took: Duration) {
         let cost = self.price.map(|p| p.cost(usage));
         self.both(|t| {
-            if let (Some(total), Some(cost)) = (t.cost_usd.as_mut(), cost) {
-                *total += cost;
+            match (t.cost_usd.as_mut(), cost) {
+                (Some(total), Some(cost)) => *total += cost,
+                // Tokens at an unknown price: the total is unknown.
+                (Some(_), None) if usage.total() > 0 => t.cost_usd = None,
+                _ => {}
             }
             t.model_requests += 1;
             t.usage.add(usage);
@@ -163,6 +179,42 @@ fn ms(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_price_applies_to_what_follows() {
+        let price = |usd: f64| Price {
+            input: usd,
+            cached_input: usd,
+            output: usd,
+            cache_write: usd,
+        };
+        let million = Usage {
+            input_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        let mut m = Metrics::with_price(Some(price(1.0)));
+        m.record_model_request(&million, None, Duration::ZERO);
+        m.set_price(Some(price(5.0)));
+        m.record_model_request(&million, None, Duration::ZERO);
+        assert_eq!(m.snapshot().session.cost_usd, Some(6.0));
+        // A switch to a model without a price and back costs nothing...
+        m.set_price(None);
+        m.set_price(Some(price(1.0)));
+        assert_eq!(m.snapshot().session.cost_usd, Some(6.0));
+        // ...but tokens at an unknown price make the total unknown.
+        m.set_price(None);
+        m.record_model_request(&million, None, Duration::ZERO);
+        assert_eq!(m.snapshot().session.cost_usd, None);
+        m.set_price(Some(price(1.0)));
+        assert_eq!(m.snapshot().session.cost_usd, None);
+        m.start_turn();
+        assert_eq!(m.snapshot().turn.cost_usd, Some(0.0));
+        // Nothing spent before the first priced model: the cost is known.
+        let mut m = Metrics::default();
+        m.set_price(Some(price(2.0)));
+        m.record_model_request(&million, None, Duration::ZERO);
+        assert_eq!(m.snapshot().session.cost_usd, Some(2.0));
+    }
 
     #[test]
     fn turn_and_session_accumulate_separately() {

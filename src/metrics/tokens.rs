@@ -26,20 +26,47 @@ pub fn count(text: &str) -> u64 {
 /// Per-message framing overhead in chat formats.
 const PER_ITEM_OVERHEAD: u64 = 4;
 
+/// Tokens of one history item as a model would see it.
+pub fn count_item(item: &HistoryItem) -> u64 {
+    item_tokens(item, count)
+}
+
+/// An item's tokens, its texts counted by `count`.
+fn item_tokens(item: &HistoryItem, count: impl Fn(&str) -> u64) -> u64 {
+    PER_ITEM_OVERHEAD
+        + match &item.content {
+            Content::Text { text, .. } => count(text),
+            Content::ToolCall(c) => count(&c.name) + count(&c.arguments),
+            Content::ToolOutput(o) => count(&o.content),
+            Content::Reasoning(r) => count(&r.text),
+        }
+}
+
+/// How a model's tokens are estimated between the provider's reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Estimator {
+    /// tiktoken's o200k encoding (OpenAI models).
+    Tiktoken,
+    /// 4 bytes a token (every other model: no local tokenizer to load).
+    Bytes,
+}
+
+impl Estimator {
+    pub fn count(self, text: &str) -> u64 {
+        match self {
+            Estimator::Tiktoken => count(text),
+            Estimator::Bytes => (text.len() as u64).div_ceil(4),
+        }
+    }
+
+    pub fn count_item(self, item: &HistoryItem) -> u64 {
+        item_tokens(item, |t| self.count(t))
+    }
+}
+
 /// Tokens of a conversation as a model would see it.
 pub fn count_items<'a>(items: impl IntoIterator<Item = &'a HistoryItem>) -> u64 {
-    items
-        .into_iter()
-        .map(|item| {
-            PER_ITEM_OVERHEAD
-                + match &item.content {
-                    Content::Text { text, .. } => count(text),
-                    Content::ToolCall(c) => count(&c.name) + count(&c.arguments),
-                    Content::ToolOutput(o) => count(&o.content),
-                    Content::Reasoning(r) => count(&r.text),
-                }
-        })
-        .sum()
+    items.into_iter().map(count_item).sum()
 }
 
 /// [`count`] off the async runtime.
@@ -71,5 +98,14 @@ mod tests {
             count_items(&items),
             count("hello world") + PER_ITEM_OVERHEAD
         );
+    }
+
+    #[test]
+    fn the_byte_estimator_counts_four_bytes_a_token() {
+        assert_eq!(Estimator::Bytes.count("abcdefgh"), 2);
+        assert_eq!(Estimator::Bytes.count("abcdefghi"), 3);
+        let item = HistoryItem::text(Role::User, "x".repeat(40));
+        assert_eq!(Estimator::Bytes.count_item(&item), 10 + PER_ITEM_OVERHEAD);
+        assert_eq!(Estimator::Tiktoken.count_item(&item), count_item(&item));
     }
 }

@@ -5,7 +5,10 @@
 //! to the shared HTTP driver ([`Endpoint::stream`]), which connects, retries
 //! (429, 5xx including 529 `overloaded`, broken streams, and the in-stream
 //! errors this parser marks retryable), enforces the idle timeout and size
-//! cap, and recognises "prompt is too long" as a context overflow.
+//! cap. `is_context_overflow` decides which errors (a status or an
+//! in-stream `error` event) mean the request is larger than the context
+//! window: "prompt is too long" and "input length and `max_tokens` exceed
+//! context limit".
 //!
 //! # Request
 //!
@@ -20,9 +23,10 @@
 //!   from the call's JSON arguments; freeform text as `{"input": text}`;
 //!   arguments that are not a JSON object as `{"input": raw}`). User: text,
 //!   and `tool_result` blocks (with `is_error`), which are put before any
-//!   text of the same message as the API requires. Empty texts are left out
-//!   (the API rejects them) and an empty tool result is sent as
-//!   `(no output)`.
+//!   text of the same message as the API requires. Empty and
+//!   whitespace-only texts are left out (the API rejects them, e.g. the
+//!   "\n\n" a model may write before its calls) and such a tool result is
+//!   sent as `(no output)`.
 //! - Reasoning: only items with `source == "anthropic"` that carry a
 //!   signature, and only when the request enables thinking (the API rejects
 //!   thinking blocks when thinking is off). A reasoning item with text is a
@@ -79,7 +83,9 @@
 //! `cache_write_tokens`).
 
 use super::freeform;
-use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
+use super::http::{
+    self, Auth, Endpoint, FrameError, Framing, ServerError, Wire, WireParser, MAX_ERROR_CHARS,
+};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
@@ -119,7 +125,22 @@ pub(crate) const WIRE: Wire = Wire {
     headers: &[("anthropic-version", ANTHROPIC_VERSION)],
     framing: Framing::Sse,
     hint: None,
+    overflow: is_context_overflow,
 };
+
+/// Whether an error says the request does not fit the model's context
+/// window. Anthropic says it two ways: "prompt is too long: N tokens > M
+/// maximum", and "input length and `max_tokens` exceed context limit: N +
+/// M > W" when the input fits but the room asked for the answer does not.
+/// (Bedrock words the first "input is too long".)
+pub(crate) fn is_context_overflow(error: &ServerError) -> bool {
+    error.status_in(&[400, 413])
+        && error.says_any(&[
+            "prompt is too long",
+            "exceed context limit",
+            "input is too long",
+        ])
+}
 
 impl AnthropicMessages {
     /// A client with random retry jitter. No network I/O happens here.
@@ -330,12 +351,12 @@ fn build_body(request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
     let thinking = budget.is_some();
 
     let mut system: Vec<Block<'_>> = Vec::new();
-    if !request.instructions.is_empty() {
+    if !is_blank(request.instructions) {
         system.push(Block::text(request.instructions));
     }
     for item in request.input {
         if let (Role::Developer, Content::Text { text, .. }) = (item.role, &item.content) {
-            if !text.is_empty() {
+            if !is_blank(text) {
                 system.push(Block::text(text));
             }
         }
@@ -394,7 +415,7 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
                     Role::Assistant => "assistant",
                     Role::User | Role::Tool => "user",
                 };
-                if text.is_empty() {
+                if is_blank(text) {
                     continue;
                 }
                 (role, Block::text(text))
@@ -416,7 +437,7 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
                 "user",
                 Block::ToolResult {
                     tool_use_id: &output.call_id,
-                    content: if output.content.is_empty() {
+                    content: if is_blank(&output.content) {
                         "(no output)"
                     } else {
                         &output.content
@@ -447,6 +468,13 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
         }
     }
     messages
+}
+
+/// Empty or whitespace only: the API rejects such text blocks ("text
+/// content blocks must contain non-whitespace text"), also when they were
+/// only replayed from history.
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
 }
 
 /// A thinking block to send back, if the API needs (and accepts) one.
@@ -790,7 +818,10 @@ impl EventParser {
                 });
                 return Ok(true);
             }
-            WireEvent::Error { error } => return Err(stream_error(&error)),
+            WireEvent::Error { error } => {
+                let overflow = is_context_overflow(&ServerError::parse(None, data));
+                return Err(stream_error(&error, overflow));
+            }
             WireEvent::Ping | WireEvent::Unknown => {}
         }
         Ok(false)
@@ -1010,8 +1041,13 @@ fn stop_reason(reason: &str) -> StopReason {
     }
 }
 
-/// An `error` event: retryable when the server was overloaded or failed.
-fn stream_error(error: &WireError) -> FrameError {
+/// An `error` event: a context overflow (`overflow`, as
+/// [`is_context_overflow`] decided), retryable when the server was
+/// overloaded or failed, fatal otherwise.
+fn stream_error(error: &WireError, overflow: bool) -> FrameError {
+    if overflow {
+        return FrameError::context_overflow(http::truncate_chars(&error.message, MAX_ERROR_CHARS));
+    }
     let message = format!(
         "the server reported an error mid-stream: {}: {}",
         error.kind,
@@ -1080,6 +1116,17 @@ mod tests {
         }
     }
 
+    /// `messages` without their `cache_control` marks.
+    fn without_breakpoints(messages: &Value) -> Value {
+        let mut messages = messages.clone();
+        for message in messages.as_array_mut().expect("messages") {
+            for block in message["content"].as_array_mut().expect("content") {
+                block.as_object_mut().expect("block").remove(CACHE);
+            }
+        }
+        messages
+    }
+
     fn cache_points(body: &Value) -> Vec<String> {
         let mut found = Vec::new();
         breakpoints(body, "", &mut found);
@@ -1130,7 +1177,7 @@ mod tests {
             tool_output("c4", "bad arguments", true),
             HistoryItem::text(Role::Assistant, "Finished."),
         ];
-        let mut body = body_json(&request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(
             body["system"],
             json!([
@@ -1138,13 +1185,8 @@ mod tests {
                 {"type": "text", "text": "dev note", CACHE: {"type": "ephemeral"}},
             ])
         );
-        for message in body["messages"].as_array_mut().expect("messages") {
-            for block in message["content"].as_array_mut().expect("content") {
-                block.as_object_mut().expect("block").remove(CACHE);
-            }
-        }
         assert_eq!(
-            body["messages"],
+            without_breakpoints(&body["messages"]),
             json!([
                 {"role": "user", "content": [
                     {"type": "text", "text": "<environment/>"},
@@ -1169,6 +1211,39 @@ mod tests {
                     {"type": "tool_result", "tool_use_id": "c4", "content": "bad arguments", "is_error": true},
                 ]},
                 {"role": "assistant", "content": [{"type": "text", "text": "Finished."}]},
+            ])
+        );
+    }
+
+    #[test]
+    fn whitespace_only_texts_are_left_out() {
+        // The API rejects text blocks that hold only whitespace ("text
+        // content blocks must contain non-whitespace text") on every later
+        // request, so a "\n\n" a model wrote before its calls must not be
+        // replayed.
+        let input = [
+            HistoryItem::text(Role::Developer, " \n"),
+            HistoryItem::text(Role::User, "go"),
+            HistoryItem::text(Role::Assistant, "\n\n"),
+            HistoryItem::tool_call(call("c1", "read", "{}")),
+            tool_output("c1", "  \n", false),
+            HistoryItem::text(Role::Assistant, " "),
+            HistoryItem::text(Role::User, "\t"),
+            HistoryItem::text(Role::User, "next"),
+        ];
+        let body = body_json(&request(&input, &[]));
+        assert_eq!(body["system"].as_array().map(Vec::len), Some(1), "{body}");
+        assert_eq!(
+            without_breakpoints(&body["messages"]),
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "go"}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "c1", "name": "read", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "(no output)", "is_error": false},
+                    {"type": "text", "text": "next"},
+                ]},
             ])
         );
     }
@@ -1767,6 +1842,40 @@ mod tests {
             assert!(err.message.contains(kind), "{}", err.message);
             assert!(err.message.contains("Overloaded"), "{}", err.message);
         }
+    }
+
+    #[test]
+    fn both_overflow_messages_are_context_overflows_also_in_the_stream() {
+        let body = |message: &str| {
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": message},
+                   "request_id": "req_011CUB2XUHWkFnQzxcKBbjpF"})
+            .to_string()
+        };
+        let too_long = body("prompt is too long: 215003 tokens > 200000 maximum");
+        let limit = body("input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000, decrease input length or `max_tokens` and try again");
+        for text in [&too_long, &limit] {
+            assert!(
+                is_context_overflow(&ServerError::parse(Some(400), text)),
+                "{text}"
+            );
+            assert!(
+                is_context_overflow(&ServerError::parse(None, text)),
+                "{text}"
+            );
+        }
+        let other = body("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1");
+        assert!(!is_context_overflow(&ServerError::parse(Some(400), &other)));
+        assert!(!is_context_overflow(&ServerError::parse(
+            Some(500),
+            &too_long
+        )));
+        // And an `error` event saying so ends the stream as an overflow.
+        let err = parse(&[
+            json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "prompt is too long: 215003 tokens > 200000 maximum"}}),
+        ])
+        .expect_err("error event");
+        assert!(err.context_overflow && !err.retryable, "{err:?}");
     }
 
     #[test]

@@ -16,10 +16,15 @@
 //! API key.
 
 use super::freeform;
-use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
+use super::http::{
+    self, Auth, Endpoint, FrameError, Framing, ServerError, Wire, WireParser, MAX_ERROR_CHARS,
+};
 use super::retry::Jitter;
 use super::sse::SseEvent;
-use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
+use super::{
+    MaxTokensParam, ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent,
+    ResponseStream,
+};
 use crate::protocol::{
     Content, HistoryItem, Role, StopReason, ToolCall, ToolCallKind, ToolFormat, ToolSpec, Usage,
 };
@@ -41,7 +46,38 @@ pub(crate) const WIRE: Wire = Wire {
     headers: &[],
     framing: Framing::Sse,
     hint: None,
+    overflow: is_context_overflow,
 };
+
+/// How OpenAI and the servers that speak its Chat Completions API say that
+/// a request is larger than the context window (lower case).
+const OVERFLOW_PHRASES: &[&str] = &[
+    // OpenAI, vLLM, DeepSeek, OpenRouter, Groq: "This model's maximum
+    // context length is N tokens. However, ...".
+    "maximum context length",
+    "context_length_exceeded",
+    // llama.cpp server: "request (N tokens) exceeds the available context
+    // size (M tokens)"; older versions: "Context size has been exceeded."
+    "exceeds the available context size",
+    "context size has been exceeded",
+    // LiteLLM's exception name.
+    "contextwindowexceedederror",
+    // Anthropic models behind an OpenAI-compatible proxy.
+    "prompt is too long",
+    "exceed context limit",
+    // Ollama's `/v1`.
+    "longer than the context length",
+    "exceeds the context window",
+];
+
+/// Whether an error says the request does not fit the context window:
+/// OpenAI's `context_length_exceeded` code, llama.cpp's
+/// `exceed_context_size_error` type, or the words compatible servers use.
+pub(crate) fn is_context_overflow(error: &ServerError) -> bool {
+    error.code_is("context_length_exceeded")
+        || error.kind_is("exceed_context_size_error")
+        || (error.status_in(&[400, 413, 422, 500]) && error.says_any(OVERFLOW_PHRASES))
+}
 
 impl ChatCompletions {
     /// A client with random retry jitter. No network I/O happens here.
@@ -64,11 +100,15 @@ impl Provider for ChatCompletions {
 
     fn stream(&self, request: &ModelRequest<'_>) -> ResponseStream {
         let freeform = freeform::names(request.tools);
-        self.endpoint.stream(
-            build_body(self.endpoint.id(), request),
-            request.model,
-            move || ChunkParser::new(freeform.clone()),
-        )
+        let limit_field = self
+            .endpoint
+            .info
+            .max_tokens_param
+            .unwrap_or(request.max_tokens_param);
+        self.endpoint
+            .stream(build_body(limit_field, request), request.model, move || {
+                ChunkParser::new(freeform.clone())
+            })
     }
 }
 
@@ -152,9 +192,13 @@ struct WireFunction<'a> {
     parameters: Cow<'a, Value>,
 }
 
-/// Serialise `request` as a Chat Completions body.
-fn build_body(provider_id: &str, request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
-    let uses_completion_tokens = matches!(provider_id, "openai" | "azure");
+/// Serialise `request` as a Chat Completions body, with the output limit
+/// in `limit_field`.
+fn build_body(
+    limit_field: MaxTokensParam,
+    request: &ModelRequest<'_>,
+) -> serde_json::Result<Vec<u8>> {
+    let uses_completion_tokens = limit_field == MaxTokensParam::MaxCompletionTokens;
     let body = Body {
         model: request.model,
         messages: build_messages(request.instructions, request.input),
@@ -400,10 +444,16 @@ impl ChunkParser {
         }
         let chunk: WireChunk = http::parse_frame(data, "chunk")?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(mid_stream_error(&error.to_string(), &error_message(error)));
+            let report = ServerError::from_json(None, &json!({ "error": error }));
+            return Err(mid_stream_error(
+                &report,
+                &error_message(error),
+                is_context_overflow,
+            ));
         }
         if event.event == "error" {
-            return Err(mid_stream_error(data, data));
+            let report = ServerError::parse(None, data);
+            return Err(mid_stream_error(&report, data, is_context_overflow));
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(Usage {
@@ -566,16 +616,22 @@ pub(crate) fn error_message(error: &Value) -> String {
     http::json_error_message(&json!({ "error": error })).unwrap_or_else(|| error.to_string())
 }
 
-/// An error the server reported inside the stream: retryable when it says
-/// the server is overloaded, busy or failed, fatal otherwise. OpenAI-style
-/// servers (vLLM, OpenRouter, LiteLLM, Ollama) name the failure in free
-/// text, so `raw` is searched for the words they use.
-pub(crate) fn mid_stream_error(raw: &str, message: &str) -> FrameError {
-    let text = format!(
-        "the server reported an error mid-stream: {}",
-        http::truncate_chars(message, MAX_ERROR_CHARS)
-    );
-    let lower = raw.to_ascii_lowercase();
+/// An error the server reported inside the stream (`error`, saying
+/// `message`): a context overflow when the wire API's `overflow` classifier
+/// says so; retryable when it says the server is overloaded, busy or
+/// failed; fatal otherwise. OpenAI-style servers (vLLM, OpenRouter,
+/// LiteLLM, Ollama) name the failure in free text, so the error's text is
+/// searched for the words they use.
+pub(crate) fn mid_stream_error(
+    error: &ServerError,
+    message: &str,
+    overflow: fn(&ServerError) -> bool,
+) -> FrameError {
+    let message = http::truncate_chars(message, MAX_ERROR_CHARS);
+    if overflow(error) {
+        return FrameError::context_overflow(message);
+    }
+    let text = format!("the server reported an error mid-stream: {message}");
     let transient = [
         "overloaded",
         "busy",
@@ -586,7 +642,7 @@ pub(crate) fn mid_stream_error(raw: &str, message: &str) -> FrameError {
         "unavailable",
     ]
     .iter()
-    .any(|s| lower.contains(s));
+    .any(|s| error.text.contains(s));
     if transient {
         FrameError::retryable(text)
     } else {
@@ -602,14 +658,87 @@ mod tests {
         started,
     };
 
-    fn body_json(provider: &str, request: &ModelRequest<'_>) -> Value {
-        serde_json::from_slice(&build_body(provider, request).expect("encode")).expect("json")
+    fn body_json(request: &ModelRequest<'_>) -> Value {
+        serde_json::from_slice(&build_body(request.max_tokens_param, request).expect("encode"))
+            .expect("json")
+    }
+
+    #[test]
+    fn overflow_errors_of_openai_and_compatible_servers_are_recognised() {
+        let overflows = [
+            // OpenAI
+            (
+                400,
+                json!({"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+            ),
+            // vLLM
+            (
+                400,
+                json!({"object": "error", "message": "This model's maximum context length is 32768 tokens. However, you requested 33792 tokens (25600 in the messages, 8192 in the completion). Please reduce the length of the messages or completion.", "type": "BadRequestError", "param": null, "code": 400}),
+            ),
+            // llama.cpp server
+            (
+                400,
+                json!({"error": {"code": 400, "message": "request (4390 tokens) exceeds the available context size (4096 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 4390, "n_ctx": 4096}}),
+            ),
+            (
+                500,
+                json!({"error": {"code": 500, "message": "the request exceeds the available context size. try increasing the context size or enable context shift", "type": "exceed_context_size_error", "n_prompt_tokens": 1407, "n_ctx": 256}}),
+            ),
+            // LiteLLM
+            (
+                400,
+                json!({"error": {"message": "litellm.ContextWindowExceededError: litellm.BadRequestError: prompt is too long: 201234 tokens > 200000 maximum", "type": null, "param": null, "code": "400"}}),
+            ),
+            // OpenRouter
+            (
+                400,
+                json!({"error": {"message": "This endpoint's maximum context length is 131072 tokens. However, you requested about 140000 tokens (132000 of text input, 8000 in the output). Please reduce the length of either one.", "code": 400}}),
+            ),
+        ];
+        for (status, body) in &overflows {
+            let text = body.to_string();
+            assert!(
+                is_context_overflow(&ServerError::parse(Some(*status), &text)),
+                "{text}"
+            );
+        }
+        for (status, body) in [
+            (
+                400,
+                json!({"error": {"message": "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", "type": "invalid_request_error", "param": "messages.[2].role", "code": null}}),
+            ),
+            (
+                400,
+                json!({"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}),
+            ),
+            (
+                503,
+                json!({"error": {"message": "maximum context length is busy", "type": "server_error"}}),
+            ),
+        ] {
+            let text = body.to_string();
+            assert!(
+                !is_context_overflow(&ServerError::parse(Some(status), &text)),
+                "{text}"
+            );
+        }
+        // In the stream, the same words end it as an overflow, not a retry.
+        let chunk = json!({"error": {"message": "This model's maximum context length is 4096 tokens.", "type": "BadRequestError", "code": 400}}).to_string();
+        let event = SseEvent {
+            event: "message".into(),
+            data: chunk,
+        };
+        let err = ChunkParser::new(Vec::new())
+            .on_event(&event, &mut VecDeque::new())
+            .expect_err("error chunk");
+        assert!(err.context_overflow && !err.retryable, "{err:?}");
     }
 
     #[test]
     fn minimal_body_has_no_nulls_and_no_tool_fields() {
         let input = [HistoryItem::text(Role::User, "hi")];
-        let body = body_json("ollama", &request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(
             body,
             json!({
@@ -640,7 +769,7 @@ mod tests {
             output("c3", "done"),
             HistoryItem::text(Role::Assistant, "Finished."),
         ];
-        let body = body_json("vllm", &request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(
             body["messages"],
             json!([
@@ -671,7 +800,7 @@ mod tests {
             HistoryItem::text(Role::Assistant, "a"),
             HistoryItem::text(Role::Assistant, "b"),
         ];
-        let body = body_json("vllm", &request(&input, &[]));
+        let body = body_json(&request(&input, &[]));
         assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
     }
 
@@ -686,7 +815,7 @@ mod tests {
         req.max_tokens = Some(100);
         req.output_schema = Some(&schema);
 
-        let body = body_json("openrouter", &req);
+        let body = body_json(&req);
         assert_eq!(body["parallel_tool_calls"], json!(false));
         assert_eq!(body["temperature"], json!(0.5));
         assert_eq!(body["max_tokens"], json!(100));
@@ -711,11 +840,10 @@ mod tests {
             json!("string")
         );
 
-        for provider in ["openai", "azure"] {
-            let body = body_json(provider, &req);
-            assert_eq!(body["max_completion_tokens"], json!(100), "{provider}");
-            assert!(body.get("max_tokens").is_none(), "{provider}");
-        }
+        req.max_tokens_param = MaxTokensParam::MaxCompletionTokens;
+        let body = body_json(&req);
+        assert_eq!(body["max_completion_tokens"], json!(100));
+        assert!(body.get("max_tokens").is_none());
     }
 
     // --- stream parsing ---------------------------------------------------

@@ -10,14 +10,19 @@
 //! A retry after part of a response arrived restarts the response: the
 //! consumer must drop what it collected of the failed attempt (the engine
 //! does, on `Retrying`). Never retried: other statuses (401/403 become
-//! [`ProviderError::Auth`]; a context overflow, in a status or an in-stream
-//! error the parser flags with [`FrameError::context_overflow`], becomes
-//! [`ProviderError::ContextOverflow`]), malformed frames, and a body over
-//! the size cap. When retries run out the error is
-//! [`ProviderError::RetriesExhausted`]. Error texts never contain the key.
+//! [`ProviderError::Auth`], after one fresh token when it came from an
+//! `auth_command`; a context overflow becomes
+//! [`ProviderError::ContextOverflow`]: in a status when the wire API's
+//! classifier, [`Wire::overflow`], says so, inside a stream when its
+//! parser flags the error with [`FrameError::context_overflow`] using the
+//! same classifier), malformed frames, and a body over the size cap. A 404
+//! names the URL and the setting that makes it. When retries run out the
+//! error is [`ProviderError::RetriesExhausted`]. Error texts never contain
+//! the key.
 //!
 //! A wire API describes its endpoint once, as a [`Wire`] (path, auth,
-//! headers, framing, and advice added to every error), and may make
+//! headers, framing, advice added to every error, and which errors are
+//! context overflows), and may make
 //! one-off JSON requests to the same server, e.g. to list models
 //! ([`Endpoint::request_json`]).
 
@@ -26,6 +31,7 @@ use super::retry::{self, Backoff, Jitter};
 use super::sse::{self, SseError, SseEvent};
 use super::{ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
 use crate::protocol::ToolCall;
+use crate::tools::exec;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -149,6 +155,75 @@ pub struct Wire {
     pub framing: Framing,
     /// Advice added to every error of the endpoint.
     pub hint: Option<ErrorHint>,
+    /// Whether an error status says the request is larger than the
+    /// model's context window (each API words it its own way; parsers use
+    /// the same function for errors inside a stream).
+    pub overflow: fn(&ServerError) -> bool,
+}
+
+/// An error a server reported, as a wire API's overflow classifier sees
+/// it: the HTTP status (`None` for an error inside a stream), the error
+/// object's `code` and `type`, and the whole body in lower case.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerError {
+    pub status: Option<u16>,
+    /// `error.code` (or a top-level `code`); a number as its digits.
+    pub code: Option<String>,
+    /// `error.type` (or a top-level `type`).
+    pub kind: Option<String>,
+    /// The body, lower-cased, for the phrases servers use.
+    pub text: String,
+}
+
+impl ServerError {
+    /// From an error body, JSON or not.
+    pub fn parse(status: Option<u16>, body: &str) -> Self {
+        match serde_json::from_str::<Value>(body) {
+            Ok(value) => ServerError::from_json(status, &value),
+            Err(_) => ServerError {
+                status,
+                text: body.to_lowercase(),
+                ..ServerError::default()
+            },
+        }
+    }
+
+    /// From an error payload: `{"error": {...}}` or the error object itself.
+    pub fn from_json(status: Option<u16>, value: &Value) -> Self {
+        let object = value
+            .get("error")
+            .filter(|e| e.is_object())
+            .unwrap_or(value);
+        let text_of = |v: Option<&Value>| match v? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        ServerError {
+            status,
+            code: text_of(object.get("code")),
+            kind: text_of(object.get("type")),
+            text: value.to_string().to_lowercase(),
+        }
+    }
+
+    pub fn code_is(&self, code: &str) -> bool {
+        self.code.as_deref() == Some(code)
+    }
+
+    pub fn kind_is(&self, kind: &str) -> bool {
+        self.kind.as_deref() == Some(kind)
+    }
+
+    /// The body says one of `phrases` (given in lower case).
+    pub fn says_any(&self, phrases: &[&str]) -> bool {
+        phrases.iter().any(|p| self.text.contains(p))
+    }
+
+    /// The status is one of `statuses`, or the error came inside a stream.
+    pub fn status_in(&self, statuses: &[u16]) -> bool {
+        self.status.map_or(true, |s| statuses.contains(&s))
+    }
 }
 
 /// One provider endpoint: everything each request needs.
@@ -160,6 +235,7 @@ pub struct Endpoint {
     framing: Framing,
     backoff: Backoff,
     hint: Option<ErrorHint>,
+    overflow: fn(&ServerError) -> bool,
     token: Option<TokenCommand>,
 }
 
@@ -173,6 +249,8 @@ fn sensitive(text: &str) -> Result<HeaderValue, String> {
 
 /// Longest a token command may run.
 const TOKEN_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most a token command may print.
+const TOKEN_MAX_BYTES: usize = 64 * 1024;
 
 /// `auth_command`: a program that prints a bearer token, run when the
 /// cached token is missing or older than `ttl`.
@@ -183,6 +261,15 @@ struct TokenCommand {
 }
 
 impl TokenCommand {
+    /// The server rejected `token`: the next [`TokenCommand::get`] runs the
+    /// command again (unless another request already replaced the token).
+    async fn invalidate(&self, token: &HeaderValue) {
+        let mut cached = self.cached.lock().await;
+        if cached.as_ref().is_some_and(|(value, _)| value == token) {
+            *cached = None;
+        }
+    }
+
     async fn get(&self, info: &ProviderInfo) -> Result<HeaderValue, ProviderError> {
         let mut cached = self.cached.lock().await;
         if let Some((value, at)) = cached.as_ref() {
@@ -198,28 +285,47 @@ impl TokenCommand {
                 info.id
             ),
         };
-        let (program, args) = self
-            .argv
-            .split_first()
-            .ok_or_else(|| fail("is empty".into()))?;
-        let run = tokio::process::Command::new(program)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(TOKEN_COMMAND_TIMEOUT, run)
-            .await
-            .map_err(|_| {
-                fail(format!(
-                    "did not finish within {}s",
-                    TOKEN_COMMAND_TIMEOUT.as_secs()
-                ))
-            })?
-            .map_err(|e| fail(format!("could not run: {e}")))?;
-        if !output.status.success() {
-            return Err(fail(format!("failed ({})", output.status)));
+        if self.argv.is_empty() {
+            return Err(fail("is empty".into()));
         }
-        let token = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        // Like any command cogni runs: own process group, supervised, so
+        // nothing it starts outlives it; the user's environment (it is
+        // the user's own program, not the model's).
+        let request = exec::ExecRequest {
+            argv: self.argv.clone(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            timeout: TOKEN_COMMAND_TIMEOUT,
+            capture_limit_bytes: TOKEN_MAX_BYTES,
+            kill_grace: exec::DEFAULT_KILL_GRACE,
+            io_drain: exec::DEFAULT_IO_DRAIN,
+            sandbox: None,
+            stdin: None,
+        };
+        let output = exec::run(request)
+            .await
+            .map_err(|e| fail(format!("could not run: {e}")))?;
+        if output.timed_out {
+            return Err(fail(format!(
+                "did not finish within {}s",
+                TOKEN_COMMAND_TIMEOUT.as_secs()
+            )));
+        }
+        if !output.termination.success() {
+            return Err(fail(format!(
+                "failed (exit code {})",
+                output.termination.exit_code()
+            )));
+        }
+        if output.stdout.gap.bytes > 0 {
+            return Err(fail(format!(
+                "printed more than {TOKEN_MAX_BYTES} bytes; it should print only the token"
+            )));
+        }
+        let stdout = [output.stdout.head, output.stdout.tail].concat();
+        let token = String::from_utf8_lossy(&stdout).trim().to_string();
         if token.is_empty() {
             return Err(fail("printed no token".into()));
         }
@@ -299,6 +405,7 @@ impl Endpoint {
             backoff,
             token,
             hint: wire.hint,
+            overflow: wire.overflow,
         })
     }
 
@@ -311,6 +418,28 @@ impl Endpoint {
             headers.insert(AUTHORIZATION, value);
         }
         Ok(headers)
+    }
+
+    /// Send a request (`send` builds it from the request headers). When
+    /// the server answers 401 to a token from `auth_command`, that token is
+    /// dropped and the request sent once more with a fresh one; a second
+    /// 401 is the caller's to report.
+    async fn send_authorized<E, F, Fut>(&self, send: F) -> Result<reqwest::Response, E>
+    where
+        F: Fn(HeaderMap) -> Fut,
+        Fut: std::future::Future<Output = Result<reqwest::Response, E>>,
+        E: From<ProviderError>,
+    {
+        let headers = self.request_headers().await?;
+        let sent = headers.get(AUTHORIZATION).cloned();
+        let response = send(headers).await?;
+        match (&self.token, sent) {
+            (Some(token), Some(sent)) if response.status() == reqwest::StatusCode::UNAUTHORIZED => {
+                token.invalidate(&sent).await;
+                send(self.request_headers().await?).await
+            }
+            _ => Ok(response),
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -329,44 +458,66 @@ impl Endpoint {
         model: &str,
         timeout: Duration,
     ) -> Result<Value, ProviderError> {
-        self.fetch_json(method, path, body, model, timeout)
+        let url = endpoint_url(&self.info, path)?;
+        self.fetch_json(method.clone(), &url, body, model, timeout)
             .await
             .map_err(|mut error| {
-                if let Some(hint) = self.hint {
-                    hint(&mut error);
-                }
+                self.explain(&mut error, &method, &url);
                 error.for_each_text(|text| self.redact(text));
                 error
             })
     }
 
+    /// Advice added to every error before it leaves the endpoint: the wire
+    /// API's hint, then for a 404 the URL that was requested and the
+    /// setting that makes it.
+    fn explain(&self, error: &mut ProviderError, method: &reqwest::Method, url: &reqwest::Url) {
+        if let Some(hint) = self.hint {
+            hint(error);
+        }
+        if let ProviderError::Http {
+            status: 404,
+            message,
+            ..
+        } = error
+        {
+            message.push_str(&format!(
+                " (HTTP 404 for {method} {url}: check {} and the model name)",
+                self.info.base_url_hint()
+            ));
+        }
+    }
+
     async fn fetch_json(
         &self,
         method: reqwest::Method,
-        path: &str,
+        url: &reqwest::Url,
         body: Option<&Value>,
         model: &str,
         timeout: Duration,
     ) -> Result<Value, ProviderError> {
-        let url = endpoint_url(&self.info, path)?;
-        let mut headers = self.request_headers().await?;
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        let mut request = self
-            .client
-            .request(method, url.clone())
-            .headers(headers)
-            .timeout(timeout);
-        if let Some(body) = body {
-            request = request.body(body.to_string());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ProviderError::Unreachable {
-                provider: self.info.id.clone(),
-                url: url.to_string(),
-                message: error_chain(&e.without_url()),
-            })?;
+        let send = |mut headers: HeaderMap| {
+            headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+            let mut request = self
+                .client
+                .request(method.clone(), url.clone())
+                .headers(headers)
+                .timeout(timeout);
+            if let Some(body) = body {
+                request = request.body(body.to_string());
+            }
+            async move {
+                request
+                    .send()
+                    .await
+                    .map_err(|e| ProviderError::Unreachable {
+                        provider: self.info.id.clone(),
+                        url: url.to_string(),
+                        message: error_chain(&e.without_url()),
+                    })
+            }
+        };
+        let response = self.send_authorized(send).await?;
         let status = response.status();
         if !status.is_success() {
             let hint = retry::retry_after(response.headers());
@@ -469,6 +620,12 @@ struct Failure {
     retryable: bool,
     /// The server's `Retry-After`.
     hint: Option<Duration>,
+}
+
+impl From<ProviderError> for Failure {
+    fn from(error: ProviderError) -> Self {
+        Failure::fatal(error)
+    }
 }
 
 impl Failure {
@@ -583,9 +740,8 @@ impl Driver {
     fn fail(&mut self, mut failure: Failure) -> Result<ResponseEvent, ProviderError> {
         // Whatever the failed attempt produced is void.
         self.pending.clear();
-        if let Some(hint) = self.endpoint.hint {
-            hint(&mut failure.error);
-        }
+        let endpoint = &self.endpoint;
+        endpoint.explain(&mut failure.error, &reqwest::Method::POST, &endpoint.url);
         let backoff = &self.endpoint.backoff;
         if failure.retryable && self.attempt <= backoff.max_retries() {
             let retry = self.attempt;
@@ -664,25 +820,27 @@ async fn connect(endpoint: &Endpoint, body: &[u8], model: &str) -> Result<Frames
     let info = &endpoint.info;
     let framing = endpoint.framing;
     let idle = info.stream_idle_timeout;
-    let headers = endpoint.request_headers().await.map_err(Failure::fatal)?;
-    let request = endpoint
-        .client
-        .post(endpoint.url.clone())
-        .headers(headers)
-        .body(body.to_vec());
-    // No overall timeout (a long answer may stream for minutes), but
-    // waiting for the status line counts as idle time.
-    let response = match tokio::time::timeout(idle, request.send()).await {
-        Err(_) => return Err(Failure::retry(idle_error(info, model))),
-        Ok(Err(e)) => {
-            return Err(Failure::retry(ProviderError::Unreachable {
-                provider: info.id.clone(),
-                url: endpoint.url.to_string(),
-                message: error_chain(&e.without_url()),
-            }))
+    let send = |headers: HeaderMap| {
+        let request = endpoint
+            .client
+            .post(endpoint.url.clone())
+            .headers(headers)
+            .body(body.to_vec());
+        // No overall timeout (a long answer may stream for minutes), but
+        // waiting for the status line counts as idle time.
+        async move {
+            match tokio::time::timeout(idle, request.send()).await {
+                Err(_) => Err(Failure::retry(idle_error(info, model))),
+                Ok(Err(e)) => Err(Failure::retry(ProviderError::Unreachable {
+                    provider: info.id.clone(),
+                    url: endpoint.url.to_string(),
+                    message: error_chain(&e.without_url()),
+                })),
+                Ok(Ok(response)) => Ok(response),
+            }
         }
-        Ok(Ok(response)) => response,
     };
+    let response = endpoint.send_authorized(send).await?;
     let status = response.status();
     if status.is_success() {
         let content_type = response
@@ -738,20 +896,29 @@ fn status_failure(
     let provider = info.id.clone();
     let model = model.to_string();
     if matches!(code, 401 | 403) {
-        let message = if info.api_key.is_none() {
-            format!("{message} (no API key was sent)")
-        } else {
-            message
+        let (message, hint) = match &info.auth_command {
+            Some(argv) => (
+                message,
+                format!(
+                    "The token printed by auth_command `{}` was rejected (a 401 runs it once more); check auth_command in [model_providers.{}].",
+                    argv.join(" "),
+                    info.id
+                ),
+            ),
+            None if info.api_key.is_none() => {
+                (format!("{message} (no API key was sent)"), info.key_hint())
+            }
+            None => (message, info.key_hint()),
         };
         return Failure::fatal(ProviderError::Auth {
             provider,
             model,
             status: code,
             message,
-            hint: info.key_hint(),
+            hint,
         });
     }
-    if is_context_overflow(code, body) {
+    if (endpoint.overflow)(&ServerError::parse(Some(code), body)) {
         return Failure::fatal(ProviderError::ContextOverflow {
             provider,
             model,
@@ -783,24 +950,6 @@ fn status_failure(
         retryable: retry::is_retryable_status(code),
         hint,
     }
-}
-
-/// The request was larger than the model's context window.
-fn is_context_overflow(code: u16, body: &str) -> bool {
-    if !matches!(code, 400 | 413 | 422) {
-        return false;
-    }
-    let lower = body.to_ascii_lowercase();
-    [
-        "context_length_exceeded",
-        "maximum context length",
-        "context window",
-        "prompt is too long",
-        "too many tokens",
-        "exceeds the context",
-    ]
-    .iter()
-    .any(|s| lower.contains(s))
 }
 
 fn is_quota_exhausted(body: &str) -> bool {
@@ -917,23 +1066,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn context_overflow_and_quota_are_recognised() {
-        assert!(is_context_overflow(
-            400,
-            r#"{"error":{"code":"context_length_exceeded"}}"#
-        ));
-        assert!(is_context_overflow(
-            400,
-            r#"{"type":"error","error":{"message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#
-        ));
-        assert!(!is_context_overflow(
-            400,
-            r#"{"error":{"message":"bad tool schema"}}"#
-        ));
-        assert!(!is_context_overflow(500, "context_length_exceeded"));
+    fn quota_is_recognised() {
         assert!(is_quota_exhausted(
             r#"{"error":{"type":"insufficient_quota"}}"#
         ));
+        assert!(!is_quota_exhausted(r#"{"error":{"type":"rate_limit"}}"#));
+    }
+
+    #[test]
+    fn server_errors_expose_code_type_and_text() {
+        let e = ServerError::parse(
+            Some(400),
+            r#"{"error":{"message":"Too Long","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+        );
+        assert!(e.code_is("context_length_exceeded") && e.kind_is("invalid_request_error"));
+        assert!(e.says_any(&["too long"]) && e.status_in(&[400]) && !e.status_in(&[413]));
+        let e = ServerError::parse(None, r#"{"code":500,"message":"x","type":"server_error"}"#);
+        assert!(e.code_is("500") && e.status_in(&[]));
+        let e = ServerError::parse(Some(404), "404 page NOT found");
+        assert_eq!((e.code, e.kind), (None, None));
+        assert_eq!(e.text, "404 page not found");
     }
 
     #[test]

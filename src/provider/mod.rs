@@ -46,6 +46,9 @@ pub struct ModelRequest<'a> {
     /// The model's context window as cogni knows it (for servers that must
     /// be told, like Ollama's `num_ctx`).
     pub context_window: u64,
+    /// How Chat Completions names the output limit for this model (the
+    /// model family's choice); a provider's own `max_tokens_param` wins.
+    pub max_tokens_param: MaxTokensParam,
     /// True when `context_window` is only the generic family's default:
     /// neither the catalog nor the config knows this model. A provider that
     /// can ask its server for the real window may do so, use it, and report
@@ -200,6 +203,17 @@ pub enum WireApi {
     Scripted,
 }
 
+/// The field that carries the output limit in a Chat Completions request.
+/// OpenAI's o-series and GPT-5 reject `max_tokens`; many compatible
+/// servers know only `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensParam {
+    #[default]
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
 /// Retry settings for one provider.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrySettings {
@@ -249,6 +263,12 @@ pub struct ProviderInfo {
     /// a key and cached for `auth_command_ttl`.
     pub auth_command: Option<Vec<String>>,
     pub auth_command_ttl: Duration,
+    /// The Chat Completions output limit field for every model of this
+    /// provider; `None` lets each model family decide.
+    pub max_tokens_param: Option<MaxTokensParam>,
+    /// The environment variable a built-in provider reads its base URL
+    /// from (`ANTHROPIC_BASE_URL`), named when a URL is not found.
+    pub base_url_env: Option<String>,
 }
 
 impl std::fmt::Debug for ProviderInfo {
@@ -273,6 +293,8 @@ impl std::fmt::Debug for ProviderInfo {
             .field("script", &self.script)
             .field("key_header", &self.key_header)
             .field("auth_command", &self.auth_command)
+            .field("max_tokens_param", &self.max_tokens_param)
+            .field("base_url_env", &self.base_url_env)
             .finish()
     }
 }
@@ -286,6 +308,15 @@ impl ProviderInfo {
                 "Set env_key (or key_file) in [model_providers.{}] so cogni sends a key.",
                 self.id
             ),
+        }
+    }
+
+    /// Where the user fixes a URL the server does not know.
+    pub fn base_url_hint(&self) -> String {
+        let table = format!("base_url in [model_providers.{}]", self.id);
+        match &self.base_url_env {
+            Some(var) => format!("{table} (or ${var})"),
+            None => table,
         }
     }
 
@@ -308,6 +339,8 @@ impl ProviderInfo {
             key_header: None,
             auth_command: None,
             auth_command_ttl: Duration::from_secs(300),
+            max_tokens_param: None,
+            base_url_env: None,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! in the config declares new ones or adjusts known ones. A model no family
 //! matches is an error unless its provider names a default family.
 
-use crate::protocol::{EditTool, Usage};
+use super::MaxTokensParam;
+pub use crate::protocol::Price;
+use crate::protocol::{ContextStrategyKind, EditTool};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -38,6 +40,14 @@ pub struct ModelFamily {
     pub price: Option<Price>,
     /// The effort sent when the config sets none (`None`: send none).
     pub reasoning_effort: Option<String>,
+    /// How Chat Completions names the output limit: OpenAI's o-series and
+    /// GPT-5 take only `max_completion_tokens`.
+    pub max_tokens_param: MaxTokensParam,
+    /// Whether the model reads its tools from the system prompt as well
+    /// (one line per tool); false for every built-in family.
+    pub tools_in_prompt: bool,
+    /// How requests stay within the window; `None`: by its size.
+    pub context_strategy: Option<ContextStrategyKind>,
 }
 
 struct CatalogEntry {
@@ -109,38 +119,12 @@ const CATALOG: &[CatalogEntry] = &[
     entry("scripted", "scripted", 128_000,    None,           true,  ApplyPatch,         No),
 ];
 
-/// Prices in USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Price {
-    pub input: f64,
-    pub cached_input: f64,
-    pub output: f64,
-    /// Writing to the prompt cache (Anthropic); other APIs charge none.
-    pub cache_write: f64,
-}
+/// Families whose Chat Completions requests must carry
+/// `max_completion_tokens` (OpenAI rejects `max_tokens` for them).
+const COMPLETION_TOKENS_FAMILIES: &[&str] = &["gpt-5", "o3", "o4-mini"];
 
-impl Price {
-    const fn new(input: f64, cached_input: f64, output: f64, cache_write: f64) -> Self {
-        Price {
-            input,
-            cached_input,
-            output,
-            cache_write,
-        }
-    }
-
-    /// The cost of `usage` in USD. `input_tokens` includes cached and
-    /// cache-written tokens, which are priced at their own rates.
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        let special = usage.cached_input_tokens + usage.cache_write_tokens;
-        let plain = usage.input_tokens.saturating_sub(special);
-        (plain as f64 * self.input
-            + usage.cached_input_tokens as f64 * self.cached_input
-            + usage.cache_write_tokens as f64 * self.cache_write
-            + usage.output_tokens as f64 * self.output)
-            / 1_000_000.0
-    }
-}
+/// Families whose tokenizer is o200k (or close to it, like gpt-oss's).
+const TIKTOKEN_FAMILIES: &[&str] = &["gpt-5", "gpt-4.1", "gpt-4o", "gpt-oss", "o3", "o4-mini"];
 
 /// List prices (USD per million tokens) by model-name prefix, longest
 /// prefix wins. Prices change: override in `[model_families."<model>"]`.
@@ -198,6 +182,11 @@ pub struct FamilyOverride {
     pub edit_tool: Option<EditTool>,
     pub supports_reasoning: Option<bool>,
     pub reasoning_effort: Option<String>,
+    pub max_tokens_param: Option<MaxTokensParam>,
+    /// List the tools in the system prompt too.
+    pub tools_in_prompt: Option<bool>,
+    /// `sliding_window` or `summarize` (default: by the context window).
+    pub context_strategy: Option<ContextStrategyKind>,
     /// USD per million tokens; all four default to the catalog's price or 0.
     pub input_price: Option<f64>,
     pub cached_input_price: Option<f64>,
@@ -285,7 +274,20 @@ impl ModelFamily {
                 Reasoning::Default(effort) => Some(effort.to_string()),
                 _ => None,
             },
+            max_tokens_param: if COMPLETION_TOKENS_FAMILIES.contains(&e.family) {
+                MaxTokensParam::MaxCompletionTokens
+            } else {
+                MaxTokensParam::MaxTokens
+            },
+            tools_in_prompt: false,
+            context_strategy: None,
         }
+    }
+
+    /// Whether tiktoken's o200k encoding counts this family's tokens (the
+    /// OpenAI models); other families are estimated at 4 bytes a token.
+    pub fn tiktoken_fits(&self) -> bool {
+        TIKTOKEN_FAMILIES.contains(&self.family.as_str())
     }
 
     fn apply(&mut self, o: &FamilyOverride) {
@@ -319,6 +321,15 @@ impl ModelFamily {
         }
         if let Some(v) = &o.reasoning_effort {
             self.reasoning_effort = Some(v.clone());
+        }
+        if let Some(v) = o.max_tokens_param {
+            self.max_tokens_param = v;
+        }
+        if let Some(v) = o.tools_in_prompt {
+            self.tools_in_prompt = v;
+        }
+        if let Some(v) = o.context_strategy {
+            self.context_strategy = Some(v);
         }
         let priced = o.input_price.is_some()
             || o.cached_input_price.is_some()
@@ -388,6 +399,7 @@ pub fn load_model_family(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Usage;
 
     fn none() -> BTreeMap<String, FamilyOverride> {
         BTreeMap::new()
@@ -455,6 +467,7 @@ mod tests {
         assert!(!f.supports_parallel_tool_calls);
         assert_eq!(f.base_instructions_template, "be brief");
         assert_eq!(f.temperature, Some(0.1));
+        assert!(!f.tools_in_prompt, "off unless declared");
 
         declared.insert(
             "gpt-4o".into(),
@@ -532,6 +545,24 @@ mod tests {
             }),
             3.0
         );
+    }
+
+    #[test]
+    fn tools_in_prompt_is_off_for_every_built_in_family_and_can_be_declared() {
+        for (name, family) in catalog(&none()) {
+            assert!(!family.tools_in_prompt, "{name}");
+        }
+        let mut declared = none();
+        declared.insert(
+            "local-coder".to_string(),
+            FamilyOverride {
+                inherit: Some("qwen".into()),
+                tools_in_prompt: Some(true),
+                ..Default::default()
+            },
+        );
+        let f = load_model_family("local-coder", "vllm", None, &declared).unwrap();
+        assert!(f.tools_in_prompt);
     }
 
     #[test]

@@ -11,8 +11,10 @@
 //! Tools are Chat Completions style functions (a freeform tool takes a
 //! string `input`). `options` carries `num_ctx` (the context window: Ollama
 //! otherwise uses its own small default and silently cuts the prompt),
-//! `temperature` and `num_predict` (max tokens); `format` carries the
-//! output schema; `think` the reasoning effort (`low`, `medium`, `high`;
+//! `temperature` and `num_predict` (max tokens); `truncate: false` makes a
+//! prompt longer than `num_ctx` an error (a context overflow, which the
+//! engine compacts for) where Ollama would otherwise silently drop its
+//! oldest messages; `format` carries the output schema; `think` the reasoning effort (`low`, `medium`, `high`;
 //! `minimal` is sent as `low`, the least Ollama knows; models without
 //! levels treat any level as "on"); `keep_alive` is [`KEEP_ALIVE`].
 //!
@@ -43,7 +45,7 @@
 
 use super::chat_completions::{self, WireTool};
 use super::freeform;
-use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser};
+use super::http::{self, Auth, Endpoint, FrameError, Framing, ServerError, Wire, WireParser};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
@@ -80,7 +82,24 @@ const WIRE: Wire = Wire {
     headers: &[],
     framing: Framing::Ndjson,
     hint: Some(advise),
+    overflow: is_context_overflow,
 };
+
+/// Whether an error says the request does not fit the context window.
+/// Ollama cuts an over-long prompt to fit unless told not to; when it does
+/// refuse, its runner says "request (N tokens) exceeds the available
+/// context size (M tokens)" (type `exceed_context_size_error`, quoted
+/// inside Ollama's `error` string), or "the prompt is longer than the
+/// context length", or "the input length exceeds the context length".
+pub(crate) fn is_context_overflow(error: &ServerError) -> bool {
+    error.status_in(&[400, 413, 500])
+        && error.says_any(&[
+            "exceeds the available context size",
+            "exceed_context_size_error",
+            "longer than the context length",
+            "exceeds the context length",
+        ])
+}
 
 impl Ollama {
     /// A client with random retry jitter. No network I/O happens here.
@@ -297,6 +316,10 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     stream: bool,
+    /// Always false: a prompt longer than `num_ctx` is refused (a context
+    /// overflow, which compaction handles) instead of silently losing its
+    /// oldest messages.
+    truncate: bool,
     options: Options,
     keep_alive: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -360,6 +383,7 @@ fn build_body(request: &ModelRequest<'_>) -> serde_json::Result<Vec<u8>> {
             .map(chat_completions::wire_tool)
             .collect(),
         stream: true,
+        truncate: false,
         options: Options {
             num_ctx: request.context_window,
             temperature: request.temperature,
@@ -531,7 +555,12 @@ impl LineParser {
         let line: WireLine = http::parse_frame(data, "line")?;
         if let Some(error) = line.error.filter(|e| !e.is_null()) {
             let message = chat_completions::error_message(&error);
-            return Err(chat_completions::mid_stream_error(&message, &message));
+            let report = ServerError::from_json(None, &json!({ "error": error }));
+            return Err(chat_completions::mid_stream_error(
+                &report,
+                &message,
+                is_context_overflow,
+            ));
         }
         if let Some(message) = line.message {
             if let Some(thinking) = message.thinking {
@@ -656,6 +685,31 @@ mod tests {
     }
 
     #[test]
+    fn ollama_overflow_errors_are_recognised_in_a_status_and_in_the_stream() {
+        // `truncate: false`: the runner's llama.cpp error, quoted in `error`.
+        let runner = json!({"error": "{\"error\":{\"code\":400,\"message\":\"request (8889 tokens) exceeds the available context size (4096 tokens), try increasing it\",\"type\":\"exceed_context_size_error\",\"n_prompt_tokens\":8889,\"n_ctx\":4096}}"});
+        // `shift: false`, and the older wording.
+        let shift = json!({"error": "the prompt is longer than the context length currently available to the model; increase num_ctx"});
+        let input = json!({"error": "the input length exceeds the context length"});
+        for body in [&runner, &shift, &input] {
+            let text = body.to_string();
+            assert!(
+                is_context_overflow(&ServerError::parse(Some(400), &text)),
+                "{text}"
+            );
+            let err = LineParser::new(Vec::new())
+                .on_line(&text, &mut VecDeque::new())
+                .expect_err("error line");
+            assert!(err.context_overflow && !err.retryable, "{err:?}");
+        }
+        let missing = json!({"error": "model \"llama3\" not found, try pulling it first"});
+        assert!(!is_context_overflow(&ServerError::parse(
+            Some(404),
+            &missing.to_string()
+        )));
+    }
+
+    #[test]
     fn request_payload_matches_the_snapshot() {
         let tools = [
             ToolSpec {
@@ -729,6 +783,7 @@ mod tests {
                     {"role": "user", "content": "hi"},
                 ],
                 "stream": true,
+                "truncate": false,
                 "options": {"num_ctx": 32768},
                 "keep_alive": "10m",
             })

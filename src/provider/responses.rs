@@ -14,7 +14,9 @@
 //! overloaded, [`ProviderError::ContextOverflow`] when it says the input is
 //! longer than the context window, fatal otherwise.
 
-use super::http::{self, Auth, Endpoint, FrameError, Framing, Wire, WireParser, MAX_ERROR_CHARS};
+use super::http::{
+    self, Auth, Endpoint, FrameError, Framing, ServerError, Wire, WireParser, MAX_ERROR_CHARS,
+};
 use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
@@ -51,7 +53,18 @@ pub(crate) const WIRE: Wire = Wire {
     headers: &[],
     framing: Framing::Sse,
     hint: None,
+    overflow: is_context_overflow,
 };
+
+/// Whether an error (a status, a `response.failed` or an `error` event)
+/// says the input does not fit the context window: the code
+/// `context_length_exceeded` ("Your input exceeds the context window of
+/// this model"), or those words from a compatible server.
+pub(crate) fn is_context_overflow(error: &ServerError) -> bool {
+    error.code_is("context_length_exceeded")
+        || (error.status_in(&[400, 413])
+            && error.says_any(&["exceeds the context window", "maximum context length"]))
+}
 
 impl Responses {
     /// A client with random retry jitter. No network I/O happens here.
@@ -640,7 +653,9 @@ impl WireParser for EventParser {
                 let error = event.get("response").and_then(|r| r.get("error"));
                 let code = error.and_then(|e| e.get("code")).and_then(Value::as_str);
                 let message = event.get("response").and_then(http::json_error_message);
-                return Err(server_error("the response failed", code, message));
+                let overflow =
+                    error.is_some_and(|e| is_context_overflow(&ServerError::from_json(None, e)));
+                return Err(server_error("the response failed", code, message, overflow));
             }
             "error" => {
                 // `{"type":"error","code":..,"message":..}`, or the same
@@ -655,10 +670,13 @@ impl WireParser for EventParser {
                 .flatten()
                 .find_map(Value::as_str);
                 let message = http::json_error_message(&event);
+                let overflow = is_context_overflow(&ServerError::from_json(None, &event))
+                    || code == Some("context_length_exceeded");
                 return Err(server_error(
                     "the server reported an error mid-stream",
                     code,
                     message,
+                    overflow,
                 ));
             }
             // response.created, response.in_progress, content parts,
@@ -711,9 +729,15 @@ fn parse_part<T: DeserializeOwned>(value: &Value, kind: &str) -> Result<T, Frame
     })
 }
 
-/// An error the server reported in the stream, by its code: a context
-/// overflow, a transient failure worth retrying, or fatal.
-fn server_error(what: &str, code: Option<&str>, message: Option<String>) -> FrameError {
+/// An error the server reported in the stream: a context overflow (as
+/// [`is_context_overflow`] decided), or by its code a transient failure
+/// worth retrying, or fatal.
+fn server_error(
+    what: &str,
+    code: Option<&str>,
+    message: Option<String>,
+    overflow: bool,
+) -> FrameError {
     let message = http::truncate_chars(
         message.as_deref().unwrap_or("no error message"),
         MAX_ERROR_CHARS,
@@ -722,8 +746,10 @@ fn server_error(what: &str, code: Option<&str>, message: Option<String>) -> Fram
         Some(code) => format!("{what}: {message} ({code})"),
         None => format!("{what}: {message}"),
     };
+    if overflow {
+        return FrameError::context_overflow(message);
+    }
     match code {
-        Some("context_length_exceeded") => FrameError::context_overflow(message),
         Some(
             "server_error"
             | "internal_error"
@@ -761,6 +787,23 @@ mod tests {
     }
 
     // --- request body -----------------------------------------------------
+
+    #[test]
+    fn context_length_exceeded_is_an_overflow_in_a_status() {
+        let body = json!({"error": {
+            "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
+        assert!(is_context_overflow(&ServerError::parse(
+            Some(400),
+            &body.to_string()
+        )));
+        let other = json!({"error": {"message": "No tool call found for function call output with call_id call_1.",
+            "type": "invalid_request_error", "param": "input", "code": null}});
+        assert!(!is_context_overflow(&ServerError::parse(
+            Some(400),
+            &other.to_string()
+        )));
+    }
 
     #[test]
     fn minimal_body_has_no_tool_or_reasoning_fields() {

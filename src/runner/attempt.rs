@@ -6,7 +6,7 @@ use super::command::{tail, OUTPUT_TAIL_BYTES};
 use super::results::{millis, AttemptResult, FailureReason, Status, Tokens};
 use super::workspace::{Removal, Workspace};
 use super::{AttemptId, Phase, Plan, Planned, PreparedAgent, Progress, ProgressEvent, RunControl};
-use crate::agent::{start_session, AgentError, ToolCallRecord};
+use crate::agent::{start_session, AgentError, EndReason, ToolCallRecord};
 use crate::protocol::{AgentEvent, EventSink, Item, TurnOutcome};
 use crate::spec::tasks::TaskSpec;
 use crate::tools::apply_patch::{parse_patch, FileOp};
@@ -101,10 +101,15 @@ impl Attempt<'_> {
             self.progress.report(ProgressEvent::Phase(id, Phase::Setup));
         }
         for command in &task.setup {
-            let done = agent
+            let run = agent
                 .shell
-                .run(command, cwd, crate::spec::tasks::DEFAULT_COMMAND_TIMEOUT)
-                .await;
+                .run(command, cwd, crate::spec::tasks::DEFAULT_COMMAND_TIMEOUT);
+            let Some(done) = self.control.unless_interrupted(run).await else {
+                return result.fail(
+                    FailureReason::Interrupted,
+                    format!("interrupted during setup command `{command}`"),
+                );
+            };
             if !done.success {
                 let output = tail(done.output_tail.trim_end(), OUTPUT_TAIL_BYTES);
                 result.fail(
@@ -124,8 +129,14 @@ impl Attempt<'_> {
         }
         self.progress
             .report(ProgressEvent::Phase(id, Phase::Checks));
-        result.checks =
-            checks::run_all(&task.checks, cwd, &result.final_answer, &agent.shell).await;
+        let run = checks::run_all(&task.checks, cwd, &result.final_answer, &agent.shell);
+        let Some(checks) = self.control.unless_interrupted(run).await else {
+            return result.fail(
+                FailureReason::Interrupted,
+                "interrupted while the checks ran".into(),
+            );
+        };
+        result.checks = checks;
         let failed: Vec<&str> = result
             .checks
             .iter()
@@ -181,6 +192,7 @@ impl Attempt<'_> {
         };
         let started = Instant::now();
         let turn = session.run_turn(&task.prompt, &sink).await;
+        session.end(EndReason::after(&turn), &sink).await;
         result.agent_ms = millis(started.elapsed());
         let totals = session.metrics().snapshot().turn;
         result.tokens = Tokens {
@@ -201,6 +213,10 @@ impl Attempt<'_> {
             Err(AgentError::Provider(e)) => {
                 result.steps = totals.model_requests;
                 return result.fail(FailureReason::ProviderError, e.to_string());
+            }
+            Err(e @ AgentError::Panic(_)) => {
+                result.steps = totals.model_requests;
+                return result.fail(FailureReason::AgentFailed, e.to_string());
             }
         };
         result.steps = turn.iterations;
@@ -234,9 +250,11 @@ impl Attempt<'_> {
                     TurnOutcome::EmptyResponse => "the model returned empty responses",
                     TurnOutcome::Truncated => "the model's output was cut off at its token limit",
                     TurnOutcome::RepeatedFailure => "the model kept repeating a failing tool call",
+                    TurnOutcome::Blocked => "blocked by a guardrail or a hook",
                     _ => "the final answer does not match the output schema",
                 };
-                result.fail(FailureReason::AgentFailed, why.into());
+                let why = turn.reason.clone().unwrap_or_else(|| why.to_string());
+                result.fail(FailureReason::AgentFailed, why);
             }
         }
     }

@@ -57,6 +57,7 @@ async fn run(
         io_drain: DEFAULT_IO_DRAIN,
         // The task file's own commands, like any CI step: not the agent's.
         sandbox: None,
+        stdin: None,
     };
     match exec::run(request).await {
         Ok(out) => {
@@ -99,6 +100,7 @@ pub async fn git(
         io_drain: DEFAULT_IO_DRAIN,
         // The task file's own commands, like any CI step: not the agent's.
         sandbox: None,
+        stdin: None,
     };
     let out = exec::run(request)
         .await

@@ -149,14 +149,17 @@ impl<F: Fn(ProgressEvent<'_>) + Send + Sync> Progress for F {
     }
 }
 
-/// Stops a run from outside (Ctrl-C): running turns stop at once, and no
-/// further attempt starts. Clones share the state.
+/// Stops a run from outside (Ctrl-C, SIGTERM, SIGHUP): running turns,
+/// setup and check commands stop at once, and no further attempt starts.
+/// Clones share the state.
 #[derive(Debug, Clone, Default)]
 pub struct RunControl(Arc<ControlState>);
 
 #[derive(Debug, Default)]
 struct ControlState {
     interrupted: AtomicBool,
+    /// Cancelled on interrupt, for what waits on commands.
+    stopped: tokio_util::sync::CancellationToken,
     next: AtomicU64,
     running: Mutex<HashMap<u64, StopHandle>>,
 }
@@ -164,6 +167,7 @@ struct ControlState {
 impl RunControl {
     pub fn interrupt(&self) {
         self.0.interrupted.store(true, Ordering::SeqCst);
+        self.0.stopped.cancel();
         if let Ok(running) = self.0.running.lock() {
             running.values().for_each(StopHandle::stop);
         }
@@ -171,6 +175,16 @@ impl RunControl {
 
     pub fn is_interrupted(&self) -> bool {
         self.0.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// `work`, unless the run is interrupted first: then `None`, and the
+    /// work is dropped (a command's process group is killed).
+    async fn unless_interrupted<F: std::future::Future>(&self, work: F) -> Option<F::Output> {
+        tokio::select! {
+            biased;
+            () = self.0.stopped.cancelled() => None,
+            out = work => Some(out),
+        }
     }
 
     /// Stop `handle` on interrupt until the returned guard is dropped.

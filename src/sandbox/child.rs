@@ -20,9 +20,13 @@
 //! data (paths, maps, the Landlock ruleset, the seccomp program) is
 //! prepared by the parent in [`ChildSetup`].
 
-use std::ffi::{CStr, CString};
+use super::forked::{
+    check, close_fds_except, exit_like, ignore_stop_signals, last_errno, recv_i32,
+    reset_signal_handlers, send_i32, wait_for, write_file,
+};
+use super::unix_guard::Guard;
+use std::ffi::CString;
 use std::io;
-use std::mem::size_of;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::null;
 
@@ -53,96 +57,27 @@ pub(super) struct ChildSetup {
     pub rlimits: Rlimits,
     pub ruleset: OwnedFd,
     pub seccomp: Option<seccompiler::BpfProgram>,
+    /// The Unix-socket guard (network off).
+    pub guard: Option<Guard>,
 }
 
-fn check(ret: libc::c_int) -> io::Result<()> {
-    if ret == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+/// Pipes between P and I, created before the fork.
+struct Pipes {
+    /// I -> P: the command's wait status.
+    status: [libc::c_int; 2],
+    /// I -> P: the guard's listener number (with the guard).
+    handoff: [libc::c_int; 2],
+    /// P -> I: 0 once P holds the listener, else an errno.
+    ack: [libc::c_int; 2],
 }
 
-/// Write `data` to the file at `path` (an existing /proc file).
-///
-/// # Safety
-/// Async-signal-safe; for use after fork.
-unsafe fn write_file(path: &CStr, data: &[u8]) -> io::Result<()> {
-    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let written = libc::write(fd, data.as_ptr().cast(), data.len());
-    let result = if written == data.len() as isize {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    };
-    libc::close(fd);
-    result
-}
+const READ: usize = 0;
+const WRITE: usize = 1;
 
-/// Close every descriptor from 3 up except `keep` (std's exec-error pipe
-/// among them, so the parent's spawn returns when C execs, not when the
-/// whole namespace is done).
-///
-/// # Safety
-/// Async-signal-safe; for use after fork.
-unsafe fn close_fds_except(keep: libc::c_int) {
-    let keep = keep as libc::c_uint;
-    if keep > 3 {
-        libc::syscall(
-            libc::SYS_close_range,
-            3 as libc::c_uint,
-            keep - 1,
-            0 as libc::c_uint,
-        );
-    }
-    libc::syscall(
-        libc::SYS_close_range,
-        keep + 1,
-        libc::c_uint::MAX,
-        0 as libc::c_uint,
-    );
-}
-
-/// Exit the way a child with wait status `status` did: the same exit code,
-/// or the same signal (without a core dump).
-///
-/// # Safety
-/// Async-signal-safe; for use after fork.
-unsafe fn exit_like(status: libc::c_int) -> ! {
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        let no_core = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-        libc::signal(signal, libc::SIG_DFL);
-        libc::kill(libc::getpid(), signal);
-        libc::_exit(128 + signal);
-    }
-    libc::_exit(libc::WEXITSTATUS(status))
-}
-
-/// Back to the default action for every signal. P and I never exec, so
-/// they would otherwise keep the parent's handlers (tokio's SIGCHLD
-/// handler writes to a descriptor these processes have closed, or that a
-/// later descriptor reuses).
-///
-/// # Safety
-/// Async-signal-safe; for use after fork.
-unsafe fn reset_signal_handlers() {
-    for signal in 1..=libc::SIGRTMAX() {
-        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-            libc::signal(signal, libc::SIG_DFL);
-        }
-    }
-}
-
-fn last_errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+unsafe fn pipe() -> io::Result<[libc::c_int; 2]> {
+    let mut fds = [-1; 2];
+    check(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC))?;
+    Ok(fds)
 }
 
 impl ChildSetup {
@@ -191,31 +126,48 @@ impl ChildSetup {
                 null(),
             ))?;
         }
-        let mut fds = [0; 2];
-        check(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC))?;
-        let (status_r, status_w) = (fds[0], fds[1]);
+        if let Some(guard) = &self.guard {
+            guard.enter_scope()?;
+        }
+        let pipes = Pipes {
+            status: pipe()?,
+            handoff: if self.guard.is_some() {
+                pipe()?
+            } else {
+                [-1; 2]
+            },
+            ack: if self.guard.is_some() {
+                pipe()?
+            } else {
+                [-1; 2]
+            },
+        };
         match libc::fork() {
             -1 => Err(io::Error::last_os_error()),
             0 => {
-                libc::close(status_r);
-                self.init(status_w)
+                for fd in [pipes.status[READ], pipes.handoff[READ], pipes.ack[WRITE]] {
+                    libc::close(fd);
+                }
+                self.init(&pipes)
             }
             init => {
-                libc::close(status_w);
-                close_fds_except(status_r);
-                let mut status = 0;
-                while libc::waitpid(init, &mut status, 0) != init {
-                    if last_errno() != libc::EINTR {
-                        libc::_exit(127);
-                    }
+                for fd in [pipes.status[WRITE], pipes.handoff[WRITE], pipes.ack[READ]] {
+                    libc::close(fd);
                 }
-                let mut command_status: libc::c_int = 0;
-                let n = libc::read(
-                    status_r,
-                    (&mut command_status as *mut libc::c_int).cast(),
-                    size_of::<libc::c_int>(),
-                );
-                if n == size_of::<libc::c_int>() as isize {
+                ignore_stop_signals();
+                let listener = self
+                    .guard
+                    .as_ref()
+                    .and_then(|guard| guard.receive(init, pipes.handoff[READ], pipes.ack[WRITE]));
+                close_fds_except(&[pipes.status[READ], listener.unwrap_or(-1)]);
+                let status = match (&self.guard, listener) {
+                    (Some(guard), Some(listener)) => guard.serve(listener, init),
+                    _ => wait_for(init),
+                };
+                let Some(mut status) = status else {
+                    libc::_exit(127)
+                };
+                if let Some(command_status) = recv_i32(pipes.status[READ]) {
                     status = command_status;
                 }
                 exit_like(status)
@@ -224,7 +176,8 @@ impl ChildSetup {
     }
 
     /// I's part: pid 1 of the new namespace.
-    unsafe fn init(&self, status_w: libc::c_int) -> io::Result<()> {
+    unsafe fn init(&self, pipes: &Pipes) -> io::Result<()> {
+        let status_w = pipes.status[WRITE];
         check(libc::prctl(
             libc::PR_SET_PDEATHSIG,
             libc::SIGKILL as libc::c_ulong,
@@ -257,6 +210,11 @@ impl ChildSetup {
                 _ => io::Error::from_raw_os_error(libc::EINVAL),
             })?;
         }
+        if let Some(guard) = &self.guard {
+            guard.install(pipes.handoff[WRITE], pipes.ack[READ])?;
+            libc::close(pipes.handoff[WRITE]);
+            libc::close(pipes.ack[READ]);
+        }
         match libc::fork() {
             -1 => Err(io::Error::last_os_error()),
             0 => {
@@ -264,7 +222,7 @@ impl ChildSetup {
                 Ok(())
             }
             command => {
-                close_fds_except(status_w);
+                close_fds_except(&[status_w]);
                 let mut status = 0;
                 loop {
                     let reaped = libc::waitpid(-1, &mut status, 0);
@@ -275,11 +233,7 @@ impl ChildSetup {
                         libc::_exit(127);
                     }
                 }
-                libc::write(
-                    status_w,
-                    (&status as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>(),
-                );
+                send_i32(status_w, status);
                 // Exiting as pid 1 kills whatever is left in the namespace.
                 libc::_exit(0)
             }

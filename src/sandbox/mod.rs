@@ -32,9 +32,12 @@
 //! [`Confinement`] in the child it spawns.
 
 mod child;
+mod forked;
 pub mod protected;
+mod reaper;
 pub mod redact;
 mod rules;
+mod unix_guard;
 
 use crate::protocol::{SandboxMode, SandboxPolicy};
 use std::ffi::CString;
@@ -414,6 +417,14 @@ impl Confinement {
             } else {
                 Some(rules::network_filter()?)
             },
+            guard: if policy.network_access {
+                None
+            } else {
+                Some(unix_guard::Guard::new(
+                    &write_roots,
+                    rules::abstract_scope_ruleset()?,
+                ))
+            },
         };
         Ok(Confinement {
             setup,
@@ -485,10 +496,23 @@ impl Confinement {
             if self.network {
                 ""
             } else {
-                "; the network is off (only AF_UNIX sockets work)"
+                "; the network is off (only Unix sockets under those directories work)"
             }
         ))
     }
+}
+
+/// Supervise an unconfined command: a subreaper between cogni and the
+/// command kills whatever the command left running (background jobs,
+/// `setsid` and `nohup` escapes) when it exits, or when cogni kills its
+/// process group or dies. Returns in the process that must exec the
+/// command.
+///
+/// # Safety
+/// Call only in a forked child before exec (a `pre_exec` hook), after it
+/// made itself the leader of a new process group.
+pub unsafe fn enter_unconfined() -> io::Result<()> {
+    reaper::enter()
 }
 
 /// The canonical cwd, then the canonical writable roots. A writable root

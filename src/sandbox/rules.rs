@@ -77,6 +77,19 @@ pub(super) fn landlock_ruleset(
         .ok_or_else(|| SandboxError::Landlock("the kernel returned no ruleset".into()))
 }
 
+/// A ruleset that only scopes abstract Unix sockets (Landlock ABI 6+),
+/// entered by the Unix-socket guard's supervisor; `None` where the kernel
+/// has no scopes.
+pub(super) fn abstract_scope_ruleset() -> Result<Option<OwnedFd>, SandboxError> {
+    let created = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .scope(Scope::AbstractUnixSocket)
+        .map_err(landlock_error)?
+        .create()
+        .map_err(landlock_error)?;
+    Ok(created.into())
+}
+
 fn path_fd(path: &Path) -> Result<PathFd, SandboxError> {
     PathFd::new(path).map_err(|e| SandboxError::Landlock(format!("{}: {e}", path.display())))
 }

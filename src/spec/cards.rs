@@ -16,6 +16,7 @@
 //! Review the diff for bugs and missing tests.
 //! ```
 
+use crate::protocol::ContextStrategyKind;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -28,6 +29,8 @@ struct FrontMatter {
     instructions: Option<String>,
     tools: Option<Vec<String>>,
     mode: Option<String>,
+    effects: Option<Vec<toml::Value>>,
+    context_strategy: Option<ContextStrategyKind>,
 }
 
 /// One agent card.
@@ -40,6 +43,10 @@ pub struct AgentCard {
     pub tools: Option<Vec<String>>,
     /// `plan`, `act` or `auto`.
     pub mode: Option<String>,
+    /// The agent's effects (`effects = [...]` in the front matter).
+    pub effects: Vec<super::effects::EffectSpec>,
+    /// `context_strategy`: how the agent's requests stay within the window.
+    pub context_strategy: Option<ContextStrategyKind>,
     pub path: PathBuf,
 }
 
@@ -51,25 +58,7 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
         .unwrap_or("agent")
         .to_string();
     let fail = |m: String| format!("agent card {}: {m}", path.display());
-    let text = text.trim_start_matches('\u{feff}');
-    let (front, body) = match ["+++", "---"]
-        .iter()
-        .find(|d| text.lines().next().is_some_and(|l| l.trim_end() == **d))
-    {
-        Some(delim) => {
-            let after = &text[text.find('\n').map_or(text.len(), |i| i + 1)..];
-            let close = after
-                .match_indices(delim)
-                .find(|(i, _)| *i == 0 || after[..*i].ends_with('\n'))
-                .map(|(i, _)| i)
-                .ok_or_else(|| fail(format!("the front matter has no closing `{delim}`")))?;
-            let body_start = after[close..]
-                .find('\n')
-                .map_or(after.len(), |i| close + i + 1);
-            (&after[..close], &after[body_start..])
-        }
-        None => ("", text),
-    };
+    let (front, body) = super::front_matter::split(text).map_err(fail)?;
     let meta: FrontMatter = toml::from_str(front).map_err(|e| fail(e.message().to_string()))?;
     if let Some(mode) = &meta.mode {
         if !["plan", "act", "auto"].contains(&mode.as_str()) {
@@ -84,7 +73,14 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
         .filter(|s| !s.trim().is_empty())
         .collect::<Vec<_>>()
         .join("\n\n");
+    let effects = super::effects::EffectSpec::parse_all(
+        meta.effects.as_deref().unwrap_or_default(),
+        "effects",
+    )
+    .map_err(fail)?;
     Ok(AgentCard {
+        effects,
+        context_strategy: meta.context_strategy,
         name: meta.name.unwrap_or(stem),
         description: meta.description.unwrap_or_default(),
         model: meta.model,

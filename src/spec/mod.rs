@@ -7,6 +7,9 @@
 //! everything else, so one run of `cogni validate` lists all of them.
 
 pub mod cards;
+pub mod effects;
+pub mod front_matter;
+pub mod hooks;
 pub mod tasks;
 
 use serde::de::DeserializeOwned;

@@ -24,8 +24,9 @@
 //! for every key.
 
 use super::cards::{self, AgentCard};
+use super::effects::EffectSpec;
 use super::{parse_toml, resolve, Problem, SpecError};
-use crate::protocol::{ApprovalPolicy, SandboxMode};
+use crate::protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -70,6 +71,10 @@ pub struct AgentSpec {
     /// For `provider = "scripted"`: the script every task replays unless
     /// the task names its own.
     pub script: Option<PathBuf>,
+    /// The agent's effects, after the config's (see docs/effects.md).
+    pub effects: Vec<EffectSpec>,
+    /// How the agent's requests stay within the window (docs/context.md).
+    pub context_strategy: Option<ContextStrategyKind>,
 }
 
 /// Where an attempt runs.
@@ -261,6 +266,8 @@ struct RawAgent {
     input_price: Option<f64>,
     output_price: Option<f64>,
     script: Option<PathBuf>,
+    effects: Option<Vec<toml::Value>>,
+    context_strategy: Option<ContextStrategyKind>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -389,6 +396,18 @@ impl Validator<'_> {
 
     fn agent(&mut self, at: &str, a: RawAgent) -> AgentSpec {
         self.id(at, &a.id);
+        let effects = match EffectSpec::parse_all(
+            a.effects.as_deref().unwrap_or_default(),
+            &format!("{at}.effects"),
+        ) {
+            Ok(effects) => effects,
+            Err(e) => {
+                // The message starts with the key path.
+                let (path, message) = e.split_once(": ").unwrap_or((at, e.as_str()));
+                self.problem(path.to_string(), message.to_string());
+                Vec::new()
+            }
+        };
         let instructions = match (a.instructions, a.instructions_file) {
             (Some(_), Some(_)) => {
                 self.problem(at, "set either instructions or instructions_file, not both");
@@ -482,6 +501,8 @@ impl Validator<'_> {
             input_price: a.input_price,
             output_price: a.output_price,
             script,
+            effects,
+            context_strategy: a.context_strategy,
         }
     }
 

@@ -6,8 +6,9 @@
 //! whole by compaction or the context stack (`replace`), or a turn's token
 //! usage (`usage`). Lines are written as they happen, one `write` each, so
 //! a killed process loses at most the line it was writing. Files are
-//! created with mode 0600, and every line goes through the front door's
-//! [`Redactor`] (secrets out) before it is written.
+//! created with mode 0600, and every text in a line (messages, call
+//! arguments, outputs, reasoning) goes through the front door's
+//! [`Redactor`] (secrets out) before the line is encoded.
 //!
 //! While a process has a session open for writing it holds an exclusive
 //! `flock` on the file: a second process is told the session is in use (it
@@ -31,10 +32,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Takes secrets out of a line before it is written (the front door
-/// provides it: known key shapes, the provider's key). The line is JSON;
-/// a redactor must keep it valid, e.g. by replacing only characters that
-/// need no escaping.
+/// Takes secrets out of a text before it is encoded into a line (the
+/// front door provides it: known key shapes, the provider's key). It sees
+/// the text as it is, so a secret at the start of a line is still at the
+/// start of a line, not after an escaped `\n`.
 pub type Redactor = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 const VERSION: u32 = 1;
@@ -551,6 +552,22 @@ impl SessionFile {
         self.state.lock().ok().and_then(|s| s.failure.clone())
     }
 
+    /// The record as one line, its texts redacted before encoding.
+    fn encode(&self, record: &RecordRef<'_>) -> serde_json::Result<String> {
+        let redact = |text: &str| (self.redact)(text);
+        match record {
+            RecordRef::Item { item } => serde_json::to_string(&RecordRef::Item {
+                item: &item.map_text(&redact),
+            }),
+            RecordRef::Replace { items } => {
+                let items: Vec<HistoryItem> = items.iter().map(|i| i.map_text(&redact)).collect();
+                serde_json::to_string(&RecordRef::Replace { items: &items })
+            }
+            // The header and usage hold no free text.
+            RecordRef::Session(_) | RecordRef::Usage { .. } => serde_json::to_string(record),
+        }
+    }
+
     fn write(&self, record: &RecordRef<'_>) -> Result<(), StoreError> {
         let Ok(mut state) = self.state.lock() else {
             return Ok(());
@@ -558,11 +575,10 @@ impl SessionFile {
         if state.failure.is_some() {
             return Ok(());
         }
-        let line = serde_json::to_string(record).map_err(|e| StoreError::Invalid {
+        let mut line = self.encode(record).map_err(|e| StoreError::Invalid {
             path: self.path.clone(),
             message: e.to_string(),
         })?;
-        let mut line = (self.redact)(&line);
         line.push('\n');
         match state.file.write_all(line.as_bytes()) {
             Ok(()) => {
@@ -597,6 +613,10 @@ impl HistoryObserver for SessionFile {
 
     fn replaced(&self, history: &[HistoryItem]) {
         let _ = self.write(&RecordRef::Replace { items: history });
+    }
+
+    fn transcript_path(&self) -> Option<&Path> {
+        Some(&self.path)
     }
 }
 

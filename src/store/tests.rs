@@ -70,6 +70,49 @@ fn a_session_round_trips_with_private_permissions_and_redaction() {
 }
 
 #[test]
+fn the_redactor_sees_each_text_before_it_is_encoded() {
+    let (_dir, store) = store();
+    // A redactor that only recognises a secret at the start of a line: it
+    // works only if it sees the real newline, not JSON's `\n`.
+    let redact: Redactor = Arc::new(|text: &str| {
+        text.lines()
+            .map(|l| if l.starts_with("TOKEN") { "[R]" } else { l })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let file = store
+        .create(
+            &header("s1"),
+            &[HistoryItem::text(Role::User, "a\nTOKEN")],
+            redact,
+        )
+        .unwrap();
+    let mut item = call("c1");
+    if let Content::ToolCall(c) = &mut item.content {
+        c.arguments = "ls\nTOKEN".into();
+    }
+    file.appended(&[item.clone()]);
+    let output = HistoryItem::tool_output(ToolOutput {
+        call_id: "c1".into(),
+        content: "out\nTOKEN".into(),
+        is_error: false,
+    });
+    file.replaced(&[item, output]);
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    assert!(!text.contains("TOKEN"), "{text}");
+    drop(file);
+    let loaded = store.load("s1").unwrap();
+    assert_eq!(loaded.history.len(), 2);
+    match (&loaded.history[0].content, &loaded.history[1].content) {
+        (Content::ToolCall(c), Content::ToolOutput(o)) => {
+            assert_eq!(c.arguments, "ls\n[R]");
+            assert_eq!(o.content, "out\n[R]");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn replace_records_replay_in_order() {
     let (_dir, store) = store();
     let file = store.create(&header("s1"), &[], none()).unwrap();

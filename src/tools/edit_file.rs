@@ -7,7 +7,7 @@
 
 use super::apply_patch::dominant_eol;
 use super::apply_patch::seek::{closest_window, Haystack};
-use super::fs::{read_text, write_atomic, ReadTextError};
+use super::fs::{read_text, stopped_before_commit, write_atomic, CommitGate, ReadTextError};
 use super::paths::{model_path, FinalLink, WriteAccess};
 use super::{parse_args, Tool, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxPolicy, ToolFormat, ToolSpec};
@@ -68,9 +68,12 @@ impl Tool for EditFileTool {
                 Ok(r) => r,
                 Err(e) => return e,
             };
-            let cwd = ctx.cwd.clone();
-            let policy = ctx.sandbox.clone();
-            match tokio::task::spawn_blocking(move || edit_file_in(&cwd, &policy, &request)).await {
+            let (cwd, policy, commits) =
+                (ctx.cwd.clone(), ctx.sandbox.clone(), ctx.commits.clone());
+            let edited = tokio::task::spawn_blocking(move || {
+                edit_file_in(&cwd, &policy, &commits, &request)
+            });
+            match edited.await {
                 Ok(Ok(summary)) => ToolResult::ok(summary),
                 Ok(Err(e)) => {
                     ToolResult::error(format!("edit_file failed; nothing was changed.\n{e}"))
@@ -83,10 +86,12 @@ impl Tool for EditFileTool {
     }
 }
 
-/// Apply one edit under `cwd`. Blocking. Returns the summary for the model.
+/// Apply one edit under `cwd`, committed through `commits`. Blocking.
+/// Returns the summary for the model.
 pub fn edit_file_in(
     cwd: &Path,
     policy: &SandboxPolicy,
+    commits: &CommitGate,
     req: &EditRequest,
 ) -> Result<String, EditError> {
     let path = model_path(req.path.trim(), true).map_err(EditError)?;
@@ -132,6 +137,9 @@ pub fn edit_file_in(
         Some(content) => replace(&content, req, &shown.to_string())?,
     };
 
+    if !commits.admit() {
+        return Err(EditError(stopped_before_commit().to_string()));
+    }
     write_atomic(&real, new_content.as_bytes())
         .map_err(|e| EditError(format!("cannot write `{shown}`: {e}")))?;
     Ok(summary)
@@ -229,7 +237,32 @@ mod tests {
     }
 
     fn edit(dir: &Path, r: EditRequest) -> Result<String, EditError> {
-        edit_file_in(dir, &SandboxPolicy::default(), &r)
+        edit_file_in(dir, &SandboxPolicy::default(), &CommitGate::default(), &r)
+    }
+
+    #[test]
+    fn a_stopped_turn_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("f"), "old\n").unwrap();
+        let gate = CommitGate::default();
+        assert!(!gate.close(), "nothing was committing");
+        let e = edit_file_in(
+            dir.path(),
+            &SandboxPolicy::default(),
+            &gate,
+            &req("f", "old", "new", false),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("stopped"), "{e}");
+        assert_eq!(fs::read_to_string(dir.path().join("f")).unwrap(), "old\n");
+        let created = edit_file_in(
+            dir.path(),
+            &SandboxPolicy::default(),
+            &gate,
+            &req("g", "", "new", false),
+        );
+        assert!(created.is_err());
+        assert!(!dir.path().join("g").exists());
     }
 
     #[test]
@@ -310,7 +343,13 @@ mod tests {
             mode: SandboxMode::ReadOnly,
             ..SandboxPolicy::default()
         };
-        let e = edit_file_in(dir.path(), &read_only, &req("f", "", "y", false)).unwrap_err();
+        let e = edit_file_in(
+            dir.path(),
+            &read_only,
+            &CommitGate::default(),
+            &req("f", "", "y", false),
+        )
+        .unwrap_err();
         assert!(e.0.contains("read-only"), "{e}");
         let e = edit(dir.path(), req("f", "same", "same", false)).unwrap_err();
         assert!(e.0.contains("does not exist"), "{e}");

@@ -1,15 +1,16 @@
 //! Running child processes for tools: own process group, death with the
 //! parent, no stdin, bounded capture of stdout and stderr, timeouts that kill
 //! the whole group, and cancellation (dropping the future) that does too.
-//! With a [`Confinement`] the child enters the kernel sandbox before exec
-//! (see `crate::sandbox`), and nothing it started outlives it.
+//! With a [`Confinement`] the child enters the kernel sandbox before exec;
+//! without one a subreaper supervises it (see `crate::sandbox`). Either
+//! way nothing it started outlives the call.
 //!
 //! Each stream keeps at most `capture_limit_bytes` in memory: the first half
 //! and the last half of what was written; everything in between is counted
 //! (bytes and line feeds), not kept.
 
 use super::truncate::{self, Gap, Limits};
-use crate::sandbox::Confinement;
+use crate::sandbox::{self, Confinement};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -48,6 +49,9 @@ pub struct ExecRequest {
     pub io_drain: Duration,
     /// The kernel sandbox to enter; `None` runs unconfined.
     pub sandbox: Option<Arc<Confinement>>,
+    /// Written to the process's stdin, which is then closed; `None`:
+    /// stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -141,23 +145,85 @@ impl CapturedStream {
 ///
 /// Dropping the returned future kills the child's process group.
 pub async fn run(req: ExecRequest) -> Result<ExecOutput, ExecError> {
+    let mut stdout = Capture::new(req.capture_limit_bytes);
+    let mut stderr = Capture::new(req.capture_limit_bytes);
+    let ended = run_streaming(
+        req,
+        &mut stdout,
+        &mut stderr,
+        std::future::pending(),
+        |_| {},
+    )
+    .await?;
+    Ok(ExecOutput {
+        termination: ended.termination,
+        duration: ended.duration,
+        timed_out: ended.timed_out,
+        stdout: stdout.finish(),
+        stderr: stderr.finish(),
+        output_left_open: ended.output_left_open,
+    })
+}
+
+/// Where a stream's bytes go as they are read.
+pub trait Sink {
+    fn push(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Capture {
+    fn push(&mut self, bytes: &[u8]) {
+        Capture::push(self, bytes);
+    }
+}
+
+/// How a run ended; its output went to the sinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    pub termination: Termination,
+    /// From spawn until the run returned.
+    pub duration: Duration,
+    pub timed_out: bool,
+    /// `stop` resolved and the process was terminated.
+    pub stopped: bool,
+    /// See [`ExecOutput::output_left_open`].
+    pub output_left_open: bool,
+}
+
+/// Run `req`, passing its output to the sinks as it comes. When `stop`
+/// resolves first, the process is terminated as on a timeout (SIGTERM,
+/// then SIGKILL after the grace). `on_start` gets the process group id
+/// once the process runs.
+///
+/// Dropping the returned future kills the child's process group.
+pub async fn run_streaming(
+    req: ExecRequest,
+    stdout: &mut impl Sink,
+    stderr: &mut impl Sink,
+    stop: impl Future<Output = ()>,
+    on_start: impl FnOnce(i32),
+) -> Result<Ended, ExecError> {
     let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(&req.cwd)
         .env_clear()
         .envs(&req.env)
-        .stdin(Stdio::null())
+        .stdin(if req.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     isolate(&mut cmd);
-    if let Some(confinement) = req.sandbox.clone() {
-        // SAFETY: `enter` is made for a pre_exec hook: it runs between fork
-        // and exec and uses only async-signal-safe system calls on data
-        // prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || confinement.enter());
-        }
+    // SAFETY: `enter` and `enter_unconfined` are made for a pre_exec hook
+    // (after `isolate`'s): they run between fork and exec and use only
+    // async-signal-safe system calls on data prepared before the fork.
+    unsafe {
+        match req.sandbox.clone() {
+            Some(confinement) => cmd.pre_exec(move || confinement.enter()),
+            None => cmd.pre_exec(|| sandbox::enter_unconfined()),
+        };
     }
 
     let start = Instant::now();
@@ -166,43 +232,50 @@ pub async fn run(req: ExecRequest) -> Result<ExecOutput, ExecError> {
         source,
     })?;
     let mut group = child.id().map(GroupGuard::new);
-    let mut stdout = Capture::new(req.capture_limit_bytes);
-    let mut stderr = Capture::new(req.capture_limit_bytes);
+    if let Some(group) = &group {
+        on_start(group.pgid);
+    }
     let (stdout_pipe, stderr_pipe) = (child.stdout.take(), child.stderr.take());
+    let stdin_pipe = child.stdin.take();
+    let input = req.stdin.clone().unwrap_or_default();
 
-    let (status, timed_out, output_left_open) = {
-        let pumps = async {
-            tokio::join!(
-                pump(stdout_pipe, &mut stdout),
-                pump(stderr_pipe, &mut stderr)
-            );
-        };
-        let mut pumps = Pumps::new(pumps);
-        let waited = pumps
-            .alongside(tokio::time::timeout_at(start + req.timeout, child.wait()))
-            .await;
-        let (status, timed_out) = match waited {
-            Ok(status) => (status.map_err(ExecError::Wait)?, false),
-            Err(_elapsed) => {
-                let pgid = group.as_ref().map(|g| g.pgid);
-                let status = pumps
-                    .alongside(terminate(&mut child, pgid, req.kill_grace))
-                    .await?;
-                (status, true)
-            }
-        };
-        let left_open = !pumps.finish_within(req.io_drain).await;
-        (status, timed_out, left_open)
+    let pumps = async {
+        tokio::join!(
+            feed(stdin_pipe, &input),
+            pump(stdout_pipe, stdout),
+            pump(stderr_pipe, stderr)
+        );
     };
+    let mut pumps = Pumps::new(pumps);
+    let waited = pumps
+        .alongside(async {
+            tokio::select! {
+                waited = tokio::time::timeout_at(start + req.timeout, child.wait()) => {
+                    waited.map(|status| (status, false)).map_err(|_| false)
+                }
+                () = stop => Err(true),
+            }
+        })
+        .await;
+    let (status, timed_out, stopped) = match waited {
+        Ok((status, _)) => (status.map_err(ExecError::Wait)?, false, false),
+        Err(stopped) => {
+            let pgid = group.as_ref().map(|g| g.pgid);
+            let status = pumps
+                .alongside(terminate(&mut child, pgid, req.kill_grace))
+                .await?;
+            (status, !stopped, stopped)
+        }
+    };
+    let output_left_open = !pumps.finish_within(req.io_drain).await;
     if let Some(group) = group.as_mut() {
         group.disarm();
     }
-    Ok(ExecOutput {
+    Ok(Ended {
         termination: Termination::from_status(status),
         duration: start.elapsed(),
         timed_out,
-        stdout: stdout.finish(),
-        stderr: stderr.finish(),
+        stopped,
         output_left_open,
     })
 }
@@ -328,13 +401,23 @@ impl<F: Future<Output = ()>> Pumps<F> {
     }
 }
 
-async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, capture: &mut Capture) {
+/// Write `input` to the child's stdin and close it; a child that does not
+/// read it (a closed pipe) is not an error.
+async fn feed(stdin: Option<tokio::process::ChildStdin>, input: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    if let Some(mut stdin) = stdin {
+        let _ = stdin.write_all(input).await;
+        let _ = stdin.shutdown().await;
+    }
+}
+
+async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, sink: &mut impl Sink) {
     let Some(mut reader) = reader else { return };
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) => return,
-            Ok(n) => capture.push(&buf[..n]),
+            Ok(n) => sink.push(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // A broken pipe read ends like end of file: nothing more comes.
             Err(_) => return,
@@ -342,8 +425,10 @@ async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, capture: &mut Capture) {
     }
 }
 
-/// Head + tail capture of one stream while it is being read.
-struct Capture {
+/// Head + tail capture of one stream while it is being read: memory stays
+/// under the limit whatever the stream's size.
+#[derive(Debug)]
+pub struct Capture {
     head: Vec<u8>,
     head_cap: usize,
     tail: Ring,
@@ -353,7 +438,7 @@ struct Capture {
 }
 
 impl Capture {
-    fn new(limit: usize) -> Self {
+    pub fn new(limit: usize) -> Self {
         let head_cap = limit.div_ceil(2);
         Capture {
             head: Vec::new(),
@@ -365,7 +450,7 @@ impl Capture {
         }
     }
 
-    fn push(&mut self, chunk: &[u8]) {
+    pub fn push(&mut self, chunk: &[u8]) {
         self.total_bytes += chunk.len() as u64;
         self.newlines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         let to_head = (self.head_cap - self.head.len()).min(chunk.len());
@@ -375,7 +460,18 @@ impl Capture {
         }
     }
 
-    fn finish(self) -> CapturedStream {
+    /// True once anything was written.
+    pub fn has_data(&self) -> bool {
+        self.total_bytes > 0
+    }
+
+    /// What was captured so far; the capture starts over, empty.
+    pub fn take(&mut self) -> CapturedStream {
+        let limit = self.head_cap + self.tail.cap;
+        std::mem::replace(self, Capture::new(limit)).finish()
+    }
+
+    pub fn finish(self) -> CapturedStream {
         let last_byte = self.tail.last().or(self.head.last().copied());
         let total_lines = self.newlines + u64::from(last_byte.is_some_and(|b| b != b'\n'));
         let mut head = self.head;
@@ -440,6 +536,7 @@ fn incomplete_char_suffix(bytes: &[u8]) -> usize {
 }
 
 /// Fixed-size ring of the most recent bytes.
+#[derive(Debug)]
 struct Ring {
     buf: Vec<u8>,
     cap: usize,
@@ -589,6 +686,7 @@ mod tests {
             kill_grace: Duration::from_millis(200),
             io_drain: DEFAULT_IO_DRAIN,
             sandbox: None,
+            stdin: None,
         }
     }
 
@@ -627,6 +725,23 @@ mod tests {
         assert!(out.timed_out);
         assert_eq!(out.termination, Termination::Signaled(libc::SIGTERM));
         assert!(out.duration < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn stdin_is_given_then_closed_or_null() {
+        let mut req = request(&["/bin/cat"], Duration::from_secs(10));
+        req.stdin = Some(b"{\"x\": 1}".to_vec());
+        let out = run(req).await.unwrap();
+        assert_eq!(out.stdout.head, b"{\"x\": 1}");
+        // A command that never reads it is not an error.
+        let mut req = request(&["/bin/true"], Duration::from_secs(10));
+        req.stdin = Some(vec![b'x'; 1 << 20]);
+        assert!(run(req).await.unwrap().termination.success());
+        // Without stdin, reading gets end of file at once.
+        let out = run(request(&["/bin/cat"], Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert!(out.stdout.is_empty());
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
 //! Whole-file reads and atomic writes shared by `write_file`, `edit_file`,
-//! `apply_patch` and `cogni run -o`.
+//! `apply_patch` and `cogni run -o`, and the [`CommitGate`] that decides
+//! whether a tool's change may still land once its turn was stopped.
 //!
 //! New content goes to a hidden temp file in the target's directory and is
 //! renamed over the target, so a reader sees the old file or the new one,
@@ -12,6 +13,64 @@ use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Whether file changes of the calls running now may still be made: a
+/// turn's stop closes it.
+///
+/// The file tools do their work on a blocking thread, which goes on when
+/// the stopped turn drops the call. So a tool makes its change only after
+/// [`CommitGate::admit`] said yes, right before the change (the rename that
+/// makes it visible). Once the gate is closed nothing is admitted: a call
+/// stopped before that point changes nothing, and "did not finish" is true.
+/// A change admitted before the stop is made, and the engine waits for its
+/// call and reports what it did ([`CommitGate::close`] tells it to). The
+/// engine takes a fresh gate for each group of calls it runs; clones share
+/// the state.
+#[derive(Debug, Clone, Default)]
+pub struct CommitGate(Arc<Mutex<GateState>>);
+
+#[derive(Debug, Default)]
+struct GateState {
+    closed: bool,
+    admitted: bool,
+}
+
+impl CommitGate {
+    /// May a change be made now? `false` once the gate is closed (then
+    /// nothing may be changed). After `true` the change counts as made.
+    pub fn admit(&self) -> bool {
+        match self.0.lock() {
+            Ok(mut state) if !state.closed => {
+                state.admitted = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Close the gate: nothing is admitted from now on. Returns whether a
+    /// change was admitted before: its call must then be waited for and
+    /// reported as it finished.
+    pub fn close(&self) -> bool {
+        match self.0.lock() {
+            Ok(mut state) => {
+                state.closed = true;
+                state.admitted
+            }
+            // Poisoned: a tool panicked while asking; nothing was admitted.
+            Err(_) => false,
+        }
+    }
+}
+
+/// The error of a change refused by a closed [`CommitGate`].
+pub fn stopped_before_commit() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Interrupted,
+        "the turn was stopped before the change was made; nothing was changed",
+    )
+}
 
 /// What [`write_atomic`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

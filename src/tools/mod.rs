@@ -9,7 +9,9 @@ pub mod exec;
 pub mod fs;
 pub mod glob;
 pub mod grep;
+pub mod jobs;
 pub mod list_dir;
+pub mod output;
 pub mod paths;
 pub mod read_file;
 pub mod safety;
@@ -55,6 +57,10 @@ pub struct ToolConfig {
     pub list_max_entries: usize,
     /// Most matches `grep` returns (also its default).
     pub grep_max_results: usize,
+    /// Background shell jobs running at once; 0 switches them off.
+    pub max_background_jobs: usize,
+    /// The longest a background job runs.
+    pub background_timeout: Duration,
     /// Environment of child processes (inherit, exclude, set, ...).
     pub shell_env: env::ShellEnvPolicy,
     /// The file-editing tool; `None` lets the model family decide.
@@ -77,6 +83,8 @@ impl Default for ToolConfig {
             read_max_bytes: 64 * 1024,
             list_max_entries: 1000,
             grep_max_results: 200,
+            max_background_jobs: 4,
+            background_timeout: Duration::from_secs(3600),
             shell_env: env::ShellEnvPolicy::default(),
             edit_tool: None,
             shell_escalation: false,
@@ -90,6 +98,28 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     pub sandbox: SandboxPolicy,
     pub config: Arc<ToolConfig>,
+    /// The session's background shell jobs.
+    pub jobs: Arc<jobs::JobTable>,
+    /// File tools make their changes only when it admits them (closed
+    /// when the turn is stopped).
+    pub commits: fs::CommitGate,
+}
+
+impl ToolContext {
+    /// A context with an empty job table sized by `config`.
+    pub fn new(cwd: PathBuf, sandbox: SandboxPolicy, config: Arc<ToolConfig>) -> Self {
+        let jobs = Arc::new(jobs::JobTable::new(
+            config.max_background_jobs,
+            config.background_timeout,
+        ));
+        ToolContext {
+            cwd,
+            sandbox,
+            config,
+            jobs,
+            commits: fs::CommitGate::default(),
+        }
+    }
 }
 
 /// The input of one call, already decoded.
@@ -184,6 +214,10 @@ impl ToolRegistry {
                 available: BUILTIN_NAMES.join(", "),
             })?;
             registry.register(tool);
+            if name == "shell" && config.max_background_jobs > 0 {
+                registry.register(Arc::new(jobs::ShellOutputTool));
+                registry.register(Arc::new(jobs::ShellKillTool));
+            }
         }
         match config.edit_tool.unwrap_or(family_edit_tool) {
             EditTool::ApplyPatch => registry.register(apply_patch::apply_patch_tool(false)),
@@ -330,7 +364,20 @@ mod tests {
             last(names(&default, EditTool::ApplyPatchFreeform)),
             ("apply_patch".into(), true)
         );
-        assert_eq!(names(&default, EditTool::None).len(), DEFAULT_TOOLS.len());
+        // The defaults, plus shell_output and shell_kill with shell.
+        assert_eq!(
+            names(&default, EditTool::None).len(),
+            DEFAULT_TOOLS.len() + 2
+        );
+        let no_jobs = ToolConfig {
+            max_background_jobs: 0,
+            ..ToolConfig::default()
+        };
+        let without: Vec<String> = names(&no_jobs, EditTool::None)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(without, DEFAULT_TOOLS);
         let chosen = ToolConfig {
             edit_tool: Some(EditTool::EditFile),
             ..ToolConfig::default()
@@ -344,7 +391,14 @@ mod tests {
     #[test]
     fn read_only_tools_are_marked() {
         let registry = ToolRegistry::from_config(&ToolConfig::default(), EditTool::None).unwrap();
-        for name in ["read_file", "list_dir", "grep", "glob"] {
+        for name in [
+            "read_file",
+            "list_dir",
+            "grep",
+            "glob",
+            "shell_output",
+            "shell_kill",
+        ] {
             assert!(registry.is_read_only(name), "{name}");
         }
         assert!(!registry.is_read_only("shell"));

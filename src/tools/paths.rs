@@ -23,6 +23,9 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+/// The protected names (for what tells the model about them).
+pub use crate::sandbox::protected::{PROTECTED_DIRS, PROTECTED_FILES};
+
 /// Why a path may not be written (or used as a workdir).
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
@@ -44,6 +47,14 @@ pub enum PathError {
     Io { path: PathBuf, source: io::Error },
     #[error("path resolution was interrupted")]
     Interrupted,
+}
+
+/// The git repository `dir` is in: the nearest ancestor (`dir` itself
+/// included) holding a `.git` entry (a directory, or a worktree's file).
+pub fn repo_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 /// `path` made absolute against `cwd` (no file system access).
@@ -282,14 +293,14 @@ pub(crate) mod tests {
 
     /// A context rooted at `cwd` with default settings.
     pub(crate) fn ctx(cwd: &Path, mode: SandboxMode) -> ToolContext {
-        ToolContext {
-            cwd: cwd.to_path_buf(),
-            sandbox: SandboxPolicy {
+        ToolContext::new(
+            cwd.to_path_buf(),
+            SandboxPolicy {
                 mode,
                 ..SandboxPolicy::default()
             },
-            config: Arc::new(ToolConfig::default()),
-        }
+            Arc::new(ToolConfig::default()),
+        )
     }
 
     fn setup() -> (tempfile::TempDir, PathBuf) {

@@ -4,7 +4,8 @@
 //! session and policy.
 
 use super::env::ShellEnvPolicy;
-use super::exec::{self, ExecOutput, ExecRequest, Termination};
+use super::exec::{self, ExecOutput, ExecRequest};
+use super::output::{fmt_secs, push_block, render_streams, status_line};
 use super::truncate::Limits;
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
@@ -20,6 +21,8 @@ use std::time::Duration;
 pub struct ShellTool {
     description: String,
     escalation: bool,
+    /// Offer `background` (background jobs are on).
+    background: bool,
     env_policy: ShellEnvPolicy,
     /// The child environment, computed on first use: cogni's own
     /// environment does not change during a session, and compiling the
@@ -41,13 +44,20 @@ impl ShellTool {
                  `command`: a string runs via the shell (-c), an array runs directly as argv. \
                  No stdin/TTY. Timeout {}s by default, `timeout_ms` up to {}s; \
                  the whole process group is killed on timeout. \
-                 Output over {} bytes or {} lines keeps head and tail.",
+                 Output over {} bytes or {} lines keeps head and tail.{}",
                 config.shell_timeout.as_secs(),
                 config.max_shell_timeout.as_secs(),
                 config.max_output_bytes,
                 config.max_output_lines,
+                if config.max_background_jobs > 0 {
+                    " `background: true` starts a server or watcher and returns a job id at once \
+                     (read with shell_output, stop with shell_kill)."
+                } else {
+                    ""
+                },
             ),
             escalation: config.shell_escalation,
+            background: config.max_background_jobs > 0,
             env_policy: config.shell_env.clone(),
             env: OnceLock::new(),
             temp_dir: OnceLock::new(),
@@ -105,6 +115,8 @@ struct Args {
     command: CommandArg,
     timeout_ms: Option<u64>,
     workdir: Option<String>,
+    #[serde(default)]
+    background: bool,
     // Read by the approval policy before the call reaches the tool.
     #[serde(default, rename = "escalate")]
     _escalate: bool,
@@ -134,6 +146,9 @@ impl Tool for ShellTool {
             "required": ["command"],
             "additionalProperties": false
         });
+        if self.background {
+            parameters["properties"]["background"] = serde_json::json!({"type": "boolean"});
+        }
         if self.escalation {
             parameters["properties"]["escalate"] = serde_json::json!({
                 "type": "boolean",
@@ -210,8 +225,12 @@ impl ShellTool {
                 }
                 None => cwd,
             };
-            return apply_patch::run_patch(dir, ctx.sandbox.clone(), call.patch).await;
+            return apply_patch::run_patch(ctx, dir, call.patch).await;
         }
+        let shown = match &args.command {
+            CommandArg::Line(line) => line.clone(),
+            CommandArg::Argv(argv) => argv.join(" "),
+        };
         let argv = match args.command {
             CommandArg::Line(line) => vec![ctx.sandbox.shell.clone(), "-c".to_string(), line],
             CommandArg::Argv(argv) => argv,
@@ -220,10 +239,18 @@ impl ShellTool {
             Some(program) if !program.trim().is_empty() => {}
             _ => return ToolResult::error("`command` is empty; nothing was run"),
         }
-        let timeout = args
-            .timeout_ms
-            .map_or(config.shell_timeout, Duration::from_millis)
-            .min(config.max_shell_timeout);
+        if args.background && !ctx.jobs.enabled() {
+            return ToolResult::error(
+                "background jobs are switched off (tools.max_background_jobs = 0); nothing was run",
+            );
+        }
+        let timeout = if args.background {
+            ctx.jobs.timeout(args.timeout_ms.map(Duration::from_millis))
+        } else {
+            args.timeout_ms
+                .map_or(config.shell_timeout, Duration::from_millis)
+                .min(config.max_shell_timeout)
+        };
         let mut env = env.clone();
         let sandbox = if ctx.sandbox.mode == SandboxMode::DangerFullAccess {
             None
@@ -251,7 +278,11 @@ impl ShellTool {
             kill_grace: exec::DEFAULT_KILL_GRACE,
             io_drain: exec::DEFAULT_IO_DRAIN,
             sandbox: sandbox.clone(),
+            stdin: None,
         };
+        if args.background {
+            return self.start_job(ctx, request, shown, missing);
+        }
         let result = exec::run(request).await;
         let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
         let mut result = match result {
@@ -265,78 +296,75 @@ impl ShellTool {
                 }
             }
         }
-        if !undone.is_empty() {
-            let names: Vec<String> = undone.iter().map(|p| paths::display(&ctx.cwd, p)).collect();
-            push_block(
-            &mut result.content,
-            &format!(
-                "error: the command created {}, which the sandbox protects (.cogni, cogni.toml \
-                 and AGENTS.md steer cogni itself); it was removed. Ask the user to make this change.",
-                names.join(", ")
-            ),
-        );
+        if let Some(note) = protected_note(&ctx.cwd, &undone) {
+            push_block(&mut result.content, &note);
             result.is_error = true;
         }
         result
     }
+
+    /// Start `request` as a background job; the model gets its id at once.
+    fn start_job(
+        &self,
+        ctx: &ToolContext,
+        request: ExecRequest,
+        shown: String,
+        missing: Option<protected::Missing>,
+    ) -> ToolResult {
+        let timeout = request.timeout;
+        let cwd = ctx.cwd.clone();
+        let on_end: super::jobs::OnEnd = Box::new(move || {
+            let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
+            protected_note(&cwd, &undone)
+        });
+        match ctx.jobs.start(request, shown.clone(), on_end) {
+            Ok(id) => ToolResult::ok(format!(
+                "started background job {id}: `{shown}`. It runs until it exits, shell_kill \
+                 stops it, or {}s pass; shell_output reads what it writes (wait_ms waits for more).",
+                fmt_secs(timeout)
+            )),
+            Err(e) => ToolResult::error(format!("{e}; nothing was run")),
+        }
+    }
+}
+
+/// The error for protected paths a command created (and cogni removed).
+fn protected_note(cwd: &std::path::Path, undone: &[PathBuf]) -> Option<String> {
+    if undone.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = undone.iter().map(|p| paths::display(cwd, p)).collect();
+    Some(format!(
+        "error: the command created {}, which the sandbox protects (.cogni, cogni.toml and \
+         AGENTS.md steer cogni itself); it was removed. Ask the user to make this change.",
+        names.join(", ")
+    ))
 }
 
 /// Header line, then stdout, then stderr (labelled) when there is any.
 fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolResult {
-    let mut text = String::new();
-    let secs = output.duration.as_secs_f64();
-    if output.timed_out {
-        let _ = write!(text, "timed out after {}s; ", fmt_secs(timeout));
-    }
-    match output.termination {
-        Termination::Exited(code) => {
-            let _ = write!(text, "exit code {code}");
-        }
-        Termination::Signaled(signal) => {
-            let _ = write!(text, "killed by signal {signal}");
-            if let Some(name) = signal_name(signal) {
-                let _ = write!(text, " ({name})");
-            }
-        }
-    }
-    let _ = writeln!(text, ", {secs:.1}s");
+    let mut text = status_line(
+        output.termination,
+        output.timed_out.then_some(timeout),
+        output.duration,
+    );
+    text.push('\n');
     if output.output_left_open {
         let _ = writeln!(
             text,
             "note: a background process kept stdout/stderr open; later output was not read"
         );
     }
-    let (out, err) = (&output.stdout, &output.stderr);
     let limits = Limits {
         max_bytes: config.max_output_bytes,
         max_lines: config.max_output_lines,
     };
-    let out_limits = Limits {
-        max_bytes: share(limits.max_bytes, err.total_bytes, limits.max_bytes / 2),
-        max_lines: share(limits.max_lines, err.total_lines, limits.max_lines / 2),
-    };
-    let err_limits = Limits {
-        max_bytes: share(
-            limits.max_bytes,
-            out.total_bytes,
-            limits.max_bytes.div_ceil(2),
-        ),
-        max_lines: share(
-            limits.max_lines,
-            out.total_lines,
-            limits.max_lines.div_ceil(2),
-        ),
-    };
-    if !out.is_empty() {
-        push_block(&mut text, &out.to_model_text(out_limits));
-    }
-    if !err.is_empty() {
-        text.push_str("stderr:\n");
-        push_block(&mut text, &err.to_model_text(err_limits));
-    }
-    if out.is_empty() && err.is_empty() {
-        text.push_str("(no output)\n");
-    }
+    let streams = render_streams(&output.stdout, &output.stderr, limits);
+    text.push_str(if streams.is_empty() {
+        "(no output)\n"
+    } else {
+        &streams
+    });
     ToolResult {
         content: text,
         is_error: output.timed_out || !output.termination.success(),
@@ -381,43 +409,6 @@ pub fn normalize_output(content: &str) -> String {
     out.push_str("Output:\n");
     out.push_str(body);
     out
-}
-
-/// The part of `limit` one stream may use when the other stream has `other`
-/// and may claim up to `other_claim`: half each, unused budget goes across.
-fn share(limit: usize, other: u64, other_claim: usize) -> usize {
-    let other = usize::try_from(other).unwrap_or(usize::MAX);
-    limit - other.min(other_claim)
-}
-
-fn push_block(text: &mut String, block: &str) {
-    text.push_str(block);
-    if !block.ends_with('\n') {
-        text.push('\n');
-    }
-}
-
-fn fmt_secs(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if secs.fract() == 0.0 {
-        format!("{secs:.0}")
-    } else {
-        format!("{secs:.1}")
-    }
-}
-
-fn signal_name(signal: i32) -> Option<&'static str> {
-    Some(match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
@@ -586,13 +577,5 @@ mod tests {
             "{}",
             r.content
         );
-    }
-
-    #[test]
-    fn budgets_are_shared_between_streams() {
-        // Both large: halves that add up to the limit.
-        assert_eq!(share(101, 1000, 50) + share(101, 1000, 51), 101);
-        // Small stderr: stdout gets the rest.
-        assert_eq!(share(100, 10, 50), 90);
     }
 }

@@ -25,6 +25,20 @@ pub struct Gap {
     pub ends_with_newline: bool,
 }
 
+/// Cut `text` to `max` bytes on a character boundary, saying how much was
+/// cut (`… [N more bytes]`): for one-line reports, where the end matters
+/// less than the start.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… [{} more bytes]", &text[..cut], text.len() - cut)
+}
+
 /// Cap `text` to `limits`, keeping a head and a tail. Returns the text
 /// unchanged when it fits.
 pub fn head_tail(text: &str, limits: Limits) -> String {

@@ -1,6 +1,6 @@
 //! `write_file`: create or replace a whole file, atomically.
 
-use super::fs::{write_atomic, Written};
+use super::fs::{stopped_before_commit, write_atomic, Written};
 use super::{parse_args, paths, Tool, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
@@ -49,9 +49,14 @@ impl Tool for WriteFileTool {
             };
             let shown = paths::display(&ctx.cwd, &target);
             let bytes = args.content.len();
-            let written =
-                tokio::task::spawn_blocking(move || write_atomic(&target, args.content.as_bytes()))
-                    .await;
+            let commits = ctx.commits.clone();
+            let written = tokio::task::spawn_blocking(move || {
+                if !commits.admit() {
+                    return Err(stopped_before_commit());
+                }
+                write_atomic(&target, args.content.as_bytes())
+            })
+            .await;
             match written {
                 Ok(Ok(Written::Created)) => {
                     ToolResult::ok(format!("created {shown} ({bytes} bytes)"))
@@ -103,6 +108,22 @@ mod tests {
             "bye"
         );
         assert_eq!(entries(&tmp.path().join("a/b")), ["c.txt"]);
+    }
+
+    #[tokio::test]
+    async fn a_stopped_turn_writes_nothing() {
+        let (tmp, c) = tmp_ctx(SandboxMode::WorkspaceWrite);
+        fs::write(tmp.path().join("old.txt"), "old").unwrap();
+        assert!(!c.commits.close(), "nothing was admitted");
+        let r = write(&c, "old.txt", "new").await;
+        assert!(r.is_error && r.content.contains("stopped"), "{}", r.content);
+        let r = write(&c, "new.txt", "new").await;
+        assert!(r.is_error, "{}", r.content);
+        assert_eq!(entries(tmp.path()), ["old.txt"]);
+        assert_eq!(
+            fs::read_to_string(tmp.path().join("old.txt")).unwrap(),
+            "old"
+        );
     }
 
     #[tokio::test]

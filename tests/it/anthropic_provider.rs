@@ -5,7 +5,7 @@
 
 use crate::common::mock::{MockResponse, MockServer};
 use crate::common::provider_harness::{
-    completed, function_call, run_ok, started, text_of, user, Api, Style,
+    completed, function_call, run_err, run_ok, started, text_of, user, Api, Style,
 };
 use crate::common::wire_anthropic::{self as wire, pairing_violations};
 use cogni::agent::{start_session, SessionConfig};
@@ -14,7 +14,7 @@ use cogni::protocol::{
     ToolSpec, TurnOutcome, Usage,
 };
 use cogni::provider::anthropic::AnthropicMessages;
-use cogni::provider::{ModelRequest, ResponseEvent, WireApi};
+use cogni::provider::{ModelRequest, ProviderError, ResponseEvent, WireApi};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -234,9 +234,12 @@ async fn anthropic_thinking_round_trips_with_its_signature_before_the_tool_use()
     ));
     server.enqueue(wire::text_response("It is fine."));
     let provider = API.provider_for(&server);
+    // A request that replays tool calls must define tools.
+    let tools = snapshot_tools();
 
     let mut history = user("check a.rs");
     let mut req = API.request(&history);
+    req.tools = &tools;
     req.reasoning_effort = Some("low");
     let events = run_ok(&provider, &req).await;
     let reasoning: Vec<Reasoning> = events
@@ -281,6 +284,7 @@ async fn anthropic_thinking_round_trips_with_its_signature_before_the_tool_use()
         is_error: false,
     }));
     let mut req = API.request(&history);
+    req.tools = &tools;
     req.reasoning_effort = Some("low");
     run_ok(&provider, &req).await;
 
@@ -501,6 +505,16 @@ async fn anthropic_400_and_404_are_not_retried() {
 }
 
 #[tokio::test]
+async fn anthropic_404_names_the_url_and_the_setting() {
+    // What LiteLLM (FastAPI) answers for a path it does not serve.
+    API.assert_404_names_the_url_and_the_setting(
+        MockResponse::json(404, &json!({"detail": "Not Found"})),
+        "/messages",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn anthropic_prompt_too_long_is_a_context_overflow() {
     API.assert_context_overflow(
         wire::error_response(
@@ -509,6 +523,26 @@ async fn anthropic_prompt_too_long_is_a_context_overflow() {
             "prompt is too long: 215003 tokens > 200000 maximum",
         ),
         "215003 tokens",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn anthropic_input_length_and_max_tokens_is_a_context_overflow() {
+    API.assert_context_overflow(
+        wire::exceeds_context_limit(197_626, 200_000),
+        "exceed context limit: 197626 + 8192 > 200000",
+    )
+    .await;
+    API.assert_context_overflow(
+        MockResponse::sse([
+            wire::message_start(10, 0, 0),
+            wire::error(
+                "invalid_request_error",
+                "prompt is too long: 215003 tokens > 200000 maximum",
+            ),
+        ]),
+        "prompt is too long",
     )
     .await;
 }
@@ -616,6 +650,16 @@ fn snapshot_history() -> Vec<HistoryItem> {
             content: "# Projcet\n".into(),
             is_error: false,
         }),
+        // With thinking on, every answer of the tool loop starts with one.
+        HistoryItem {
+            role: Role::Assistant,
+            content: Content::Reasoning(Reasoning {
+                id: None,
+                text: "Now the patch.".into(),
+                encrypted: Some("c2lnbmF0dXJlLTI=".into()),
+                source: "anthropic".into(),
+            }),
+        },
         HistoryItem::tool_call(patch),
         HistoryItem::tool_output(ToolOutput {
             call_id: "toolu_02".into(),
@@ -649,6 +693,7 @@ async fn anthropic_request_body_matches_the_snapshot() {
         reasoning_effort: Some("medium"),
         context_window: 200_000,
         context_window_is_default: false,
+        max_tokens_param: cogni::provider::MaxTokensParam::MaxTokens,
     };
     run_ok(&API.provider_for(&server), &req).await;
     let sent = server.last_request().expect("a request");
@@ -749,7 +794,8 @@ async fn anthropic_pairing_check_reports_violations() {
         ]
     );
 
-    // And the mock applies it to requests on /messages.
+    // And the mock applies it to requests on /messages, and rejects such a
+    // request as the API does.
     let server = MockServer::start();
     server.enqueue(wire::text_response("ok"));
     let input = vec![
@@ -761,11 +807,88 @@ async fn anthropic_pairing_check_reports_violations() {
             is_error: false,
         }),
     ];
-    run_ok(&API.provider_for(&server), &API.request(&input)).await;
+    let tools = snapshot_tools();
+    let mut req = API.request(&input);
+    req.tools = &tools;
+    let error = run_err(&API.provider_for(&server), &req).await;
+    assert!(
+        matches!(&error, ProviderError::Http { status: 400, message, .. }
+            if message.starts_with("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: c1.")),
+        "{error}"
+    );
     let violations = server.violations();
-    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert_eq!(violations.len(), 3, "{violations:?}");
     assert!(violations.iter().any(|v| v.contains("`c9`")));
     assert!(violations.iter().any(|v| v.contains("`c1`")));
+    assert!(violations.iter().any(|v| v.contains("rejected")));
+    assert_eq!(server.pending_responses(), 1, "a rejection serves nothing");
+}
+
+#[tokio::test]
+async fn the_mock_rejects_what_the_messages_api_rejects() {
+    let tools = snapshot_tools();
+    let call = || HistoryItem::tool_call(function_call("toolu_1", "read_file", "{}"));
+    let output = || {
+        HistoryItem::tool_output(ToolOutput {
+            call_id: "toolu_1".into(),
+            content: "ok".into(),
+            is_error: false,
+        })
+    };
+    // Each body breaks one rule; the API's own words come back.
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"model": "m", "max_tokens": 10, "temperature": 1.5,
+                   "messages": [{"role": "user", "content": "hi"}]}),
+            "temperature: range: 0..1",
+        ),
+        (
+            json!({"model": "m", "max_tokens": 10, "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "\n\n"},
+                    {"type": "tool_use", "id": "t", "name": "x", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "1"}]},
+            ], "tools": [{"name": "x", "input_schema": {"type": "object"}}]}),
+            "messages: text content blocks must contain non-whitespace text",
+        ),
+        (
+            json!({"model": "m", "max_tokens": 10, "messages": [
+                {"role": "user", "content": [{"type": "text", "text": ""}]}]}),
+            "messages: text content blocks must be non-empty",
+        ),
+        (
+            json!({"model": "m", "max_tokens": 2000, "thinking": {"type": "enabled", "budget_tokens": 4096},
+                   "messages": [{"role": "user", "content": "hi"}]}),
+            "`max_tokens` must be greater than `thinking.budget_tokens`",
+        ),
+    ];
+    for (body, says) in cases {
+        let broken = wire::rule_broken(&body);
+        assert!(
+            broken.as_deref().is_some_and(|m| m.starts_with(says)),
+            "{says}: {broken:?}"
+        );
+    }
+    // Through the client: tool blocks without tools, and a thinking tool
+    // loop whose last assistant message does not start with thinking.
+    let history = vec![HistoryItem::text(Role::User, "go"), call(), output()];
+    let server = MockServer::start();
+    let error = run_err(&API.provider_for(&server), &API.request(&history)).await;
+    assert!(
+        error.to_string().contains(
+            "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        ),
+        "{error}"
+    );
+    let mut req = API.request(&history);
+    req.tools = &tools;
+    req.reasoning_effort = Some("low");
+    let error = run_err(&API.provider_for(&server), &req).await;
+    assert!(
+        error.to_string().contains("messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."),
+        "{error}"
+    );
+    assert_eq!(server.violations().len(), 2);
 }
 
 // ---------------------------------------------------------------------------

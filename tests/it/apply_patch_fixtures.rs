@@ -77,11 +77,11 @@ fn tree_diff(got: &BTreeMap<String, Vec<u8>>, want: &BTreeMap<String, Vec<u8>>) 
 }
 
 async fn run_patch(cwd: &Path, patch: String) -> ToolResult {
-    let ctx = ToolContext {
-        cwd: cwd.to_path_buf(),
-        sandbox: SandboxPolicy::default(),
-        config: Arc::new(ToolConfig::default()),
-    };
+    let ctx = ToolContext::new(
+        cwd.to_path_buf(),
+        SandboxPolicy::default(),
+        Arc::new(ToolConfig::default()),
+    );
     apply_patch_tool(false)
         .run(ToolInput::Json(serde_json::json!({ "input": patch })), &ctx)
         .await

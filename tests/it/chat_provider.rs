@@ -11,7 +11,7 @@ use cogni::protocol::{
     HistoryItem, Role, StopReason, ToolCall, ToolCallKind, ToolFormat, ToolOutput, ToolSpec, Usage,
 };
 use cogni::provider::chat_completions::ChatCompletions;
-use cogni::provider::{Provider, ProviderError, ResponseEvent, WireApi};
+use cogni::provider::{Provider, ProviderError, ProviderInfo, ResponseEvent, WireApi};
 use futures::StreamExt;
 use serde_json::json;
 use std::time::Duration;
@@ -340,6 +340,45 @@ async fn chat_400_and_404_are_not_retried() {
 }
 
 #[tokio::test]
+async fn chat_404_names_the_url_and_the_setting() {
+    API.assert_404_names_the_url_and_the_setting(
+        MockResponse::error(404, "Invalid URL (POST /v1/chat/completion)"),
+        "/chat/completions",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn chat_overflows_of_openai_and_compatible_servers_are_context_overflows() {
+    use crate::common::wire_chat;
+    for (response, says) in [
+        (
+            wire_chat::openai_overflow(130_512, 128_000),
+            "maximum context length is 128000",
+        ),
+        (
+            wire_chat::vllm_overflow(33_000, 32_768),
+            "maximum context length is 32768",
+        ),
+        (
+            wire_chat::llama_cpp_overflow(4_390, 4_096),
+            "exceeds the available context size",
+        ),
+        (
+            MockResponse::sse([
+                chat::role(),
+                chat::data(&json!({"error": {
+                "message": "This model's maximum context length is 4096 tokens.",
+                "type": "BadRequestError", "code": 400}})),
+            ]),
+            "maximum context length is 4096",
+        ),
+    ] {
+        API.assert_context_overflow(response, says).await;
+    }
+}
+
+#[tokio::test]
 async fn chat_connection_refused_is_retried_then_reported() {
     API.assert_unreachable_is_retried_then_reported().await;
 }
@@ -511,6 +550,60 @@ async fn chat_no_auth_header_without_a_key() {
 }
 
 #[tokio::test]
+async fn the_mock_rejects_what_chat_completions_rejects() {
+    let call = |id: &str| HistoryItem::tool_call(function_call(id, "shell", "{}"));
+    let output = |id: &str| {
+        HistoryItem::tool_output(ToolOutput {
+            call_id: id.into(),
+            content: "ok".into(),
+            is_error: false,
+        })
+    };
+    let server = MockServer::start();
+    let provider = API.provider_for(&server);
+    let fails = |input: Vec<HistoryItem>, says: &'static str| {
+        let provider = &provider;
+        async move {
+            let error = run_err(provider, &API.request(&input)).await;
+            assert!(
+                matches!(&error, ProviderError::Http { status: 400, message, .. } if message.starts_with(says)),
+                "{says}: {error}"
+            );
+        }
+    };
+    fails(
+        vec![user("go").remove(0), output("call_1")],
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+    )
+    .await;
+    fails(
+        vec![user("go").remove(0), call("call_1"), user("next").remove(0)],
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_1",
+    )
+    .await;
+    // o-series and GPT-5 take max_completion_tokens only.
+    let input = user("hi");
+    let mut req = API.request(&input);
+    req.model = "o3";
+    req.max_tokens = Some(100);
+    let error = run_err(&provider, &req).await;
+    assert!(
+        error.to_string().contains("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."),
+        "{error}"
+    );
+    req.temperature = Some(2.5);
+    req.model = "gpt-4.1";
+    let error = run_err(&provider, &req).await;
+    assert!(
+        error
+            .to_string()
+            .contains("Invalid 'temperature': decimal above maximum value."),
+        "{error}"
+    );
+    assert_eq!(server.request_count(), 4);
+}
+
+#[tokio::test]
 async fn mock_records_tool_pairing_violations() {
     let server = MockServer::start();
     server.enqueue(chat::text_response("ok"));
@@ -529,11 +622,17 @@ async fn mock_records_tool_pairing_violations() {
             is_error: false,
         }),
     ];
-    run_ok(&API.provider_for(&server), &API.request(&input)).await;
+    let error = run_err(&API.provider_for(&server), &API.request(&input)).await;
+    assert!(
+        matches!(&error, ProviderError::Http { status: 400, message, .. }
+            if message == "Invalid parameter: 'tool_call_id' of 'call_9' not found in 'tool_calls' of previous message."),
+        "{error}"
+    );
     let violations = server.violations();
-    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert_eq!(violations.len(), 3, "{violations:?}");
     assert!(violations[0].contains("`call_2`") && violations[0].contains("no tool message"));
     assert!(violations[1].contains("`call_9`"));
+    assert!(violations[2].contains("rejected"));
     let caught =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.assert_invariants()));
     assert!(caught.is_err(), "assert_invariants fails on violations");
@@ -594,6 +693,66 @@ async fn auth_command_token_is_sent_and_cached() {
     assert_eq!(runs.lines().count(), 1, "the token is cached");
 }
 
+/// A provider whose auth_command prints `tok-1`, `tok-2`, ... (one more
+/// each run), counting its runs in a file under `dir`.
+fn counting_token_command(server: &MockServer, dir: &std::path::Path) -> ProviderInfo {
+    let count = dir.join("runs");
+    let mut info = API.info(server);
+    info.api_key = None;
+    info.auth_command = Some(vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "n=$(cat {0} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {0}; echo tok-$n",
+            count.display()
+        ),
+    ]);
+    info
+}
+
+#[tokio::test]
+async fn a_401_refreshes_the_auth_command_token_once() {
+    let server = MockServer::start();
+    server.enqueue(MockResponse::error(401, "token expired"));
+    server.enqueue(chat::text_response("fresh"));
+    server.enqueue(chat::text_response("still fresh"));
+    let dir = tempfile::tempdir().unwrap();
+    let provider = API.provider(counting_token_command(&server, dir.path()));
+    let input = user("hi");
+    let events = run_ok(&provider, &API.request(&input)).await;
+    assert_eq!(text_of(&events), "fresh");
+    assert!(retries(&events).is_empty(), "{events:?}");
+    run_ok(&provider, &API.request(&input)).await;
+    let tokens: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").unwrap_or("").to_string())
+        .collect();
+    assert_eq!(tokens, ["Bearer tok-1", "Bearer tok-2", "Bearer tok-2"]);
+    server.assert_invariants();
+}
+
+#[tokio::test]
+async fn a_second_401_after_the_refresh_is_an_auth_error() {
+    let server = MockServer::start();
+    server.enqueue(MockResponse::error(401, "token expired"));
+    server.enqueue(MockResponse::error(401, "still not allowed"));
+    let dir = tempfile::tempdir().unwrap();
+    let provider = API.provider(counting_token_command(&server, dir.path()));
+    let input = user("hi");
+    let error = run_err(&provider, &API.request(&input)).await;
+    assert!(
+        matches!(&error, ProviderError::Auth { status: 401, message, .. } if message.contains("still not allowed")),
+        "{error}"
+    );
+    let text = error.to_string();
+    assert!(text.contains("auth_command `sh -c"), "{text}");
+    assert!(!text.contains("no API key was sent"), "{text}");
+    assert_eq!(server.request_count(), 2, "one refresh, then fail");
+    let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap();
+    assert_eq!(runs.trim(), "2");
+}
+
 #[tokio::test]
 async fn failing_auth_command_is_a_clear_error() {
     let server = MockServer::start();
@@ -603,6 +762,29 @@ async fn failing_auth_command_is_a_clear_error() {
     let error = run_err(&API.provider(info), &API.request(&input)).await;
     assert!(error.to_string().contains("auth_command"), "{error}");
     assert_eq!(server.request_count(), 0);
+}
+
+#[tokio::test]
+async fn nothing_an_auth_command_starts_outlives_it() {
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("a"));
+    let marker = format!("{}.2718", 5000 + std::process::id() % 1000);
+    let mut info = API.info(&server);
+    info.auth_command = Some(vec![
+        "sh".into(),
+        "-c".into(),
+        format!("setsid sleep {marker} > /dev/null 2>&1 & echo tok-1"),
+    ]);
+    let input = user("hi");
+    run_ok(&API.provider(info), &API.request(&input)).await;
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer tok-1")
+    );
+    assert!(
+        crate::common::pids_running(&format!("sleep\u{0}{marker}")).is_empty(),
+        "the auth_command's background process outlived it"
+    );
 }
 
 #[tokio::test]

@@ -132,6 +132,104 @@ fn json_mode_prints_one_event_per_line() {
     assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
 }
 
+/// Events without what differs between two runs (ids, timings).
+fn comparable(stdout: &str) -> Vec<String> {
+    fn strip(v: &mut serde_json::Value, seconds: &regex::Regex) {
+        match v {
+            serde_json::Value::Object(map) => {
+                map.retain(|k, _| k != "session_id" && !k.ends_with("_ms"));
+                map.values_mut().for_each(|v| strip(v, seconds));
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| strip(v, seconds)),
+            // "exit code 0, 0.1s" in a tool's output.
+            serde_json::Value::String(s) => *s = seconds.replace_all(s, "N.Ns").into_owned(),
+            _ => {}
+        }
+    }
+    let seconds = regex::Regex::new(r"\b\d+\.\ds\b").unwrap();
+    stdout
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            strip(&mut v, &seconds);
+            v.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn verbose_logs_go_to_stderr_and_never_change_the_json_on_stdout() {
+    let env = Env::new();
+    let quiet = env
+        .run_script(HELLO, "write hello")
+        .arg("--json")
+        .output()
+        .unwrap();
+    std::fs::remove_file(env.work().join("out.txt")).unwrap();
+    let verbose = env
+        .run_script(HELLO, "write hello")
+        .args(["--json", "--verbose"])
+        .output()
+        .unwrap();
+    assert_eq!(verbose.status.code(), Some(0), "{}", stderr_of(&verbose));
+    let (loud, quiet) = (
+        comparable(&stdout_of(&verbose)),
+        comparable(&stdout_of(&quiet)),
+    );
+    for (loud, quiet) in loud.iter().zip(&quiet) {
+        assert_eq!(loud, quiet);
+    }
+    assert_eq!(loud.len(), quiet.len());
+    // The prompt is logged on stderr instead.
+    let err = stderr_of(&verbose);
+    assert!(err.contains("[verbose] model request #1: {"), "{err}");
+    assert!(err.contains("write hello"), "{err}");
+}
+
+#[test]
+fn on_failure_without_a_terminal_leaves_a_failed_commands_output_alone() {
+    let env = Env::new();
+    let script = r#"
+[[turns]]
+[[turns.tool_calls]]
+name = "shell"
+arguments = { command = "echo 'ls: cannot open directory x: Permission denied' >&2; exit 2" }
+[[turns]]
+expect = "Permission denied"
+text = "seen"
+"#;
+    let out = env
+        .run_script(script, "x")
+        .args(["--json", "--approval", "on-failure"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let events: Vec<serde_json::Value> = stdout_of(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        !events.iter().any(|e| e["type"] == "approval"),
+        "nobody was asked: {}",
+        stdout_of(&out)
+    );
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .unwrap();
+    let output = done["item"]["output"].as_str().unwrap();
+    assert!(output.contains("Permission denied"), "{output}");
+    assert!(
+        !output.contains("Not run") && !output.contains("approval"),
+        "{output}"
+    );
+    let metrics = events.iter().find(|e| e["type"] == "metrics").unwrap();
+    assert_eq!(
+        metrics["snapshot"]["session"]["approvals"],
+        serde_json::json!({})
+    );
+}
+
 #[test]
 fn output_last_message_and_stdin_task() {
     let env = Env::new();
@@ -329,33 +427,37 @@ fn diagnostics_go_to_the_log_file_filtered_by_rust_log() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("model response"));
 }
 
-#[test]
-fn interrupt_exits_130_and_kills_running_commands() {
+/// `cogni run --json` with a shell call that sleeps, interrupted by
+/// `signal` once the command runs: the exit status, stdout, and the saved
+/// session file.
+fn interrupt_run(signal: i32, tag: &str) -> (std::process::Output, String) {
     let env = Env::new();
     let pid_file = env.work().join("sleeper.pid");
     // `$$` would be the pid inside the sandbox's PID namespace: the test
-    // finds the sleeper by its command line instead.
+    // finds the sleeper by its command line instead (tagged per test, as
+    // tests run at once).
     let script = format!(
-        "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo started > {}; exec sleep 30.1313\" }}\n",
+        "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo started > {}; exec sleep 30.{tag}\" }}\n",
         pid_file.display()
     );
     let path = env.write("s.toml", &script);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
         .current_dir(env.work())
         .env("COGNI_HOME", env.dir.path().join("home"))
-        .args(["run", "--script"])
+        .args(["run", "--json", "--script"])
         .arg(&path)
         .arg("x")
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let needle = format!("sleep\x0030.{tag}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let sleeper: i32 = loop {
         if let Some(&pid) = std::fs::read_to_string(&pid_file)
             .is_ok()
-            .then(|| crate::common::pids_running("sleep\x0030.1313"))
+            .then(|| crate::common::pids_running(&needle))
             .as_ref()
             .and_then(|pids| pids.first())
         {
@@ -368,9 +470,8 @@ fn interrupt_exits_130_and_kills_running_commands() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let out = child.wait_with_output().unwrap();
     // The command's process group was killed with cogni's turn.
     let gone = (0..100).any(|_| {
         // SAFETY: probing a pid with signal 0.
@@ -381,6 +482,51 @@ fn interrupt_exits_130_and_kills_running_commands() {
         !alive
     });
     assert!(gone, "sleep {sleeper} outlived cogni");
+    let sessions: Vec<_> = std::fs::read_dir(env.dir.path().join("home/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let session = std::fs::read_to_string(&sessions[0]).unwrap();
+    (out, session)
+}
+
+#[test]
+fn interrupt_exits_130_and_kills_running_commands() {
+    let (out, _) = interrupt_run(libc::SIGINT, "1313");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr_of(&out));
+}
+
+#[test]
+fn sigterm_and_sighup_stop_the_turn_like_ctrl_c_and_the_session_records_it() {
+    for (signal, code, name, tag) in [
+        (libc::SIGTERM, 143, "SIGTERM", "1515"),
+        (libc::SIGHUP, 129, "SIGHUP", "1717"),
+    ] {
+        let (out, session) = interrupt_run(signal, tag);
+        assert_eq!(out.status.code(), Some(code), "{name}: {}", stderr_of(&out));
+        assert!(
+            stderr_of(&out).contains(&format!("interrupted ({name})")),
+            "{}",
+            stderr_of(&out)
+        );
+        // The events end with the turn's outcome, the call with its output.
+        let stdout = stdout_of(&out);
+        let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "turn.completed", "{stdout}");
+        assert_eq!(last["outcome"], "interrupted");
+        // The session file has the call, its output and the turn's usage.
+        let records: Vec<serde_json::Value> = session
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let output = records
+            .iter()
+            .find(|r| r["item"]["content"]["type"] == "tool_output")
+            .unwrap_or_else(|| panic!("{name}: no call output saved: {session}"));
+        assert!(output.to_string().contains("did not finish"), "{output}");
+        assert!(records.iter().any(|r| r["type"] == "usage"), "{session}");
+    }
 }
 
 fn is_zombie(pid: i32) -> bool {

@@ -7,7 +7,7 @@ use crate::common::mock::{chat, MockResponse, MockServer};
 use crate::common::provider_harness::closed_port;
 use cogni::agent::{start_session, SessionConfig};
 use cogni::protocol::{AgentEvent, TurnOutcome};
-use cogni::provider::{ProviderInfo, WireApi};
+use cogni::provider::{MaxTokensParam, ProviderInfo, WireApi};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -120,6 +120,56 @@ async fn stream_without_done_fails_the_turn() {
         events.lock().unwrap().last(),
         Some(AgentEvent::TurnFailed { .. })
     ));
+}
+
+/// The output limit field a declared Chat Completions provider with
+/// `max_tokens_param` sends for `model`.
+async fn max_tokens_field(model: &str, param: Option<MaxTokensParam>) -> &'static str {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("ok"));
+    // The override may send what OpenAI itself would refuse (for servers
+    // that know only one of the two names).
+    server.accept_invalid_requests();
+    let mut config = session_config(&server, dir.path());
+    config.provider.max_tokens_param = param;
+    config.model = Some(model.into());
+    config.sampling.max_tokens = Some(1000);
+    let mut session = start_session(config).unwrap();
+    let (_events, sink) = collect();
+    session.run_turn("hi", &sink).await.unwrap();
+    let body = server.requests()[0].body_json().clone();
+    match (body.get("max_tokens"), body.get("max_completion_tokens")) {
+        (Some(_), None) => "max_tokens",
+        (None, Some(_)) => "max_completion_tokens",
+        other => panic!("expected exactly one limit field, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_declared_provider_sends_max_completion_tokens_to_models_that_need_it() {
+    // The provider is `mock`, not `openai`: the model family decides.
+    for model in ["gpt-5", "o3", "o4-mini"] {
+        assert_eq!(
+            max_tokens_field(model, None).await,
+            "max_completion_tokens",
+            "{model}"
+        );
+    }
+    assert_eq!(max_tokens_field("gpt-4.1", None).await, "max_tokens");
+}
+
+#[tokio::test]
+async fn the_providers_max_tokens_param_wins_over_the_family() {
+    use MaxTokensParam::{MaxCompletionTokens, MaxTokens};
+    assert_eq!(
+        max_tokens_field("gpt-5", Some(MaxTokens)).await,
+        "max_tokens"
+    );
+    assert_eq!(
+        max_tokens_field("gpt-4.1", Some(MaxCompletionTokens)).await,
+        "max_completion_tokens"
+    );
 }
 
 /// A workspace whose cogni.toml points the `mock` provider at `server`.

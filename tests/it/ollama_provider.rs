@@ -64,6 +64,7 @@ async fn ollama_streams_text_deltas() {
                 {"role": "user", "content": "hi"},
             ],
             "stream": true,
+            "truncate": false,
             "options": {"num_ctx": 32768},
             "keep_alive": "10m",
         })
@@ -278,6 +279,18 @@ async fn ollama_model_not_found_names_ollama_pull() {
 }
 
 #[tokio::test]
+async fn ollama_404_names_the_url_and_the_setting() {
+    let text = API
+        .assert_404_names_the_url_and_the_setting(
+            MockResponse::new(404).chunk("404 page not found"),
+            "/api/chat",
+        )
+        .await;
+    assert!(text.contains("without /v1"), "{text}");
+    assert!(!text.contains("ollama pull"), "not a missing model: {text}");
+}
+
+#[tokio::test]
 async fn ollama_connection_refused_says_to_start_ollama_serve() {
     let (events, last) = API.assert_unreachable_is_retried_then_reported().await;
     assert!(
@@ -300,6 +313,47 @@ async fn ollama_context_overflow_is_reported_as_such() {
         "exceeds the context length",
     )
     .await;
+}
+
+#[tokio::test]
+async fn ollama_runner_overflow_is_a_context_overflow() {
+    API.assert_context_overflow(
+        ollama::exceeds_context(8_889, 4_096),
+        "exceeds the available context size (4096 tokens)",
+    )
+    .await;
+    API.assert_context_overflow(
+        ollama::ndjson([ollama::error(
+            "the prompt is longer than the context length currently available to the model",
+        )]),
+        "longer than the context length",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_mock_rejects_what_ollama_rejects() {
+    for (body, says) in [
+        (json!({"model": "", "messages": []}), "model is required"),
+        (
+            json!({"model": "m", "think": "minimal", "messages": []}),
+            "invalid think value: \"minimal\" (must be \"high\", \"medium\", \"low\", \"max\", true, or false)",
+        ),
+        (
+            json!({"model": "m", "messages": [{"role": "assistant", "content": "",
+                "tool_calls": [{"function": {"name": "x", "arguments": "{}"}}]}]}),
+            "json: cannot unmarshal string",
+        ),
+    ] {
+        let broken = ollama::rule_broken(&body);
+        assert!(
+            broken.as_deref().is_some_and(|m| m.starts_with(says)),
+            "{says}: {broken:?}"
+        );
+    }
+    // Ollama checks no tool pairing: it renders what it gets.
+    let orphan = json!({"model": "m", "messages": [{"role": "tool", "content": "x"}]});
+    assert_eq!(ollama::rule_broken(&orphan), None);
 }
 
 #[tokio::test]

@@ -149,6 +149,39 @@ fn ctrl_c_during_a_sleep_tool_leaves_no_process_behind() {
 }
 
 #[test]
+fn sigterm_stops_the_turn_and_leaves_with_the_session_saved_and_sighup_leaves_the_prompt() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(
+        MockResponse::sse([chat::role(), chat::text("thinking about it\n")]).stall_forever(),
+    );
+    let mut pty = repl(&env, &server, &[]);
+    let before = pty.modes();
+    pty.expect("› ", WAIT);
+    pty.send("a question that never gets its answer\r");
+    pty.expect("thinking about it", WAIT);
+    pty.signal(libc::SIGTERM);
+    pty.expect("SIGTERM", WAIT);
+    assert_eq!(pty.wait(WAIT).code(), Some(143), "{}", pty.screen());
+    assert_eq!(pty.modes(), before, "terminal modes restored");
+    let sessions = env.dir.path().join("home/sessions");
+    let files: Vec<_> = std::fs::read_dir(&sessions).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1);
+    let saved = std::fs::read_to_string(files[0].path()).unwrap();
+    assert!(
+        saved.contains("a question that never gets its answer"),
+        "{saved}"
+    );
+    assert!(saved.contains("\"type\":\"usage\""), "{saved}");
+
+    // SIGHUP at the prompt (the terminal went away) leaves too.
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.signal(libc::SIGHUP);
+    assert_eq!(pty.wait(WAIT).code(), Some(129), "{}", pty.screen());
+}
+
+#[test]
 fn slash_commands_do_what_they_say() {
     let env = Env::new();
     let commands = env.work().join(".cogni/commands");
@@ -419,4 +452,88 @@ fn model_output_cannot_act_on_the_terminal() {
     }
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0));
+}
+
+#[test]
+fn jobs_lists_and_stops_background_jobs() {
+    let env = Env::new();
+    let marker = format!("{}.4321", 6000 + std::process::id() % 1000);
+    let script = env.write(
+        "script.toml",
+        &format!(
+            "[[turns]]\ntext = \"\"\ntool_calls = [{{ name = \"shell\", arguments = {{ command = \"sleep {marker}\", background = true }} }}]\n\
+             [[turns]]\ntext = \"the server runs\"\n"
+        ),
+    );
+    let mut child = cogni(&env, None, &["repl", "--no-sandbox", "--script"])
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"start the server\n/jobs\n/jobs kill 1\n/jobs\n/jobs kill x\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("the server runs"), "{stdout}");
+    let listed = stdout
+        .find("background jobs:")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(stdout[listed..].contains("running"), "{stdout}");
+    assert!(
+        stdout[listed..].contains(&format!("sleep {marker}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stopped by shell_kill"), "{stdout}");
+    assert!(stdout.contains("no background jobs"), "{stdout}");
+    assert!(stdout.contains("`x` is not a job number"), "{stdout}");
+    assert!(processes_with(&format!("sleep\u{0}{marker}")).is_empty());
+}
+
+#[test]
+fn session_hooks_run_at_the_first_prompt_and_at_exit_or_sigterm() {
+    let env = Env::new();
+    let log = env.dir.path().join("hooks.log");
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        format!(
+            "[[hooks.SessionStart]]\ncommand = \"grep -o '\\\"source\\\":\\\"[a-z]*\\\"' >> {log}\"\n\
+             [[hooks.SessionEnd]]\ncommand = \"grep -o '\\\"reason\\\":\\\"[a-z]*\\\"' >> {log}\"\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Hi."));
+    server.enqueue(chat::text_response("Hi again."));
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    assert_eq!(logged(), "", "SessionStart waits for the first prompt");
+    pty.send("hello\r");
+    pty.expect("Hi.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    assert_eq!(logged(), "\"source\":\"startup\"\n\"reason\":\"exit\"\n");
+
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("hello\r");
+    pty.expect("Hi again.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.signal(libc::SIGTERM);
+    assert_eq!(pty.wait(WAIT).code(), Some(143), "{}", pty.screen());
+    assert_eq!(
+        logged(),
+        "\"source\":\"startup\"\n\"reason\":\"exit\"\n\"source\":\"startup\"\n\"reason\":\"signal\"\n"
+    );
 }

@@ -437,6 +437,15 @@ async fn responses_400_and_404_are_not_retried() {
 }
 
 #[tokio::test]
+async fn responses_404_names_the_url_and_the_setting() {
+    API.assert_404_names_the_url_and_the_setting(
+        MockResponse::error(404, "Invalid URL (POST /v1/response)"),
+        "/responses",
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn responses_context_length_exceeded_400_is_a_context_overflow() {
     API.assert_context_overflow(
         MockResponse::json(
@@ -562,6 +571,7 @@ async fn responses_request_payload_snapshot() {
         reasoning_effort: Some("medium"),
         context_window: 272_000,
         context_window_is_default: false,
+        max_tokens_param: cogni::provider::MaxTokensParam::MaxTokens,
     };
     run_ok(&API.provider_for(&server), &req).await;
     server.assert_invariants();
@@ -599,13 +609,30 @@ async fn mock_records_responses_pairing_violations() {
             is_error: false,
         }),
     ];
-    run_ok(&API.provider_for(&server), &API.request(&input)).await;
+    // The API rejects the orphaned output first, in its own words.
+    let error = run_err(&API.provider_for(&server), &API.request(&input)).await;
+    assert!(
+        matches!(&error, ProviderError::Http { status: 400, message, .. }
+            if message == "No tool call found for function call output with call_id call_9."),
+        "{error}"
+    );
     let violations = server.violations();
-    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert_eq!(violations.len(), 3, "{violations:?}");
     assert!(
         violations[0].contains("`call_2`") && violations[0].contains("no function_call_output")
     );
     assert!(violations[1].contains("`call_9`"));
+    assert!(violations[2].contains("rejected"));
+
+    // A call without its output is rejected too.
+    let unanswered = &input[..3];
+    let error = run_err(&API.provider_for(&server), &API.request(unanswered)).await;
+    assert!(
+        error
+            .to_string()
+            .contains("No tool output found for function call call_1."),
+        "{error}"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -958,20 +958,9 @@ fn results_go_under_cogni_results_by_default() {
     assert!(run_dir.join("junit.xml").is_file() && run_dir.join("report.html").is_file());
 }
 
-#[test]
-fn an_interrupted_run_stops_its_tasks_and_still_writes_results() {
-    let t = Tasks::new();
-    let pid_file = t.env.dir.path().join("sleeper.pid");
-    t.script(
-        "sleep",
-        &format!(
-            "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo $$ > {}; exec sleep 30\" }}\n",
-            pid_file.display()
-        ),
-    );
-    t.file(&format!(
-        "{OFFLINE_AGENT}sandbox = \"danger-full-access\" # the pid file is outside the workspace\n[[tasks]]\nid = \"slow\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n[[tasks]]\nid = \"later\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n"
-    ));
+/// `cogni run --tasks` (the task file written) started in the background
+/// and sent `signal` once `started` exists; returns its exit status.
+fn signal_tasks_once(t: &Tasks, started: &Path, signal: i32) -> std::process::ExitStatus {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
         .current_dir(t.env.work())
         .env("COGNI_HOME", t.env.dir.path().join("home"))
@@ -986,21 +975,80 @@ fn an_interrupted_run_stops_its_tasks_and_still_writes_results() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !pid_file.exists() {
+    while !started.exists() {
         assert!(Instant::now() < deadline, "the task never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let started = Instant::now();
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    assert!(started.elapsed() < Duration::from_secs(10));
+    unsafe { libc::kill(child.id() as i32, signal) };
+    child.wait().unwrap()
+}
+
+/// `cogni run --tasks` with a task that sleeps, sent `signal` once it runs.
+fn interrupt_tasks(signal: i32, code: i32) {
+    let t = Tasks::new();
+    let pid_file = t.env.dir.path().join("sleeper.pid");
+    t.script(
+        "sleep",
+        &format!(
+            "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = \"echo $$ > {}; exec sleep 30\" }}\n",
+            pid_file.display()
+        ),
+    );
+    t.file(&format!(
+        "{OFFLINE_AGENT}sandbox = \"danger-full-access\" # the pid file is outside the workspace\n[[tasks]]\nid = \"slow\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n[[tasks]]\nid = \"later\"\nprompt = \"x\"\nscript = \"scripts/sleep.toml\"\n"
+    ));
+    let status = signal_tasks_once(&t, &pid_file, signal);
+    assert_eq!(status.code(), Some(code), "signal {signal}");
     let results = t.results();
     let slow = &attempts(&results, "slow")[0];
     assert_eq!(slow["status"], "error");
     assert_eq!(slow["failure_reason"], "interrupted");
     assert_eq!(attempts(&results, "later")[0]["status"], "skipped");
+    assert!(t.out().join("junit.xml").is_file() && t.out().join("report.html").is_file());
+}
+
+#[test]
+fn an_interrupted_run_stops_its_tasks_and_still_writes_results() {
+    interrupt_tasks(libc::SIGINT, 130);
+}
+
+#[test]
+fn a_signal_during_a_setup_command_stops_it_at_once() {
+    let t = Tasks::new();
+    let marker = t.env.dir.path().join("setup.started");
+    t.script("answer", "[[turns]]\ntext = \"never asked\"\n");
+    t.file(&format!(
+        "{OFFLINE_AGENT}[[tasks]]\nid = \"slow-setup\"\nprompt = \"x\"\nscript = \"scripts/answer.toml\"\nsetup = [\"echo > {}; exec sleep 60.4242\"]\n",
+        marker.display()
+    ));
+    let started = Instant::now();
+    let status = signal_tasks_once(&t, &marker, libc::SIGTERM);
+    assert_eq!(status.code(), Some(143));
+    // Not after the setup's 60 s.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let results = t.results();
+    let attempt = &attempts(&results, "slow-setup")[0];
+    assert_eq!(attempt["failure_reason"], "interrupted");
+    assert!(
+        attempt["error"].as_str().unwrap().contains("during setup"),
+        "{attempt}"
+    );
+    // Its process group was killed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !crate::common::pids_running("sleep\x0060.4242").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the setup command outlived the run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_ci_cancellation_by_sigterm_or_sighup_still_writes_results() {
+    interrupt_tasks(libc::SIGTERM, 143);
+    interrupt_tasks(libc::SIGHUP, 129);
 }
 
 #[test]
@@ -1236,4 +1284,34 @@ fn copies_go_under_tmpdir_and_are_gone_after_the_run() {
         "{places}"
     );
     assert_eq!(entries(&tmp), Vec::<String>::new(), "removed after the run");
+}
+
+#[test]
+fn each_attempt_ends_its_session_with_the_session_end_hooks() {
+    let t = Tasks::new();
+    t.script("hello", WRITE_HELLO);
+    let log = t.env.dir.path().join("ends.log");
+    std::fs::write(
+        t.env.dir.path().join("home/config.toml"),
+        format!(
+            "[[hooks.SessionEnd]]\ncommand = \"grep -o '\\\"reason\\\":\\\"[a-z]*\\\"' >> {}\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    t.file(&format!(
+        r#"{OFFLINE_AGENT}
+[[tasks]]
+id = "hello"
+prompt = "Create out.txt containing hello"
+script = "scripts/hello.toml"
+repeat = 2
+"#
+    ));
+    let out = t.run(&[]);
+    assert_code(&out, 0);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "\"reason\":\"done\"\n\"reason\":\"done\"\n"
+    );
 }

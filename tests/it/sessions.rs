@@ -294,3 +294,75 @@ fn an_unwritable_sessions_directory_fails_before_any_request_and_no_persist_save
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(session_files(&env).is_empty());
 }
+
+/// One fake secret of every shape the redactor knows.
+const SECRETS: &[&str] = &[
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "AKIAIOSFODNN7EXAMPLE",
+    "ASIAIOSFODNN7EXAMPLE",
+    "sk-abcdefghijklmnop1234",
+    "sk-ant-api03-abcdefghijklmnopqrstuv",
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+];
+
+#[test]
+fn secrets_at_the_start_of_a_line_stay_out_of_session_files_and_the_output_file() {
+    let env = Env::new();
+    // The tool prints every secret on its own line, one after a tab, and
+    // the last at the very end of its output; the final answer does the
+    // same, and the task itself holds one on a line of its own.
+    let lines: Vec<String> = SECRETS
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if i == 1 {
+                format!("\\t{s}")
+            } else {
+                s.to_string()
+            }
+        })
+        .collect();
+    let command = format!("printf '{}'", lines.join("\\n"));
+    let answer = SECRETS.join("\n");
+    let script = format!(
+        "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = {{ command = {} }}\n[[turns]]\nexpect = \"exit code 0\"\ntext = {}\n",
+        toml_string(&command),
+        toml_string(&format!("found:\n{answer}\n\tand {}", SECRETS[0]))
+    );
+    let out_file = env.dir.path().join("answer.txt");
+    let out = env
+        .run_script(&script, &format!("check\n{}", SECRETS[2]))
+        .arg("-o")
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let files = session_files(&env);
+    assert_eq!(files.len(), 1);
+    let saved = std::fs::read_to_string(&files[0]).unwrap();
+    let written = std::fs::read_to_string(&out_file).unwrap();
+    for secret in SECRETS {
+        assert!(
+            !saved.contains(secret),
+            "{secret} in the session file:\n{saved}"
+        );
+        assert!(!written.contains(secret), "{secret} in -o:\n{written}");
+    }
+    // What is around the secrets is kept, and the file still parses.
+    for line in saved.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+    assert!(saved.contains("\\n[REDACTED]\\n"), "{saved}");
+    assert!(saved.contains("\\t[REDACTED]"), "{saved}");
+    assert!(
+        written.starts_with("found:\n[REDACTED]\n[REDACTED]\n"),
+        "{written}"
+    );
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    // JSON string escapes are valid TOML basic-string escapes.
+    serde_json::to_string(text).unwrap()
+}

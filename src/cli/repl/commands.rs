@@ -135,6 +135,12 @@ fn builtins() -> Vec<Builtin> {
             run: handler!(tools),
         },
         Builtin {
+            name: "jobs",
+            usage: "[kill N]",
+            help: "background shell jobs; `kill N` stops one",
+            run: handler!(jobs),
+        },
+        Builtin {
             name: "metrics",
             usage: "",
             help: "tokens, cost and timings so far",
@@ -346,6 +352,50 @@ async fn tools(r: &mut Repl, _: &str) -> Flow {
     Flow::Continue
 }
 
+async fn jobs(r: &mut Repl, arg: &str) -> Flow {
+    let table = r.session.jobs().clone();
+    let words: Vec<&str> = arg.split_whitespace().collect();
+    match words.as_slice() {
+        [] => {
+            let jobs = table.list();
+            if jobs.is_empty() {
+                r.sink.say("no background jobs");
+                return Flow::Continue;
+            }
+            let mut text = String::from("background jobs:\n");
+            for mut j in jobs {
+                j.command = crate::cli::render::strip_terminal_controls(&j.command).into_owned();
+                let _ = writeln!(
+                    text,
+                    "  {:>3}  {:<24} {:>7.1}s  {}",
+                    j.id,
+                    j.status,
+                    j.elapsed.as_secs_f64(),
+                    j.command
+                );
+            }
+            r.sink.say(text.trim_end());
+        }
+        ["kill", id] => match id.parse::<u32>() {
+            Ok(id) => {
+                let limits = crate::tools::truncate::Limits {
+                    max_bytes: 4096,
+                    max_lines: 40,
+                };
+                let result = table.stop(id, limits).await;
+                // Command output: no terminal controls reach the screen.
+                let clean = crate::cli::render::strip_terminal_controls(&result.content);
+                r.sink.say(clean.trim_end());
+            }
+            Err(_) => r
+                .sink
+                .say(&format!("`{id}` is not a job number; /jobs lists them")),
+        },
+        _ => r.sink.say("usage: /jobs, or /jobs kill N"),
+    }
+    Flow::Continue
+}
+
 async fn metrics(r: &mut Repl, _: &str) -> Flow {
     let s = r.session.metrics().snapshot().session;
     let mut text = format!(
@@ -391,15 +441,14 @@ async fn item_tokens(items: Vec<HistoryItem>) -> Vec<u64> {
 }
 
 async fn status(r: &mut Repl, _: &str) -> Flow {
-    let used: u64 = item_tokens(r.session.history().to_vec()).await.iter().sum();
+    let usage = r.session.context_usage();
     let ctx = r.session.context();
-    let window = ctx.model_family.context_window;
     let file = r
         .file
         .as_ref()
         .map_or("not saved".to_string(), |f| f.path().display().to_string());
     r.sink.say(&format!(
-        "model: {} · provider {}\nmode: {} · sandbox {} · approval {}{}\ncwd: {}\ncontext: {used} of {window} tokens ({:.0}%) · {} items\nsession: {} ({file})",
+        "model: {} · provider {}\nmode: {} · sandbox {} · approval {}{}\ncwd: {}\ncontext: {usage} · {} items\nsession: {} ({file})",
         ctx.model,
         r.session.provider_id(),
         r.mode.name(),
@@ -407,7 +456,6 @@ async fn status(r: &mut Repl, _: &str) -> Flow {
         ctx.approval_policy.as_str(),
         r.agent.as_ref().map(|a| format!(" · agent {a}")).unwrap_or_default(),
         ctx.cwd.display(),
-        used as f64 * 100.0 / window.max(1) as f64,
         r.session.history().len(),
         r.session.id,
     ));
@@ -434,7 +482,9 @@ async fn mode(r: &mut Repl, args: &str) -> Flow {
 
 async fn compact(r: &mut Repl, _: &str) -> Flow {
     let sink = r.sink.clone();
-    r.session.compact(&sink).await;
+    if let Err(e) = r.session.compact(&sink).await {
+        r.sink.error(&e.to_string());
+    }
     Flow::Continue
 }
 
@@ -529,9 +579,9 @@ async fn show_context(r: &mut Repl) {
         );
     }
     let total: u64 = counts.iter().sum();
-    let window = r.session.context().model_family.context_window;
+    let usage = r.session.context_usage();
     let checkpoints: Vec<&str> = r.session.checkpoints().collect();
-    let _ = write!(text, "  total: {total} of {window} tokens");
+    let _ = write!(text, "  history: {total} tokens · context: {usage}");
     if !checkpoints.is_empty() {
         let _ = write!(text, " · checkpoints: {}", checkpoints.join(", "));
     }
@@ -627,7 +677,7 @@ async fn resume(r: &mut Repl, args: &str) -> Flow {
         r.sink.error("usage: /resume ID (see /sessions)");
         return Flow::Continue;
     }
-    match r.resume(args) {
+    match r.resume(args).await {
         Ok(()) => r.sink.note(&format!(
             "resumed session {} ({} items)",
             r.session.id,

@@ -5,7 +5,8 @@
 //! Ctrl-C during a turn stops it through the session's `StopHandle` (the
 //! stream is dropped, running commands are killed, every call gets an
 //! output) and returns to the prompt; Ctrl-C twice within a second on an
-//! empty prompt, Ctrl-D, `/exit` or `/quit` leave. Slash commands live in a
+//! empty prompt, Ctrl-D, `/exit` or `/quit` leave. SIGTERM and SIGHUP stop
+//! the turn the same way and then leave (exit 143 / 129). Slash commands live in a
 //! registry ([`commands`]). See docs/repl.md.
 
 mod approver;
@@ -18,8 +19,9 @@ mod term;
 
 use super::exit;
 use super::persist::{self, Persist, Resume};
+use super::signals::{self, Interrupt, Interrupts};
 use super::ReplArgs;
-use crate::agent::{start_session, Session, SessionConfig, StopHandle};
+use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
 use crate::config::ConfigFile;
 use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
 use crate::store::{Redactor, SessionFile, Store};
@@ -27,7 +29,7 @@ use commands::{Flow, Registry};
 use editor::{Completions, Editor, Input, Prompt};
 use sink::ReplSink;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Told to the model when plan mode starts and ends.
@@ -150,13 +152,14 @@ fn prepare(
     };
     let loaded = super::setup::load(&args.common, &launch_dir, cwd.clone(), flags)?;
     let home = loaded.home;
-    super::run::init_logging(&home);
     let mut config = loaded.config.session;
+    let redact = persist::redactor([&config]);
+    super::setup::init_logging(&home, redact.clone());
     let unconfined = config.sandbox_policy.mode == SandboxMode::DangerFullAccess;
     if let Some(mode) = args.mode.as_deref().and_then(Mode::parse) {
         mode.apply(&mut config, unconfined);
     }
-    super::run::check_sandbox(config.sandbox_policy.mode, args.no_sandbox)?;
+    super::setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox)?;
     let store = Store::new(&home);
     let persist = Persist {
         store: store.clone(),
@@ -165,7 +168,6 @@ fn prepare(
         fork,
     };
     persist.prepare(&mut config)?;
-    let redact = persist::redactor(&config);
     let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
     let file = persist.attach(&mut session, redact.clone())?;
     let mode = Mode::of(&config);
@@ -222,14 +224,26 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
             return exit::TASK_FAILED;
         }
     };
-    runtime.block_on(async {
-        listen_for_ctrl_c(repl.stop.clone());
+    let quit = runtime.block_on(async {
+        let quit = match listen_for_signals(repl.stop.clone()) {
+            Ok(quit) => quit,
+            Err(e) => {
+                repl.sink.error(&format!("warning: {e}"));
+                Arc::new(Quit::default())
+            }
+        };
         repl.banner();
-        repl.main_loop(&editor).await;
+        repl.main_loop(&editor, &quit).await;
+        let reason = match quit.signal() {
+            Some(_) => EndReason::Signal,
+            None => EndReason::Exit,
+        };
+        repl.session.end(reason, &repl.sink).await;
+        quit
     });
     drop(editor);
     term::restore();
-    exit::DONE
+    quit.signal().map_or(exit::DONE, Interrupt::exit_code)
 }
 
 /// Create `path` readable by its owner only, if it does not exist: typed
@@ -264,20 +278,49 @@ fn sync_plan_note(session: &mut Session, mode: Mode) {
     }
 }
 
+/// A signal that ends the REPL (SIGTERM or SIGHUP), once one came.
+#[derive(Default)]
+struct Quit {
+    signal: OnceLock<Interrupt>,
+    notify: tokio::sync::Notify,
+}
+
+impl Quit {
+    fn signal(&self) -> Option<Interrupt> {
+        self.signal.get().copied()
+    }
+
+    async fn requested(&self) {
+        while self.signal().is_none() {
+            self.notify.notified().await;
+        }
+    }
+}
+
 /// Ctrl-C while a turn runs (the terminal is not in the editor's raw
 /// mode then) arrives as SIGINT: it stops the turn, not the program.
-fn listen_for_ctrl_c(stop: Arc<Mutex<StopHandle>>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut interrupts) = signal(SignalKind::interrupt()) else {
-        return;
-    };
+/// SIGTERM and SIGHUP stop the turn too and then end the REPL (the
+/// session is saved as it goes); a second one leaves at once.
+fn listen_for_signals(stop: Arc<Mutex<StopHandle>>) -> Result<Arc<Quit>, String> {
+    let mut interrupts = Interrupts::listen()?;
+    let quit = Arc::new(Quit::default());
+    let requested = quit.clone();
     tokio::spawn(async move {
-        while interrupts.recv().await.is_some() {
+        while let Some(signal) = interrupts.recv().await {
             if let Ok(stop) = stop.lock() {
                 stop.stop();
             }
+            if signal == Interrupt::Int {
+                continue;
+            }
+            if requested.signal.set(signal).is_err() {
+                term::restore();
+                signals::exit_now(signal);
+            }
+            requested.notify.notify_one();
         }
     });
+    Ok(quit)
 }
 
 impl Repl {
@@ -313,10 +356,15 @@ impl Repl {
         Prompt { raw, styled }
     }
 
-    async fn main_loop(&mut self, editor: &Editor) {
+    async fn main_loop(&mut self, editor: &Editor, quit: &Quit) {
         let mut last_interrupt: Option<Instant> = None;
         loop {
-            let text = match editor.read(self.prompt()).await {
+            let input = tokio::select! {
+                biased;
+                () = quit.requested() => break,
+                input = editor.read(self.prompt()) => input,
+            };
+            let text = match input {
                 Input::Eof => break,
                 Input::Interrupted => {
                     if last_interrupt.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
@@ -338,11 +386,20 @@ impl Repl {
             } else {
                 Flow::Submit(text.to_string())
             };
+            if quit.signal().is_some() {
+                break;
+            }
             match flow {
                 Flow::Exit => break,
                 Flow::Continue => {}
                 Flow::Submit(message) => self.turn(message).await,
             }
+        }
+        if let Some(signal) = quit.signal() {
+            self.sink.note(&format!(
+                "({}: the session is saved; leaving)",
+                signal.name()
+            ));
         }
     }
 
@@ -422,7 +479,7 @@ impl Repl {
         self.save_failure_reported = false;
     }
 
-    fn resume(&mut self, id: &str) -> Result<(), String> {
+    async fn resume(&mut self, id: &str) -> Result<(), String> {
         let id = self.store.resolve(id).map_err(|e| e.to_string())?;
         if id == self.session.id {
             return Err(format!("session {id} is the one open"));
@@ -438,6 +495,7 @@ impl Repl {
         persist.prepare(&mut config)?;
         let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
         let file = persist.attach(&mut session, self.redact.clone())?;
+        self.session.end(EndReason::Switched, &self.sink).await;
         self.current = config;
         self.install_session(session, file);
         Ok(())

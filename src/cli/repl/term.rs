@@ -35,7 +35,12 @@ pub fn width() -> usize {
     if rc == 0 && size.ws_col > 0 {
         usize::from(size.ws_col)
     } else {
-        80
+        // Not a terminal: `COLUMNS` when it is set, as shells export it.
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .filter(|&c: &usize| c > 0)
+            .unwrap_or(80)
     }
 }
 

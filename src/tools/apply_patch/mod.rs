@@ -26,7 +26,7 @@ pub use plan::{apply_patch_in, ApplyPatchError, FileOutcome, PatchReport};
 pub use seek::Fuzz;
 
 use super::{Tool, ToolContext, ToolInput, ToolResult};
-use crate::protocol::{SandboxPolicy, ToolFormat, ToolSpec};
+use crate::protocol::{ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -143,17 +143,20 @@ impl Tool for ApplyPatchTool {
     fn run<'a>(&'a self, input: ToolInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             match patch_text(input) {
-                Ok(patch) => run_patch(ctx.cwd.clone(), ctx.sandbox.clone(), patch).await,
+                Ok(patch) => run_patch(ctx, ctx.cwd.clone(), patch).await,
                 Err(e) => e,
             }
         })
     }
 }
 
-/// Apply `patch` in `cwd` off the async runtime and report it as a tool
-/// result; shared by the tool and by `apply_patch` invoked through the shell.
-pub async fn run_patch(cwd: PathBuf, policy: SandboxPolicy, patch: String) -> ToolResult {
-    let outcome = tokio::task::spawn_blocking(move || apply_patch_in(&cwd, &policy, &patch)).await;
+/// Apply `patch` in `cwd` (under `ctx`'s sandbox policy, committed through
+/// its gate) off the async runtime and report it as a tool result; shared
+/// by the tool and by `apply_patch` invoked through the shell.
+pub async fn run_patch(ctx: &ToolContext, cwd: PathBuf, patch: String) -> ToolResult {
+    let (policy, commits) = (ctx.sandbox.clone(), ctx.commits.clone());
+    let outcome =
+        tokio::task::spawn_blocking(move || apply_patch_in(&cwd, &policy, &commits, &patch)).await;
     match outcome {
         Ok(Ok(report)) => ToolResult::ok(report.to_string()),
         Ok(Err(e)) => ToolResult::error(failure_message(&e)),
@@ -203,6 +206,7 @@ fn failure_message(e: &ApplyPatchError) -> String {
 mod tests {
     use super::*;
     use crate::protocol::{SandboxMode, SandboxPolicy};
+    use crate::tools::fs::CommitGate;
     use crate::tools::paths::tests::ctx;
     use std::path::Path;
 
@@ -331,7 +335,13 @@ mod tests {
 
     #[test]
     fn parse_errors_carry_the_format_reminder() {
-        let e = apply_patch_in(Path::new("."), &SandboxPolicy::default(), "nope").unwrap_err();
+        let e = apply_patch_in(
+            Path::new("."),
+            &SandboxPolicy::default(),
+            &CommitGate::default(),
+            "nope",
+        )
+        .unwrap_err();
         let msg = failure_message(&e);
         assert!(
             msg.starts_with("apply_patch failed; no file was changed.\ninvalid patch, line 1"),

@@ -10,7 +10,7 @@ use super::commit::{commit, Change};
 use super::parser::{parse_patch, FileOp, ParseError};
 use super::seek::Fuzz;
 use crate::protocol::SandboxPolicy;
-use crate::tools::fs::{read_text, ReadTextError};
+use crate::tools::fs::{read_text, CommitGate, ReadTextError};
 use crate::tools::paths::{FinalLink, PathError, WriteAccess};
 use std::fmt;
 use std::fs;
@@ -32,6 +32,9 @@ pub enum ApplyPatchError {
     /// Writing failed; `restored` says whether every file was put back.
     #[error("{message}")]
     Commit { message: String, restored: bool },
+    /// The turn was stopped before the change was made.
+    #[error("the turn was stopped before the patch was applied")]
+    Stopped,
 }
 
 impl ApplyPatchError {
@@ -100,11 +103,12 @@ impl fmt::Display for PatchReport {
     }
 }
 
-/// Parse `patch` and apply it under `cwd`, all or nothing. Blocking: call
-/// it from `spawn_blocking` in async code.
+/// Parse `patch` and apply it under `cwd`, all or nothing, committed
+/// through `commits`. Blocking: call it from `spawn_blocking` in async code.
 pub fn apply_patch_in(
     cwd: &Path,
     policy: &SandboxPolicy,
+    commits: &CommitGate,
     patch: &str,
 ) -> Result<PatchReport, ApplyPatchError> {
     let patch = parse_patch(patch)?;
@@ -114,6 +118,9 @@ pub fn apply_patch_in(
     let mut files = Vec::new();
     for (op, target) in patch.ops.iter().zip(&targets) {
         files.push(plan_op(op, target, &mut changes)?);
+    }
+    if !commits.admit() {
+        return Err(ApplyPatchError::Stopped);
     }
     commit(&changes).map_err(|e| ApplyPatchError::Commit {
         message: e.message,
@@ -286,7 +293,26 @@ mod tests {
 
     fn apply(dir: &Path, body: &str) -> Result<PatchReport, ApplyPatchError> {
         let patch = format!("*** Begin Patch\n{body}*** End Patch\n");
-        apply_patch_in(dir, &SandboxPolicy::default(), &patch)
+        apply_patch_in(
+            dir,
+            &SandboxPolicy::default(),
+            &CommitGate::default(),
+            &patch,
+        )
+    }
+
+    #[test]
+    fn a_stopped_turn_applies_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("m"), "a\n").unwrap();
+        let gate = CommitGate::default();
+        gate.close();
+        let patch = "*** Begin Patch\n*** Add File: new\n+x\n*** Update File: m\n@@\n-a\n+b\n*** End Patch\n";
+        let e = apply_patch_in(dir.path(), &SandboxPolicy::default(), &gate, patch).unwrap_err();
+        assert!(matches!(e, ApplyPatchError::Stopped), "{e}");
+        assert!(e.nothing_changed());
+        assert_eq!(entries(dir.path()), ["m"]);
+        assert_eq!(fs::read_to_string(dir.path().join("m")).unwrap(), "a\n");
     }
 
     #[test]

@@ -13,6 +13,19 @@
 //! assistant message. Violations are kept; [`MockServer::assert_invariants`]
 //! fails the test on any of them, and on requests nothing was scripted for.
 //!
+//! Like the real services, the mock also validates each request by its wire
+//! API's rules (`rule_broken` in `wire_anthropic`, `wire_chat`,
+//! `wire_responses` and `wire_ollama`) and rejects a request that breaks
+//! one with that API's status and error body, instead of serving the next
+//! scripted response (a rejection is a violation too). With
+//! [`MockServer::set_context_window`] it also refuses requests larger than
+//! a context window with the API's overflow error; request sizes are
+//! estimated as body bytes / 4. A scripted response may carry
+//! [`INPUT_TOKENS`] as its input token count: the mock writes the request's
+//! estimate there. [`MockServer::answer_matching`] answers requests that a
+//! predicate picks (a compaction's summary request) from a factory, out of
+//! the queue's order.
+//!
 //! [`chat`] builds Chat Completions SSE events and whole responses.
 //!
 //! Depends only on std, tokio and serde_json.
@@ -209,6 +222,21 @@ impl MockResponse {
         self.before_headers = Some(pause);
         self
     }
+
+    /// [`INPUT_TOKENS`] in the body replaced by `tokens`.
+    fn with_input_tokens(mut self, tokens: u64) -> Self {
+        let placeholder = INPUT_TOKENS.to_string();
+        let value = tokens.to_string();
+        for step in &mut self.steps {
+            if let Step::Chunk(bytes) = step {
+                let text = String::from_utf8_lossy(bytes);
+                if text.contains(&placeholder) {
+                    *bytes = text.replace(&placeholder, &value).into_bytes();
+                }
+            }
+        }
+        self
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -292,6 +320,29 @@ pub fn tool_names(body: &Value) -> Vec<&str> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Whether `path` is a wire API's model request (not a model list).
+fn is_inference(path: &str) -> bool {
+    ["/responses", "/messages", "/api/chat", "/chat/completions"]
+        .iter()
+        .any(|end| path.ends_with(end))
+}
+
+/// The rule of its wire API that a request to `path` breaks, and the API's
+/// answer.
+pub fn rejection_for(path: &str, body: &Value) -> Option<(String, MockResponse)> {
+    if path.ends_with("/responses") {
+        super::wire_responses::rejection(body)
+    } else if path.ends_with("/messages") {
+        super::wire_anthropic::rejection(body)
+    } else if path.ends_with("/api/chat") {
+        super::wire_ollama::rejection(body)
+    } else if path.ends_with("/chat/completions") {
+        super::wire_chat::rejection(body)
+    } else {
+        None
+    }
 }
 
 pub fn pairing_violations_for(path: &str, body: &Value) -> Vec<String> {
@@ -383,6 +434,24 @@ pub fn tool_pairing_violations(body: &Value) -> Vec<String> {
 // The server
 // ---------------------------------------------------------------------------
 
+/// Written as a scripted response's input token count, replaced by the
+/// request's estimated tokens (body bytes / 4).
+pub const INPUT_TOKENS: u64 = 987_654_321;
+
+/// The mock's estimate of a request's tokens: 4 bytes per token.
+pub fn estimated_tokens(body: &[u8]) -> u64 {
+    (body.len() as u64).div_ceil(4)
+}
+
+/// Builds the API's overflow error for `(tokens, window)`.
+pub type OverflowError = Arc<dyn Fn(u64, u64) -> MockResponse + Send + Sync>;
+
+/// Picks requests for a standing answer.
+pub type Matcher = Arc<dyn Fn(&RecordedRequest) -> bool + Send + Sync>;
+
+/// Makes a standing answer.
+pub type Factory = Arc<dyn Fn() -> MockResponse + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     queue: VecDeque<MockResponse>,
@@ -390,6 +459,12 @@ struct State {
     violations: Vec<String>,
     /// When the last byte of each response was written, in order.
     finished: Vec<std::time::Instant>,
+    /// Requests are accepted even when they break the API's rules.
+    lenient: bool,
+    window: Option<(u64, OverflowError)>,
+    standing: Vec<(Matcher, Factory)>,
+    /// Numbers (from 1) of the requests refused as too large.
+    overflowed: Vec<usize>,
 }
 
 /// The loopback mock provider. Stops (closing every connection) when dropped.
@@ -490,6 +565,39 @@ impl MockServer {
         true
     }
 
+    /// Accept requests that break the API's rules (they are still
+    /// reported as violations), for tests of what a client sends.
+    pub fn accept_invalid_requests(&self) {
+        self.lock().lenient = true;
+    }
+
+    /// Refuse requests estimated larger than `window` tokens with
+    /// `overflow(tokens, window)`, the API's overflow error.
+    pub fn set_context_window(
+        &self,
+        window: u64,
+        overflow: impl Fn(u64, u64) -> MockResponse + Send + Sync + 'static,
+    ) {
+        self.lock().window = Some((window, Arc::new(overflow)));
+    }
+
+    /// Answer every request `matches` picks with `answer()`, before the
+    /// queue.
+    pub fn answer_matching(
+        &self,
+        matches: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
+        answer: impl Fn() -> MockResponse + Send + Sync + 'static,
+    ) {
+        self.lock()
+            .standing
+            .push((Arc::new(matches), Arc::new(answer)));
+    }
+
+    /// Numbers (from 1) of the requests refused as larger than the window.
+    pub fn overflowed_requests(&self) -> Vec<usize> {
+        self.lock().overflowed.clone()
+    }
+
     /// Invariant violations and unscripted requests seen so far.
     pub fn violations(&self) -> Vec<String> {
         self.lock().violations.clone()
@@ -553,14 +661,59 @@ async fn serve_connection(socket: TcpStream, state: Arc<Mutex<State>>) -> std::i
         let response = {
             let mut state = lock(&state);
             let number = state.requests.len() + 1;
+            let path = request.path_only().to_string();
+            let tokens = estimated_tokens(&request.body);
             if let Some(json) = &request.json {
-                for problem in pairing_violations_for(request.path_only(), json) {
+                for problem in pairing_violations_for(&path, json) {
                     state
                         .violations
                         .push(format!("request #{number}: {problem}"));
                 }
             }
-            let response = state.queue.pop_front();
+            let rejected = request
+                .json
+                .as_ref()
+                .and_then(|json| rejection_for(&path, json));
+            let response = if let Some((message, response)) = rejected {
+                state.violations.push(format!(
+                    "request #{number} was rejected by the API's rules: {message}"
+                ));
+                (!state.lenient).then_some(response)
+            } else {
+                None
+            };
+            let over_window = state
+                .window
+                .clone()
+                .filter(|(window, _)| is_inference(&path) && tokens > *window);
+            // Ollama refuses an over-long prompt only with `truncate:
+            // false`; otherwise it silently drops its oldest messages.
+            let silently_cut = path.ends_with("/api/chat")
+                && request
+                    .json
+                    .as_ref()
+                    .is_some_and(|j| j.get("truncate") != Some(&Value::Bool(false)));
+            if over_window.is_some() && silently_cut {
+                state.violations.push(format!(
+                    "request #{number}: Ollama would cut this prompt to fit num_ctx, silently dropping its oldest messages (send `truncate: false`)"
+                ));
+            }
+            let overflow = over_window
+                .filter(|_| !silently_cut)
+                .map(|(window, overflow)| overflow(tokens, window));
+            let response = match (response, overflow) {
+                (Some(response), _) => Some(response),
+                (None, Some(overflow)) => {
+                    state.overflowed.push(number);
+                    Some(overflow)
+                }
+                (None, None) => state
+                    .standing
+                    .iter()
+                    .find(|(matches, _)| matches(&request))
+                    .map(|(_, answer)| answer())
+                    .or_else(|| state.queue.pop_front()),
+            };
             if response.is_none() {
                 state.violations.push(format!(
                     "request #{number} ({} {}) had no scripted response",
@@ -568,9 +721,11 @@ async fn serve_connection(socket: TcpStream, state: Arc<Mutex<State>>) -> std::i
                 ));
             }
             state.requests.push(request);
-            response.unwrap_or_else(|| {
-                MockResponse::error(500, "mock provider: no scripted response left")
-            })
+            response
+                .unwrap_or_else(|| {
+                    MockResponse::error(500, "mock provider: no scripted response left")
+                })
+                .with_input_tokens(tokens)
         };
         let keep_open = write_response(socket.get_mut(), &response).await?;
         lock(&state).finished.push(std::time::Instant::now());

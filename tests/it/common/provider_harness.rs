@@ -11,7 +11,8 @@ use super::mock::{MockResponse, MockServer};
 use cogni::protocol::{HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind, Usage};
 use cogni::provider::retry::Jitter;
 use cogni::provider::{
-    ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, RetrySettings, WireApi,
+    MaxTokensParam, ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent,
+    RetrySettings, WireApi,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -102,6 +103,7 @@ impl<P: Provider> Api<P> {
             reasoning_effort: None,
             context_window: self.context_window,
             context_window_is_default: false,
+            max_tokens_param: MaxTokensParam::MaxTokens,
         }
     }
 
@@ -373,6 +375,31 @@ impl<P: Provider> Api<P> {
         assert_eq!(server.request_count(), 1, "auth errors are not retried");
     }
 
+    /// A 404 (`not_found`) is reported with the URL that was requested
+    /// (`{base_url}{path}`) and the setting to check, and not retried.
+    pub async fn assert_404_names_the_url_and_the_setting(
+        &self,
+        not_found: MockResponse,
+        path: &str,
+    ) -> String {
+        let server = MockServer::start();
+        server.enqueue(not_found);
+        let error = self.failure(&server, "hi").await;
+        assert!(
+            matches!(&error, ProviderError::Http { status: 404, .. }),
+            "{error}"
+        );
+        let text = error.to_string();
+        let url = format!("{}{path}", self.base_url(server.url()));
+        assert!(text.contains(&format!("POST {url}")), "{text}");
+        assert!(
+            text.contains(&format!("base_url in [model_providers.{}]", self.id)),
+            "{text}"
+        );
+        assert_eq!(server.request_count(), 1, "a 404 is not retried");
+        text
+    }
+
     /// HTTP `status` (`failure`, saying `message`) is reported as it is and
     /// not retried.
     pub async fn assert_status_is_not_retried(
@@ -391,7 +418,12 @@ impl<P: Provider> Api<P> {
                 ..
             } => {
                 assert_eq!(*got, status);
-                assert_eq!(said, message);
+                // A 404 adds the URL and the setting to check.
+                if status == 404 {
+                    assert!(said.starts_with(message), "{said}");
+                } else {
+                    assert_eq!(said, message);
+                }
             }
             other => panic!("expected Http, got {other}"),
         }

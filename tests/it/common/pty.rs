@@ -165,6 +165,12 @@ impl Pty {
         (t.c_iflag, t.c_oflag, t.c_lflag, t.c_cc.to_vec())
     }
 
+    /// Send `signal` to the child (as a CI system or `kill` would).
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
     pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
         let deadline = Instant::now() + timeout;
         loop {

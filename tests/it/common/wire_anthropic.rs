@@ -112,6 +112,214 @@ pub fn pairing_violations(body: &Value) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------
+// The API's request validation
+// ---------------------------------------------------------------------------
+
+const THINKING_DOCS: &str = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking";
+
+/// The first rule of the Messages API that `body` breaks, as the API words
+/// it (checked in the order the API reports them, so a test sees the same
+/// error the real service would send):
+///
+/// - `temperature` within 0..1; a thinking budget of at least 1024 tokens,
+///   below `max_tokens`; at most 4 `cache_control` breakpoints;
+/// - text blocks (system and messages) neither empty nor only whitespace
+///   (a whitespace-only block passes only beside a block with real text);
+/// - no message without content;
+/// - `tool_use` / `tool_result` blocks only when `tools` are defined;
+/// - every `tool_use` answered by a `tool_result` at the start of the next
+///   message, every `tool_result` answering a `tool_use` of the previous
+///   message;
+/// - thinking blocks carry a signature; with thinking enabled, when the
+///   last message continues a tool loop (it holds `tool_result` blocks),
+///   the assistant message before it starts with a thinking block.
+pub fn rule_broken(body: &Value) -> Option<String> {
+    let messages = body.get("messages").and_then(Value::as_array)?;
+    let blocks = |m: &Value| -> Vec<Value> {
+        match m.get("content") {
+            Some(Value::Array(blocks)) => blocks.clone(),
+            Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+            _ => Vec::new(),
+        }
+    };
+    let kind = |b: &Value| {
+        b.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let ids = |blocks: &[Value], of: &str, key: &str| -> Vec<String> {
+        blocks
+            .iter()
+            .filter(|b| kind(b) == of)
+            .map(|b| b.get(key).and_then(Value::as_str).unwrap_or("").to_string())
+            .collect()
+    };
+    if let Some(t) = body.get("temperature").and_then(Value::as_f64) {
+        if !(0.0..=1.0).contains(&t) {
+            return Some("temperature: range: 0..1".into());
+        }
+    }
+    let thinking = body.pointer("/thinking/type").and_then(Value::as_str) == Some("enabled");
+    if thinking {
+        let budget = body
+            .pointer("/thinking/budget_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if budget < 1024 {
+            return Some(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                    .into(),
+            );
+        }
+        if body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0) <= budget {
+            return Some(format!("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at {THINKING_DOCS}#max-tokens-and-context-window-size"));
+        }
+    }
+    let breakpoints = body.to_string().matches("\"cache_control\"").count();
+    if breakpoints > 4 {
+        return Some(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+        ));
+    }
+    let system: Vec<Value> = match body.get("system") {
+        Some(Value::Array(blocks)) => blocks.clone(),
+        Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+        _ => Vec::new(),
+    };
+    let texts_problem = |blocks: &[Value], at: &str| -> Option<String> {
+        let texts: Vec<&str> = blocks
+            .iter()
+            .filter(|b| kind(b) == "text")
+            .map(|b| b.get("text").and_then(Value::as_str).unwrap_or(""))
+            .collect();
+        if texts.iter().any(|t| t.is_empty()) {
+            return Some(format!("{at}: text content blocks must be non-empty"));
+        }
+        let blank = texts.iter().any(|t| t.trim().is_empty());
+        let real = texts.iter().any(|t| !t.trim().is_empty());
+        (blank && !real)
+            .then(|| format!("{at}: text content blocks must contain non-whitespace text"))
+    };
+    if let Some(problem) = texts_problem(&system, "system") {
+        return Some(problem);
+    }
+    for (at, message) in messages.iter().enumerate() {
+        let content = blocks(message);
+        let last = at + 1 == messages.len();
+        let assistant = message.get("role").and_then(Value::as_str) == Some("assistant");
+        if content.is_empty() && !(last && assistant) {
+            return Some(format!("messages.{at}: all messages must have non-empty content except for the optional final assistant message"));
+        }
+        if let Some(problem) = texts_problem(&content, "messages") {
+            return Some(problem);
+        }
+        for (n, block) in content.iter().enumerate() {
+            if kind(block) == "thinking"
+                && block
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .map_or(true, str::is_empty)
+            {
+                return Some(format!(
+                    "messages.{at}.content.{n}.thinking.signature: Field required"
+                ));
+            }
+        }
+    }
+    let uses_tools = messages.iter().any(|m| {
+        blocks(m)
+            .iter()
+            .any(|b| matches!(kind(b).as_str(), "tool_use" | "tool_result"))
+    });
+    let has_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
+    if uses_tools && !has_tools {
+        return Some(
+            "Requests which include `tool_use` or `tool_result` blocks must define tools.".into(),
+        );
+    }
+    for (at, message) in messages.iter().enumerate() {
+        let content = blocks(message);
+        let results = ids(&content, "tool_result", "tool_use_id");
+        if !results.is_empty() {
+            let called = match at.checked_sub(1).map(|p| &messages[p]) {
+                Some(previous) => ids(&blocks(previous), "tool_use", "id"),
+                None => Vec::new(),
+            };
+            for (n, block) in content.iter().enumerate() {
+                let id = block
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if kind(block) == "tool_result" && !called.iter().any(|c| c == id) {
+                    return Some(format!("messages.{at}.content.{n}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."));
+                }
+            }
+        }
+        let calls = ids(&content, "tool_use", "id");
+        if calls.is_empty() {
+            continue;
+        }
+        let next = messages.get(at + 1).map(&blocks).unwrap_or_default();
+        let answered = ids(&next, "tool_result", "tool_use_id");
+        let missing: Vec<&str> = calls
+            .iter()
+            .filter(|id| !answered.contains(id))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Some(format!("messages.{at}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", missing.join(", ")));
+        }
+        let leading = next.iter().take_while(|b| kind(b) == "tool_result").count();
+        if leading < calls.len() {
+            return Some(format!("messages.{}: Did not find {} `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks.", at + 1, calls.len()));
+        }
+    }
+    if thinking {
+        let last = messages.len().checked_sub(1)?;
+        let in_tool_loop = !ids(&blocks(&messages[last]), "tool_result", "tool_use_id").is_empty();
+        let assistant = last.checked_sub(1);
+        if let (true, Some(at)) = (in_tool_loop, assistant) {
+            let first = blocks(&messages[at]).first().map(kind).unwrap_or_default();
+            if first != "thinking" && first != "redacted_thinking" {
+                return Some(format!("messages.{at}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at {THINKING_DOCS}"));
+            }
+        }
+    }
+    None
+}
+
+/// The broken rule and the API's answer to it: 400
+/// `invalid_request_error` with the rule's message.
+pub fn rejection(body: &Value) -> Option<(String, MockResponse)> {
+    let message = rule_broken(body)?;
+    let response = error_response(400, "invalid_request_error", &message);
+    Some((message, response))
+}
+
+/// "prompt is too long": the input alone is over the window.
+pub fn prompt_too_long(tokens: u64, window: u64) -> MockResponse {
+    error_response(
+        400,
+        "invalid_request_error",
+        &format!("prompt is too long: {tokens} tokens > {window} maximum"),
+    )
+}
+
+/// "input length and `max_tokens` exceed context limit": the input fits,
+/// the room asked for the answer does not.
+pub fn exceeds_context_limit(tokens: u64, window: u64) -> MockResponse {
+    error_response(
+        400,
+        "invalid_request_error",
+        &format!("input length and `max_tokens` exceed context limit: {tokens} + 8192 > {window}, decrease input length or `max_tokens` and try again"),
+    )
+}
+
+// ---------------------------------------------------------------------------
 // SSE events
 // ---------------------------------------------------------------------------
 
@@ -257,7 +465,8 @@ pub fn error(kind: &str, message: &str) -> String {
 pub fn error_response(status: u16, kind: &str, message: &str) -> MockResponse {
     MockResponse::json(
         status,
-        &json!({"type": "error", "error": {"type": kind, "message": message}}),
+        &json!({"type": "error", "error": {"type": kind, "message": message},
+                "request_id": "req_011CMockRequest"}),
     )
 }
 

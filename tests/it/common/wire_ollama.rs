@@ -71,6 +71,67 @@ pub fn pairing_violations(body: &Value) -> Vec<String> {
     problems
 }
 
+/// The first rule of `/api/chat` that `body` breaks, as Ollama words it.
+/// Ollama renders any message order through the model's template, so it
+/// checks no tool pairing; it checks the request's types as it binds them:
+/// a model name, a `think` of true, false, "high", "medium", "low" or
+/// "max", and tool call `arguments` that are a JSON object.
+pub fn rule_broken(body: &Value) -> Option<String> {
+    if body
+        .get("model")
+        .and_then(Value::as_str)
+        .map_or(true, str::is_empty)
+    {
+        return Some("model is required".into());
+    }
+    match body.get("think") {
+        None | Some(Value::Bool(_)) => {}
+        Some(Value::String(level))
+            if ["high", "medium", "low", "max"].contains(&level.as_str()) => {}
+        Some(other) => {
+            let shown = other
+                .as_str()
+                .map_or(other.to_string(), |s| format!("{s:?}"));
+            return Some(format!("invalid think value: {shown} (must be \"high\", \"medium\", \"low\", \"max\", true, or false)"));
+        }
+    }
+    let messages = body.get("messages").and_then(Value::as_array)?;
+    for message in messages {
+        for call in message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let arguments = call.pointer("/function/arguments");
+            if arguments.is_some_and(|a| !a.is_object()) {
+                return Some("json: cannot unmarshal string into Go struct field ToolCallFunction.messages.tool_calls.function.arguments of type api.ToolCallFunctionArguments".into());
+            }
+        }
+    }
+    None
+}
+
+/// The broken rule and Ollama's 400 for it.
+pub fn rejection(body: &Value) -> Option<(String, MockResponse)> {
+    let message = rule_broken(body)?;
+    let response = MockResponse::json(400, &json!({ "error": message }));
+    Some((message, response))
+}
+
+/// Ollama's refusal of a prompt longer than `num_ctx` (with `truncate:
+/// false`): the runner's llama.cpp error, quoted inside `error`.
+pub fn exceeds_context(tokens: u64, window: u64) -> MockResponse {
+    let inner = json!({"error": {
+        "code": 400,
+        "message": format!("request ({tokens} tokens) exceeds the available context size ({window} tokens), try increasing it"),
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": tokens,
+        "n_ctx": window,
+    }});
+    MockResponse::json(400, &json!({ "error": inner.to_string() }))
+}
+
 /// One NDJSON line: `<json>\n`.
 pub fn line(value: &Value) -> String {
     format!("{value}\n")

@@ -241,6 +241,115 @@ pub fn tool_calls_response(calls: &[(&str, &str, &str)]) -> MockResponse {
     MockResponse::sse(events)
 }
 
+/// An OpenAI-style error body: `{"error": {message, type, param, code}}`.
+pub fn openai_error(
+    status: u16,
+    message: &str,
+    param: Option<&str>,
+    code: Option<&str>,
+) -> MockResponse {
+    MockResponse::json(
+        status,
+        &json!({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}),
+    )
+}
+
+/// OpenAI's range check of `temperature` (0 to 2): the message and code.
+pub fn temperature_rule(body: &Value) -> Option<(String, &'static str)> {
+    let t = body.get("temperature").and_then(Value::as_f64)?;
+    if t > 2.0 {
+        Some((format!("Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got {t} instead."), "decimal_above_max_value"))
+    } else if t < 0.0 {
+        Some((format!("Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got {t} instead."), "decimal_below_min_value"))
+    } else {
+        None
+    }
+}
+
+/// The first rule of the Responses API that `body` breaks, with the
+/// parameter it names and the error code, as the API reports them:
+/// `temperature` within 0..2; every `function_call_output` /
+/// `custom_tool_call_output` answers a call made earlier in `input`; every
+/// call in `input` has its output (nothing is stored server-side with
+/// `store: false`).
+pub fn rule_broken(body: &Value) -> Option<(String, &'static str, Option<&'static str>)> {
+    if let Some((message, code)) = temperature_rule(body) {
+        return Some((message, "temperature", Some(code)));
+    }
+    let input = body.get("input").and_then(Value::as_array)?;
+    let call_id = |item: &Value| item["call_id"].as_str().unwrap_or("").to_string();
+    let mut called: Vec<String> = Vec::new();
+    let mut answered: Vec<String> = Vec::new();
+    for item in input {
+        match item["type"].as_str() {
+            Some("function_call" | "custom_tool_call") => called.push(call_id(item)),
+            Some(kind @ ("function_call_output" | "custom_tool_call_output")) => {
+                let id = call_id(item);
+                if !called.contains(&id) {
+                    let what = if kind == "function_call_output" {
+                        "function call output"
+                    } else {
+                        "custom tool call output"
+                    };
+                    return Some((
+                        format!("No tool call found for {what} with call_id {id}."),
+                        "input",
+                        None,
+                    ));
+                }
+                answered.push(id);
+            }
+            _ => {}
+        }
+    }
+    for item in input {
+        if let Some(kind @ ("function_call" | "custom_tool_call")) = item["type"].as_str() {
+            let id = call_id(item);
+            if !answered.contains(&id) {
+                let what = if kind == "function_call" {
+                    "function call"
+                } else {
+                    "custom tool call"
+                };
+                return Some((
+                    format!("No tool output found for {what} {id}."),
+                    "input",
+                    None,
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The broken rule and the API's 400 for it.
+pub fn rejection(body: &Value) -> Option<(String, MockResponse)> {
+    let (message, param, code) = rule_broken(body)?;
+    let response = openai_error(400, &message, Some(param), code);
+    Some((message, response))
+}
+
+/// The 400 for input longer than the context window.
+pub fn context_length_exceeded() -> MockResponse {
+    openai_error(
+        400,
+        "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        Some("input"),
+        Some("context_length_exceeded"),
+    )
+}
+
+/// The same overflow reported inside the stream, as `response.failed`.
+pub fn context_length_exceeded_in_stream() -> MockResponse {
+    MockResponse::sse([
+        created(),
+        failed(
+            "context_length_exceeded",
+            "Your input exceeds the context window of this model. Please adjust your input and try again.",
+        ),
+    ])
+}
+
 /// Problems with tool-call pairing in a Responses request body, each as a
 /// sentence: every `function_call` / `custom_tool_call` item has exactly one
 /// output item of the matching type (`function_call_output` /

@@ -237,7 +237,7 @@ impl Harness {
 }
 
 // ---------------------------------------------------------------------------
-// build_initial_context and environment diffs
+// TurnContext::initial_context and environment diffs
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -333,6 +333,51 @@ fn start_session_fails_fast_on_invalid_config() {
 }
 
 #[test]
+fn temperature_range_depends_on_the_wire_api() {
+    let start = |wire: WireApi, temperature: f32, family: Option<f32>| {
+        let mut c = config();
+        c.provider.wire_api = wire;
+        c.sampling.temperature = Some(temperature).filter(|_| family.is_none());
+        if let Some(t) = family {
+            c.model_families.insert(
+                "scripted".into(),
+                crate::provider::model_family::FamilyOverride {
+                    temperature: Some(t),
+                    ..Default::default()
+                },
+            );
+        }
+        let checked =
+            check_session_config(&c, &crate::agent::limits::TurnLimits::default()).map(|_| ());
+        let started = start_session_with_provider(c, Fake::new("")).map(|_| ());
+        assert_eq!(
+            checked.as_ref().err().map(ToString::to_string),
+            started.as_ref().err().map(ToString::to_string),
+            "check_session_config and start_session agree"
+        );
+        started
+    };
+    // Anthropic accepts 0..1, the OpenAI-style APIs 0..2.
+    let err = start(WireApi::Anthropic, 1.5, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("between 0 and 1") && err.contains("wire_api = \"anthropic\""),
+        "{err}"
+    );
+    assert!(start(WireApi::Anthropic, 1.0, None).is_ok());
+    assert!(start(WireApi::Chat, 1.5, None).is_ok());
+    assert!(start(WireApi::Responses, 1.5, None).is_ok());
+    assert!(start(WireApi::Ollama, 1.5, None).is_ok());
+    assert!(start(WireApi::Chat, 2.5, None).is_err());
+    // A family's default temperature is checked the same way.
+    let err = start(WireApi::Anthropic, 0.0, Some(1.2))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("between 0 and 1"), "{err}");
+}
+
+#[test]
 fn model_override_wins_and_sampling_resolves_config_then_family() {
     let mut c = config();
     c.model = Some("gpt-4o".into());
@@ -362,24 +407,40 @@ fn ctx_with(f: impl FnOnce(&mut SessionConfig)) -> TurnContext {
     start_session_with_provider(c, Fake::new("")).unwrap().ctx
 }
 
+/// The identity section of the system prompt `build_prompt` sends, after
+/// rebuilding it from `ctx` as it is now.
+fn identity_sent(ctx: &mut TurnContext) -> String {
+    ctx.rebuild_system_prompt();
+    let instructions = build_prompt(ctx, &[]).instructions.into_owned();
+    assert_eq!(instructions, ctx.system_prompt.text());
+    let (name, identity) = ctx
+        .system_prompt_builder(ctx.system_prompt.today())
+        .sections()
+        .remove(0);
+    assert_eq!(name, "identity");
+    assert!(instructions.starts_with(&format!("{identity}\n\n# Workspace\n")));
+    identity
+}
+
 #[test]
 fn prompt_instructions_override_wins_over_family_template() {
     let mut ctx = ctx_with(|c| c.base_instructions_override = Some("custom".into()));
     ctx.model_family.needs_special_apply_patch_instructions = false;
-    assert_eq!(build_prompt(&ctx, &[]).instructions, "custom");
+    assert_eq!(identity_sent(&mut ctx), "custom");
     let mut ctx = ctx_with(|_| {});
     ctx.model_family.needs_special_apply_patch_instructions = false;
     assert_eq!(
-        build_prompt(&ctx, &[]).instructions,
-        ctx.model_family.base_instructions_template
+        identity_sent(&mut ctx),
+        ctx.model_family.base_instructions_template.trim_end()
     );
 }
 
 #[test]
 fn prompt_adds_apply_patch_instructions_only_when_needed() {
     let mut ctx = ctx_with(|c| c.base_instructions_override = Some("base".into()));
+    ctx.tools.retain(|t| t.name != "apply_patch");
     ctx.model_family.needs_special_apply_patch_instructions = true;
-    let with_extra = build_prompt(&ctx, &[]).instructions.into_owned();
+    let with_extra = identity_sent(&mut ctx);
     assert!(with_extra.starts_with("base\n"), "{with_extra}");
     assert!(with_extra.contains("apply_patch <<'EOF'"), "{with_extra}");
 
@@ -391,11 +452,11 @@ fn prompt_adds_apply_patch_instructions_only_when_needed() {
         },
         read_only: false,
     });
-    assert_eq!(build_prompt(&ctx, &[]).instructions, "base");
+    assert_eq!(identity_sent(&mut ctx), "base");
 
     ctx.tools.clear();
     ctx.model_family.needs_special_apply_patch_instructions = false;
-    assert_eq!(build_prompt(&ctx, &[]).instructions, "base");
+    assert_eq!(identity_sent(&mut ctx), "base");
 }
 
 #[test]
@@ -750,11 +811,43 @@ async fn a_retried_stream_discards_the_partial_response() {
     assert!(events.iter().any(|e| matches!(e, AgentEvent::ItemCompleted { item: Item::AgentMessage { id, text } } if id == "msg_1_1_retry1" && text == "Hello")));
 }
 
-/// Fails with a context overflow while the request holds more than
-/// `max_items` items, then answers.
+/// How large a request the fake model takes.
+#[derive(Clone, Copy)]
+enum Window {
+    /// Input items; summary requests always fit.
+    Items(usize),
+    /// Tokens as the local estimate counts them (instructions and tools
+    /// included).
+    Tokens(u64),
+}
+
+/// What the fake model was sent.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    items: usize,
+    tokens: u64,
+    summary: bool,
+}
+
+/// Answers like a model with a small context window: a larger request is a
+/// context overflow; a summary request gets "summary"; anything else gets
+/// "fits now". Records every request.
 struct Overflowing {
-    max_items: usize,
-    requests: Mutex<Vec<usize>>,
+    window: Window,
+    requests: Mutex<Vec<Sent>>,
+}
+
+impl Overflowing {
+    fn new(window: Window) -> Arc<Self> {
+        Arc::new(Overflowing {
+            window,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn sent(&self) -> Vec<Sent> {
+        self.requests.lock().unwrap().clone()
+    }
 }
 
 impl Provider for Overflowing {
@@ -762,16 +855,27 @@ impl Provider for Overflowing {
         "overflowing"
     }
     fn stream(&self, r: &ModelRequest<'_>) -> ResponseStream {
-        self.requests.lock().unwrap().push(r.input.len());
-        let event = if r.tools.is_empty() {
-            // The summary request.
-            Ok(ResponseEvent::TextDelta("summary".into()))
-        } else if r.input.len() > self.max_items {
+        use crate::metrics::tokens;
+        let sent = Sent {
+            items: r.input.len(),
+            tokens: tokens::count_items(r.input)
+                + tokens::count(r.instructions)
+                + tokens::count(&serde_json::to_string(r.tools).unwrap()),
+            summary: is_summary_request(r.input),
+        };
+        self.requests.lock().unwrap().push(sent);
+        let too_large = match self.window {
+            Window::Items(max) => !sent.summary && sent.items > max,
+            Window::Tokens(max) => sent.tokens > max,
+        };
+        let event = if too_large {
             Err(ProviderError::ContextOverflow {
                 provider: "overflowing".into(),
                 model: "m".into(),
                 message: "context_length_exceeded".into(),
             })
+        } else if sent.summary {
+            Ok(ResponseEvent::TextDelta("summary".into()))
         } else {
             Ok(ResponseEvent::TextDelta("fits now".into()))
         };
@@ -785,17 +889,14 @@ impl Provider for Overflowing {
 }
 
 fn overflowing_session(max_items: usize) -> (Session, Arc<Overflowing>) {
-    let p = Arc::new(Overflowing {
-        max_items,
-        requests: Mutex::new(Vec::new()),
-    });
+    let p = Overflowing::new(Window::Items(max_items));
     let mut c = config();
     c.tool_config.edit_tool = None;
     let mut s = start_session_with_provider(c, p.clone()).unwrap();
     let long: Vec<HistoryItem> = (0..20)
         .map(|i| HistoryItem::text(Role::Assistant, format!("old {i}")))
         .collect();
-    s.history.extend(long);
+    s.history.append(long);
     (s, p)
 }
 
@@ -804,13 +905,9 @@ async fn context_overflow_compacts_once_and_retries() {
     let (mut s, p) = overflowing_session(10);
     let r = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap();
     assert_eq!(r.final_text, "fits now");
-    let sizes = p.requests.lock().unwrap().clone();
-    assert_eq!(
-        sizes.len(),
-        3,
-        "request, summary, retried request: {sizes:?}"
-    );
-    assert!(sizes[2] <= 10, "{sizes:?}");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 3, "request, summary, retried request: {sent:?}");
+    assert!(sent[2].items <= 10, "{sent:?}");
     assert_eq!(s.metrics().snapshot().session.compactions, 1);
 }
 
@@ -819,7 +916,7 @@ async fn context_overflow_twice_is_an_error_not_a_loop() {
     let (mut s, p) = overflowing_session(0);
     let err = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap_err();
     assert!(err.to_string().contains("context window"), "{err}");
-    assert_eq!(p.requests.lock().unwrap().len(), 3);
+    assert_eq!(p.sent().len(), 3);
 }
 
 #[tokio::test]
@@ -891,7 +988,7 @@ async fn reasoning_is_kept_before_the_calls_and_model_info_sets_the_limit() {
         ["text", "text", "reasoning", "call", "output", "text"]
     );
     assert_eq!(s.context().model_family.context_window, 10_000);
-    assert_eq!(s.context().compaction_limit, 8_000);
+    assert_eq!(s.compaction_limit(), 8_000);
 }
 
 #[tokio::test]
@@ -1054,7 +1151,7 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
         call("w2", "echo"),
         output("w2", "wrote again"),
     ];
-    let keep = compact::items_to_keep(&history, |n| n == "look");
+    let keep = compact::items_to_keep(&history, |c| c.name == "look");
     let out = compact::compacted_history(
         &history,
         &keep,
@@ -1087,33 +1184,69 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
     assert_calls_answered(&out);
 }
 
+/// Whether `input` is a compaction's summary request.
+fn is_summary_request(input: &[HistoryItem]) -> bool {
+    input.last().and_then(HistoryItem::as_text) == Some(compact::SUMMARY_REQUEST)
+}
+
+/// A script turn that calls `tool` with `text` and reports 2500 tokens:
+/// over the limit of [`limited`] sessions.
+fn over_the_limit(tool: &str, text: &str) -> String {
+    format!(
+        "[[turns]]\nusage = {{ input_tokens = 2450, output_tokens = 50 }}\n[[turns.tool_calls]]\nname = \"{tool}\"\narguments = {{ text = \"{text}\" }}\n"
+    )
+}
+
+/// A harness for `script` whose compaction limit is 2000 tokens.
+fn limited(script: &str) -> Harness {
+    let mut c = config();
+    c.compaction.token_limit = Some(2000);
+    harness_with(script, c)
+}
+
 #[tokio::test]
-async fn compaction_runs_only_over_the_limit_and_never_loops() {
-    // Turn 1 reports 500 tokens (over the limit of 100): the next request
-    // is preceded by one summary request.
-    let script = r#"
-[[turns]]
-usage = { input_tokens = 450, output_tokens = 50 }
-[[turns.tool_calls]]
-name = "look"
-arguments = { text = "a" }
+async fn the_summary_request_is_the_sessions_request_with_one_more_user_message() {
+    // Turn 1 reports 2500 tokens (over the limit of 2000): the next request
+    // is preceded by one summary request. The model calls a tool in its
+    // summary; that call is ignored.
+    let script = over_the_limit("look", "a")
+        + r#"
 [[turns]]
 text = "the summary"
-usage = { input_tokens = 400, output_tokens = 10 }
+usage = { input_tokens = 2500, output_tokens = 10 }
+[[turns.tool_calls]]
+name = "echo"
+arguments = { text = "never run" }
 [[turns]]
 text = "final"
-usage = { input_tokens = 50, output_tokens = 5 }
+usage = { input_tokens = 500, output_tokens = 5 }
 "#;
-    let mut c = config();
-    c.compaction.token_limit = Some(100);
-    let mut h = harness_with(script, c);
+    let mut h = limited(&script);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
     let seen = h.fake.seen();
     assert_eq!(seen.len(), 3);
-    // The summary request carries no tools and its own instructions.
-    assert!(seen[1].tools.is_empty());
-    assert!(seen[1].instructions.contains("summarizing"));
+    // Same instructions and tools, the history as sent plus the new
+    // items, then the request to summarise: the cached prefix is reused.
+    let summary = &seen[1];
+    assert_eq!(summary.instructions, seen[0].instructions);
+    assert_eq!(summary.tools, seen[0].tools);
+    assert!(!summary.tools.is_empty());
+    assert_eq!(summary.input[..seen[0].input.len()], seen[0].input[..]);
+    assert!(is_summary_request(&summary.input));
+    assert_eq!(
+        summary.input.len(),
+        seen[0].input.len() + 3,
+        "call, output, request"
+    );
+    assert!(
+        !h.log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("never run")),
+        "a call in the summary is not run"
+    );
     // The request after compaction holds the summary, not the read-only call.
     let after = &seen[2].input;
     assert!(after
@@ -1142,12 +1275,8 @@ usage = { input_tokens = 50, output_tokens = 5 }
 
 #[tokio::test]
 async fn failed_summary_still_compacts() {
-    let script = r#"
-[[turns]]
-usage = { input_tokens = 450, output_tokens = 50 }
-[[turns.tool_calls]]
-name = "echo"
-arguments = { text = "a" }
+    let script = over_the_limit("echo", "a")
+        + r#"
 [[turns]]
 expect = "this never matches"
 text = "summary"
@@ -1155,9 +1284,7 @@ text = "summary"
 text = "final"
 usage = { input_tokens = 5, output_tokens = 1 }
 "#;
-    let mut c = config();
-    c.compaction.token_limit = Some(100);
-    let mut h = harness_with(script, c);
+    let mut h = limited(&script);
     let r = h.run("task").await.unwrap();
     assert_eq!(r.final_text, "final");
     let after = &h.fake.seen()[2].input;
@@ -1168,6 +1295,335 @@ usage = { input_tokens = 5, output_tokens = 1 }
     assert!(after
         .iter()
         .any(|i| matches!(&i.content, Content::ToolCall(c) if c.name == "echo")));
+}
+
+#[tokio::test]
+async fn compaction_runs_again_at_the_next_crossing_of_the_same_turn() {
+    // Each response reports more than the limit: every iteration after one
+    // is preceded by a compaction, none is switched off.
+    let summary = "[[turns]]\ntext = \"summary\"\n";
+    let script = [
+        over_the_limit("echo", "a"),
+        summary.into(),
+        over_the_limit("echo", "b"),
+        summary.into(),
+        "[[turns]]\ntext = \"done\"\nusage = { input_tokens = 100, output_tokens = 1 }\n".into(),
+    ]
+    .concat();
+    let mut h = limited(&script);
+    let r = h.run("task").await.unwrap();
+    assert_eq!(r.final_text, "done");
+    let summaries = h
+        .fake
+        .seen()
+        .iter()
+        .filter(|s| is_summary_request(&s.input))
+        .count();
+    assert_eq!(summaries, 2);
+    assert_eq!(h.session.metrics().snapshot().session.compactions, 2);
+}
+
+#[tokio::test]
+async fn compaction_that_cannot_fit_ends_the_turn_with_one_clear_error() {
+    // The latest request alone is larger than the compaction limit: no
+    // compaction can help, and the turn must not go on (or loop).
+    let script = over_the_limit("echo", "a")
+        + r#"
+[[turns]]
+text = "the summary"
+[[turns]]
+text = "never reached"
+"#;
+    let mut h = limited(&script);
+    let huge = "word ".repeat(3000);
+    let err = h.run(&huge).await.unwrap_err().to_string();
+    assert!(
+        err.contains("compaction cannot bring the history under 2000 tokens")
+            && err.contains("context_window")
+            && err.contains("token_limit"),
+        "{err}"
+    );
+    let seen = h.fake.seen();
+    assert_eq!(seen.len(), 2, "the request and one summary request");
+    let failures = h
+        .event_types()
+        .iter()
+        .filter(|t| t.as_str() == "turn.failed")
+        .count();
+    assert_eq!(failures, 1);
+}
+
+/// A session whose history holds `calls` state-changing calls, each with
+/// an output of about 500 tokens, under a model that overflows at `window`.
+fn windowed_session(window: u64, calls: usize) -> (Session, Arc<Overflowing>) {
+    let p = Overflowing::new(Window::Tokens(window));
+    let mut c = config();
+    c.tool_config.edit_tool = None;
+    let mut s = start_session_with_provider(c, p.clone()).unwrap();
+    s.history
+        .append(vec![HistoryItem::text(Role::User, "first task")]);
+    for n in 0..calls {
+        let id = format!("w{n}");
+        s.history.append(vec![HistoryItem::tool_call(ToolCall {
+            id: id.clone(),
+            name: "shell".into(),
+            arguments: format!(r#"{{"command":"make step{n}"}}"#),
+            kind: ToolCallKind::Function,
+        })]);
+        s.history.append(vec![output(
+            &id,
+            &format!("line {n} of the build log\n").repeat(60),
+        )]);
+    }
+    (s, p)
+}
+
+#[tokio::test]
+async fn after_an_overflow_the_summary_request_is_smaller_than_what_overflowed() {
+    let (mut s, p) = windowed_session(6000, 16);
+    let r = s.run_turn("x", &|_e: AgentEvent| {}).await.unwrap();
+    assert_eq!(r.final_text, "fits now");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    let (overflowed, summary, retried) = (sent[0], sent[1], sent[2]);
+    assert!(overflowed.tokens > 6000 && !overflowed.summary, "{sent:?}");
+    assert!(summary.summary, "{sent:?}");
+    assert!(
+        summary.tokens <= overflowed.tokens * 3 / 4,
+        "the summary request was fitted well below the overflow: {sent:?}"
+    );
+    assert!(retried.tokens <= 6000 && !retried.summary, "{sent:?}");
+    // The summary made it into history (nothing was dropped unsummarised).
+    assert!(s
+        .history()
+        .iter()
+        .any(|i| i.tag() == Some(MessageTag::Summary)
+            && i.as_text().is_some_and(|t| t.ends_with("summary"))));
+    assert_calls_answered(s.history());
+}
+
+#[tokio::test]
+async fn compaction_brings_a_session_of_shell_calls_under_the_limit() {
+    // Sixteen `make` calls with long logs: none is read-only, so all are
+    // kept, but their outputs are cut to head and tail and the oldest go
+    // until the history is under the limit.
+    let (mut s, p) = windowed_session(1_000_000, 16);
+    let threshold = crate::agent::effects::compact::Threshold::Tokens(3000);
+    s.extensions.compaction = threshold;
+    s.extensions.effects.replace(Box::new(
+        crate::agent::effects::compact::CompactEffect::new(threshold),
+    ));
+    s.history.tokens.stale = true;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |e: AgentEvent| events.lock().unwrap().push(e)
+    };
+    let r = s.run_turn("x", &sink).await.unwrap();
+    assert_eq!(r.final_text, "fits now");
+    let sent = p.sent();
+    assert_eq!(sent.len(), 2, "the summary request, then the turn's");
+    assert!(sent[0].summary && !sent[1].summary, "{sent:?}");
+    assert!(sent[1].tokens <= 3000, "{sent:?}");
+    let kept: Vec<&ToolCall> = s
+        .history()
+        .iter()
+        .filter_map(|i| match &i.content {
+            Content::ToolCall(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(!kept.is_empty() && kept.len() < 16, "{}", kept.len());
+    assert!(
+        kept.last().is_some_and(|c| c.arguments.contains("step15")),
+        "the newest calls stay"
+    );
+    assert!(!events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, AgentEvent::Warning { .. })));
+    assert_calls_answered(s.history());
+}
+
+#[test]
+fn summary_input_trims_the_oldest_outputs_first_then_drops_the_oldest_items() {
+    let count = |i: &HistoryItem| crate::metrics::tokens::count_item(i);
+    let long = "x\n".repeat(500);
+    let history = vec![
+        HistoryItem::tagged(
+            Role::User,
+            MessageTag::Environment,
+            "<environment_context/>",
+        ),
+        HistoryItem::text(Role::User, "task"),
+        call("a", "shell"),
+        output("a", &long),
+        call("b", "shell"),
+        output("b", &long),
+        HistoryItem::text(Role::Assistant, "done"),
+    ];
+    let total = crate::metrics::tokens::count_items(&history);
+    // Room for all but one long output: only the oldest one is cut.
+    let room = total - 300;
+    let fitted = compact::fit_summary_input(history.clone(), room, &count);
+    assert_eq!(fitted.len(), history.len());
+    assert!(
+        fitted[3].content != history[3].content,
+        "the oldest output is cut"
+    );
+    assert_eq!(fitted[5].content, history[5].content, "the newest is not");
+    // Room for almost nothing: items go from the oldest, a call with its
+    // output, the initial context stays.
+    let fitted = compact::fit_summary_input(history.clone(), 30, &count);
+    assert_eq!(fitted[0], history[0]);
+    assert!(fitted.len() < history.len());
+    assert!(crate::metrics::tokens::count_items(&fitted) <= 30);
+    assert_calls_answered(&fitted);
+    assert_eq!(fitted.last(), history.last());
+}
+
+#[test]
+fn the_compacted_history_drops_the_oldest_kept_responses_to_fit_or_says_it_cannot() {
+    let count = |i: &HistoryItem| crate::metrics::tokens::count_item(i);
+    let mut items = vec![
+        HistoryItem::tagged(
+            Role::User,
+            MessageTag::Environment,
+            "<environment_context/>",
+        ),
+        HistoryItem::text(Role::User, "task"),
+    ];
+    for n in 0..10 {
+        items.push(call(&format!("w{n}"), "echo"));
+        items.push(call(&format!("v{n}"), "echo"));
+        items.push(output(&format!("w{n}"), &"word ".repeat(100)));
+        items.push(output(&format!("v{n}"), &"word ".repeat(100)));
+    }
+    let total = crate::metrics::tokens::count_items(&items);
+    let (fitted, tokens) =
+        compact::fit_compacted(items.clone(), &count, 100, 100 + total / 2).unwrap();
+    assert!(
+        tokens <= 100 + total / 4 + 1,
+        "under the soft limit: {tokens}"
+    );
+    assert!(fitted.len() < items.len());
+    assert_eq!(fitted[..2], items[..2], "what must stay, stays");
+    assert_eq!(fitted.last(), items.last(), "the newest response stays");
+    assert_calls_answered(&fitted);
+    // Parallel calls go together: no response is left half.
+    assert_eq!(fitted.len() % 4, 2);
+    let err = compact::fit_compacted(items, &count, 100, 105).unwrap_err();
+    assert_eq!(err.limit, 105);
+    assert!(err.needed > 105);
+}
+
+#[test]
+fn kept_calls_keep_their_arguments_and_known_safe_shell_calls_go() {
+    let shell = |id: &str, command: &str| {
+        HistoryItem::tool_call(ToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+            kind: ToolCallKind::Function,
+        })
+    };
+    let big = "0123456789\n".repeat(2000);
+    let history = vec![
+        HistoryItem::text(Role::User, "task"),
+        shell("ls", "ls -la src"),
+        output("ls", &big),
+        shell("rm", "rm -rf build && make"),
+        output("rm", &big),
+        HistoryItem::tool_call(ToolCall {
+            id: "wf".into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({"path": "a.txt", "content": big}).to_string(),
+            kind: ToolCallKind::Function,
+        }),
+        output("wf", "wrote a.txt"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| {
+        approval::only_reads(c, c.name == "read_file", "/bin/bash")
+    });
+    let out = compact::compacted_history(&history, &keep, "<env/>".into(), "S");
+    let find = |id: &str| {
+        out.iter().find_map(|i| match &i.content {
+            Content::ToolCall(c) if c.id == id => Some(c.arguments.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(find("ls"), None, "a known-safe command only read");
+    let Content::ToolCall(wf) = &history[5].content else {
+        panic!("a call")
+    };
+    assert_eq!(
+        find("wf"),
+        Some(wf.arguments.clone()),
+        "arguments stay whole"
+    );
+    let cut = out
+        .iter()
+        .find_map(|i| match &i.content {
+            Content::ToolOutput(o) if o.call_id == "rm" => Some(o.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(cut.len() < 3000 && cut.contains("omitted"), "{cut}");
+    assert!(cut.starts_with("0123456789") && cut.ends_with("0123456789\n"));
+    assert_calls_answered(&out);
+}
+
+#[test]
+fn thinking_that_opens_a_kept_call_of_the_current_request_is_kept() {
+    let thinking = |text: &str| HistoryItem {
+        role: Role::Assistant,
+        content: Content::Reasoning(Reasoning {
+            id: None,
+            text: text.into(),
+            encrypted: Some(format!("sig-{text}")),
+            source: "anthropic".into(),
+        }),
+    };
+    let history = vec![
+        HistoryItem::text(Role::User, "old task"),
+        thinking("t0"),
+        call("w0", "echo"),
+        output("w0", "x"),
+        HistoryItem::text(Role::User, "task"),
+        thinking("t1"),
+        call("r1", "look"),
+        output("r1", "read"),
+        thinking("t2"),
+        HistoryItem::text(Role::Assistant, "\n\n"),
+        call("w2", "echo"),
+        call("r2", "look"),
+        output("w2", "wrote"),
+        output("r2", "read"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| c.name == "look");
+    let kept: Vec<String> = history
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(i, _)| match &i.content {
+            Content::Reasoning(r) => format!("thinking {}", r.text),
+            Content::ToolCall(c) => format!("call {}", c.id),
+            Content::ToolOutput(o) => format!("output {}", o.call_id),
+            Content::Text { text, .. } => text.clone(),
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            "call w0",
+            "output w0",
+            "task",
+            "thinking t2",
+            "call w2",
+            "output w2"
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1322,8 +1778,8 @@ text = "ok"
     );
 }
 
-#[tokio::test]
-async fn on_failure_offers_a_retry_without_the_sandbox() {
+/// A call that fails the way a sandbox refusal looks, under `on-failure`.
+fn on_failure_harness() -> Harness {
     let script = r#"
 [[turns]]
 [[turns.tool_calls]]
@@ -1334,7 +1790,12 @@ text = "done"
 "#;
     let mut c = config();
     c.approval_policy = ApprovalPolicy::OnFailure;
-    let mut h = harness_with(script, c.clone());
+    harness_with(script, c)
+}
+
+#[tokio::test]
+async fn on_failure_offers_a_retry_without_the_sandbox() {
+    let mut h = on_failure_harness();
     h.session
         .set_approver(Answers::new(vec![ApprovalDecision::Approve]));
     let r = h.run("x").await.unwrap();
@@ -1344,11 +1805,57 @@ text = "done"
         ["denied touch", "start touch", "end touch"]
     );
 
-    let mut h = harness_with(script, c);
+    // The user says no: the model sees the failure and, truthfully, that
+    // the call ran (in the sandbox) and was not run again.
+    let mut h = on_failure_harness();
+    h.session
+        .set_approver(Answers::new(vec![ApprovalDecision::Deny]));
+    let r = h.run("x").await.unwrap();
+    let output = &r.tool_calls[0].result;
+    assert!(r.tool_calls[0].is_error);
+    assert!(
+        output.starts_with("touch: cannot touch 'x': Permission denied\n\n"),
+        "{output}"
+    );
+    assert!(
+        output.contains("declined to run it again without the sandbox"),
+        "{output}"
+    );
+    assert!(
+        !output.contains("Not run") && !output.contains("nothing was run"),
+        "{output}"
+    );
+    assert_eq!(*h.log.lock().unwrap(), ["denied touch"]);
+    assert_eq!(
+        approvals(&h),
+        [("call_0".into(), "asked"), ("call_0".into(), "denied")]
+    );
+}
+
+#[tokio::test]
+async fn on_failure_without_anyone_to_ask_keeps_the_commands_own_output() {
+    // A command that ran and printed "Permission denied" (e.g. a test
+    // suite's output) in a run nobody can answer questions in.
+    let mut h = on_failure_harness();
     let r = h.run("x").await.unwrap();
     assert!(r.tool_calls[0].is_error);
-    assert!(r.tool_calls[0].result.contains("Permission denied"));
-    assert!(r.tool_calls[0].result.contains("non-interactive"));
+    assert_eq!(
+        r.tool_calls[0].result,
+        "touch: cannot touch 'x': Permission denied"
+    );
+    assert!(approvals(&h).is_empty(), "{:?}", approvals(&h));
+    assert!(h.session.metrics().snapshot().session.approvals.is_empty());
+    // The model got the same single output.
+    let seen = h.fake.seen();
+    let output = seen[1]
+        .input
+        .iter()
+        .find_map(|i| match &i.content {
+            Content::ToolOutput(o) => Some(o.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(output, "touch: cannot touch 'x': Permission denied");
 }
 
 #[tokio::test]
@@ -1526,6 +2033,60 @@ async fn cost_budget_uses_the_model_price() {
     assert!((cost - 2.0).abs() < 1e-9, "{cost}");
 }
 
+#[tokio::test]
+async fn after_a_model_switch_cost_and_cost_budgets_use_the_new_models_price() {
+    let mut c = config();
+    c.provider.default_family = Some("generic".into());
+    c.model_override = Some("cheap".into());
+    for (model, price) in [("cheap", 10_000.0), ("dear", 30_000.0)] {
+        c.model_families.insert(
+            model.into(),
+            crate::provider::model_family::FamilyOverride {
+                input_price: Some(price),
+                output_price: Some(price),
+                ..Default::default()
+            },
+        );
+    }
+    // Every response: 100 tokens, $1 at the cheap price, $3 at the dear one.
+    let answer = "[[turns]]\ntext = \"ok\"\nusage = { input_tokens = 90, output_tokens = 10 }\n";
+    let mut h = harness_with(
+        &format!("{answer}{}", tool_turns(3, "{ text = \"x\" }")),
+        c.clone(),
+    );
+    h.session
+        .set_limits(TurnLimits {
+            max_cost_usd: Some(2.5),
+            ..Default::default()
+        })
+        .unwrap();
+    h.run("first").await.unwrap();
+    let cost = |h: &Harness| {
+        let s = h.session.metrics().snapshot();
+        let cents = |usd: Option<f64>| (usd.unwrap() * 100.0).round() as i64;
+        (cents(s.turn.cost_usd), cents(s.session.cost_usd))
+    };
+    assert_eq!(cost(&h), (100, 100));
+
+    // `/model dear`: the next turn's $2.5 budget is spent by one request.
+    let mut dear = c.clone();
+    dear.model_override = Some("dear".into());
+    h.session.reconfigure(dear).unwrap();
+    let r = h.run("second").await.unwrap();
+    assert_eq!(
+        (r.outcome, r.limit, r.iterations),
+        (TurnOutcome::BudgetExceeded, Some(Limit::Cost), 1)
+    );
+    assert_eq!(cost(&h), (300, 400));
+
+    // A model without a price cannot take over a cost budget.
+    let mut unpriced = c;
+    unpriced.model_override = Some("mystery".into());
+    let err = h.session.reconfigure(unpriced).unwrap_err();
+    assert!(err.to_string().contains("input_price"), "{err}");
+    assert_eq!(h.session.context().model, "dear");
+}
+
 #[test]
 fn a_cost_budget_without_a_price_is_refused() {
     let mut c = config();
@@ -1559,6 +2120,106 @@ async fn time_budget_stops_a_running_tool_and_answers_its_call() {
     assert_calls_answered(h.session.history());
 }
 
+/// A file tool like `write_file`: its work runs on a blocking thread that
+/// goes on when the call is dropped, and makes its change only when the
+/// commit gate admits it. The test decides when it gets there: with
+/// `admit_first` it asks the gate, says so and then waits for `release`;
+/// otherwise it says it started, waits, and only then asks.
+struct GatedWrite {
+    admit_first: bool,
+    events: tokio::sync::mpsc::UnboundedSender<&'static str>,
+    release: Arc<Mutex<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl Tool for GatedWrite {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write".into(),
+            description: "write".into(),
+            format: ToolFormat::Function {
+                parameters: serde_json::json!({"type": "object"}),
+            },
+            read_only: false,
+        }
+    }
+
+    fn run<'a>(&'a self, _input: ToolInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        let (admit_first, events, release) =
+            (self.admit_first, self.events.clone(), self.release.clone());
+        let commits = ctx.commits.clone();
+        Box::pin(async move {
+            let work = tokio::task::spawn_blocking(move || {
+                let admitted = admit_first && commits.admit();
+                let _ = events.send(if admit_first { "admitted" } else { "started" });
+                let _ = release.lock().unwrap().recv();
+                let admitted = admitted || (!admit_first && commits.admit());
+                let _ = events.send(if admitted { "written" } else { "refused" });
+                admitted
+            });
+            match work.await {
+                Ok(true) => ToolResult::ok("wrote f"),
+                _ => ToolResult::error("stopped; nothing was written"),
+            }
+        })
+    }
+}
+
+/// Stop a turn whose only call is a [`GatedWrite`] once it reports its
+/// first step; returns the turn and the tool's steps.
+async fn stop_a_gated_write(admit_first: bool) -> (TurnResult, Vec<&'static str>) {
+    let script = "[[turns]]\n[[turns.tool_calls]]\nname = \"write\"\narguments = {}\n";
+    let mut h = harness(script);
+    let (events, mut steps) = tokio::sync::mpsc::unbounded_channel();
+    let (release, released) = std::sync::mpsc::channel();
+    let mut registry = ToolRegistry::default();
+    registry.register(Arc::new(GatedWrite {
+        admit_first,
+        events,
+        release: Arc::new(Mutex::new(released)),
+    }));
+    h.session.set_tools(registry);
+    let stop = h.session.stop_handle();
+    let mut seen = Vec::new();
+    let driver = async {
+        seen.push(steps.recv().await.unwrap());
+        stop.stop();
+        if admit_first {
+            // The turn waits for the admitted change.
+            release.send(()).unwrap();
+        }
+    };
+    let (turn, ()) = tokio::join!(h.run("x"), driver);
+    if !admit_first {
+        // The turn is over; the dropped call's thread goes on now.
+        release.send(()).unwrap();
+    }
+    seen.push(steps.recv().await.unwrap());
+    assert_calls_answered(h.session.history());
+    (turn.unwrap(), seen)
+}
+
+#[tokio::test]
+async fn a_file_change_admitted_before_a_stop_is_reported_as_made() {
+    let (r, steps) = stop_a_gated_write(true).await;
+    assert_eq!(steps, ["admitted", "written"]);
+    assert_eq!(r.outcome, TurnOutcome::Interrupted);
+    assert_eq!(r.tool_calls[0].result, "wrote f");
+    assert!(!r.tool_calls[0].is_error);
+}
+
+#[tokio::test]
+async fn a_file_change_not_yet_admitted_at_a_stop_is_never_made() {
+    let (r, steps) = stop_a_gated_write(false).await;
+    assert_eq!(steps, ["started", "refused"]);
+    assert_eq!(r.outcome, TurnOutcome::Interrupted);
+    assert!(r.tool_calls[0].is_error);
+    assert!(
+        r.tool_calls[0].result.contains("did not finish"),
+        "{}",
+        r.tool_calls[0].result
+    );
+}
+
 #[tokio::test]
 async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
     let script = format!(
@@ -1583,3 +2244,6 @@ async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
         (TurnOutcome::Done, "next answer")
     );
 }
+
+mod effects;
+mod hooks;

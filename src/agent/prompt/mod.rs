@@ -1,9 +1,16 @@
-//! `build_prompt`: what is sent to the model on each request.
+//! `build_prompt`: what is sent to the model on each request; the system
+//! prompt it sends as the instructions (`builder`: its sections; `system`:
+//! when it is built; `clock`: today's date).
 
-use super::session::TurnContext;
+pub mod builder;
+pub mod clock;
+pub mod system;
+#[cfg(test)]
+mod tests;
+
+use super::turn_context::TurnContext;
 use crate::protocol::{Content, HistoryItem, ToolFormat, ToolOutput, ToolSpec};
 use crate::provider::ModelRequest;
-use crate::tools::apply_patch::APPLY_PATCH_INSTRUCTIONS;
 use crate::tools::shell;
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -20,27 +27,17 @@ pub struct Prompt<'a> {
 }
 
 /// Build the prompt from the context and history:
-/// 1. instructions: `base_instructions_override`, else the family template;
-/// 2. plus the apply_patch instructions when the family needs them and no
-///    `apply_patch` tool is offered;
-/// 3. history as input items (shell outputs normalised when `apply_patch`
+/// 1. instructions: the session's system prompt as built (see
+///    [`system`]; identity first: `base_instructions_override`, SOUL.md or
+///    the family template, plus the apply_patch instructions when the
+///    family needs them and no `apply_patch` tool is offered);
+/// 2. history as input items (shell outputs normalised when `apply_patch`
 ///    is a freeform tool);
-/// 4. `parallel_tool_calls` only when the family supports it and
+/// 3. `parallel_tool_calls` only when the family supports it and
 ///    `features.parallel_tools` is on.
 pub fn build_prompt<'a>(ctx: &'a TurnContext, history: &'a [HistoryItem]) -> Prompt<'a> {
-    let base: &str = ctx
-        .base_instructions_override
-        .as_deref()
-        .unwrap_or(&ctx.model_family.base_instructions_template);
-    let instructions = if ctx.model_family.needs_special_apply_patch_instructions
-        && !ctx.has_tool("apply_patch")
-    {
-        Cow::Owned(format!("{base}\n{APPLY_PATCH_INSTRUCTIONS}"))
-    } else {
-        Cow::Borrowed(base)
-    };
     Prompt {
-        instructions,
+        instructions: Cow::Borrowed(ctx.system_prompt.text()),
         input_items: format_history(ctx, history),
         tools: &ctx.tools,
         parallel_tool_calls: ctx.model_family.supports_parallel_tool_calls
@@ -98,6 +95,7 @@ impl Prompt<'_> {
             reasoning_effort: ctx.sampling.reasoning_effort,
             context_window: ctx.model_family.context_window,
             context_window_is_default: ctx.model_family.context_window_is_default,
+            max_tokens_param: ctx.model_family.max_tokens_param,
         }
     }
 

@@ -1,0 +1,17 @@
+//! The tools of a session and who approves their calls.
+
+use crate::protocol::Approver;
+use crate::tools::{ToolContext, ToolRegistry};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// The tools of a session: what they are, what they see, and who approves
+/// their calls.
+pub(crate) struct Toolset {
+    pub(crate) registry: ToolRegistry,
+    pub(crate) ctx: ToolContext,
+    /// Who answers approval questions.
+    pub(crate) approver: Arc<dyn Approver>,
+    /// Calls the user approved for the rest of the session, by call key.
+    pub(crate) approved: Mutex<HashSet<String>>,
+}

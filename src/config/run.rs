@@ -1,0 +1,133 @@
+//! `effects = [...]` and `[run]` (middleware) in cogni.toml.
+
+use super::{err, ConfigError};
+use crate::agent::output::OutputSchema;
+use crate::agent::run::{OutputGuardrail, RunConfig};
+use crate::spec::effects::EffectSpec;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default timeout of an output guardrail's command.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `[run]`
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RunFile {
+    /// The longest one run (`cogni run`, a REPL message, a task attempt) may take.
+    pub timeout_secs: Option<f64>,
+    /// `[run.output_guardrail]`: what the final answer must satisfy.
+    pub output_guardrail: Option<OutputGuardrailFile>,
+}
+
+/// `[run.output_guardrail]`
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct OutputGuardrailFile {
+    /// A JSON Schema the answer must be valid against (JSON, or in a ```json fence).
+    pub schema_file: Option<PathBuf>,
+    /// A regex the answer must match.
+    pub regex: Option<String>,
+    /// A command that gets `{"answer": ...}` on stdin; exit 0 accepts.
+    pub command: Option<String>,
+    pub timeout_ms: Option<u64>,
+}
+
+impl RunFile {
+    /// Relative paths are relative to the file's directory.
+    pub(super) fn resolve_paths(&mut self, dir: &Path) {
+        if let Some(p) = self
+            .output_guardrail
+            .as_mut()
+            .and_then(|g| g.schema_file.as_mut())
+        {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        }
+    }
+
+    /// Merge `over` on top of `self` (later `Some` wins, field by field).
+    pub(super) fn merge(&mut self, over: RunFile) {
+        if over.timeout_secs.is_some() {
+            self.timeout_secs = over.timeout_secs;
+        }
+        if over.output_guardrail.is_some() {
+            self.output_guardrail = over.output_guardrail;
+        }
+    }
+}
+
+/// Check a file's `effects` entries; errors name the file and the key path.
+pub(super) fn check_effects(path: &Path, effects: &[toml::Value]) -> Result<(), ConfigError> {
+    EffectSpec::parse_all(effects, "effects")
+        .map(|_| ())
+        .map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+}
+
+/// The effects of the merged config.
+pub(super) fn effects(values: Option<Vec<toml::Value>>) -> Result<Vec<EffectSpec>, ConfigError> {
+    EffectSpec::parse_all(&values.unwrap_or_default(), "effects").map_err(ConfigError)
+}
+
+/// The middleware settings of the merged config.
+pub(super) fn run_config(file: Option<RunFile>) -> Result<RunConfig, ConfigError> {
+    let file = file.unwrap_or_default();
+    let timeout = match file.timeout_secs {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return err(format!("run.timeout_secs must be greater than 0, got {s}")),
+    };
+    let output_guardrail = match file.output_guardrail {
+        None => None,
+        Some(g) => Some(output_guardrail(g)?),
+    };
+    Ok(RunConfig {
+        timeout,
+        output_guardrail,
+    })
+}
+
+fn output_guardrail(g: OutputGuardrailFile) -> Result<OutputGuardrail, ConfigError> {
+    let key = "run.output_guardrail";
+    if g.schema_file.is_none() && g.regex.is_none() && g.command.is_none() {
+        return err(format!(
+            "{key}: set `schema_file`, `regex` or `command` (what the final answer must satisfy)"
+        ));
+    }
+    let schema = match &g.schema_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| ConfigError(format!("{key}.schema_file {}: {e}", path.display())))?;
+            let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                ConfigError(format!(
+                    "{key}.schema_file {}: not JSON: {e}",
+                    path.display()
+                ))
+            })?;
+            Some(Arc::new(OutputSchema::compile(&value).map_err(|e| {
+                ConfigError(format!("{key}.schema_file {}: {e}", path.display()))
+            })?))
+        }
+    };
+    let regex = match &g.regex {
+        None => None,
+        Some(re) => Some(
+            regex::Regex::new(re)
+                .map_err(|e| ConfigError(format!("{key}.regex: not a valid regex: {e}")))?,
+        ),
+    };
+    if g.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return err(format!("{key}.command: is empty"));
+    }
+    if g.timeout_ms == Some(0) {
+        return err(format!("{key}.timeout_ms must be greater than 0"));
+    }
+    Ok(OutputGuardrail {
+        schema,
+        regex,
+        command: g.command,
+        timeout: g.timeout_ms.map_or(CHECK_TIMEOUT, Duration::from_millis),
+    })
+}

@@ -1,0 +1,315 @@
+//! Hooks through the real binary: `[[hooks.EVENT]]` in the user's config
+//! (or a project's), scripted model turns, and what the hooks saw, did and
+//! left behind.
+
+use crate::cli::Env;
+use crate::sandbox::{gone_soon, patch, run_script, run_turns, shell, tool, Run};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// Commands here run unconfined: hooks are not about the sandbox, and the
+/// tests then run where it is unavailable too.
+const UNCONFINED: &[&str] = &["--sandbox", "danger-full-access"];
+
+/// An environment whose user config is `config` (apply_patch as the edit
+/// tool, then the given hooks).
+fn env_with(config: &str) -> Env {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        format!("[tools]\nedit_tool = \"apply_patch\"\n{config}"),
+    )
+    .unwrap();
+    env
+}
+
+/// Every event, in lifecycle order.
+const EVENTS: [&str; 7] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PreCompact",
+    "Stop",
+    "SessionEnd",
+];
+
+/// The `hook` events of a run.
+fn hook_events(run: &Run) -> Vec<&Value> {
+    run.events.iter().filter(|e| e["type"] == "hook").collect()
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+}
+
+#[test]
+fn every_event_runs_with_claude_codes_json_on_stdin() {
+    let env = Env::new();
+    let log = env.dir.path().join("log");
+    std::fs::create_dir_all(&log).unwrap();
+    let mut config = String::from("[compaction]\ntoken_limit = 50000\n");
+    for event in EVENTS {
+        config.push_str(&format!(
+            "[[hooks.{event}]]\ncommand = \"cat > '{}/{event}.json'\"\n",
+            log.display()
+        ));
+    }
+    std::fs::write(env.dir.path().join("home/config.toml"), config).unwrap();
+    // The first reply reports a context over the compaction limit, so the
+    // next request is preceded by a compaction (whose summary is turn 2).
+    let script = r#"
+[[turns]]
+text = "looking"
+usage = { input_tokens = 60000, output_tokens = 10 }
+[[turns.tool_calls]]
+name = "shell"
+arguments = { command = "echo hi" }
+[[turns]]
+text = "summary of the work"
+usage = { input_tokens = 900, output_tokens = 10 }
+[[turns]]
+text = "done"
+usage = { input_tokens = 1000, output_tokens = 5 }
+"#;
+    let out = env
+        .run_script(script, "say hi")
+        .args(["--json"])
+        .args(UNCONFINED)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let started = &events[0];
+    assert_eq!(started["type"], "session.started");
+    let seen = |event: &str| {
+        let v = read_json(&log.join(format!("{event}.json")));
+        assert_eq!(v["hook_event_name"], event, "{v}");
+        assert_eq!(v["session_id"], started["session_id"], "{v}");
+        assert_eq!(v["cwd"], started["cwd"], "{v}");
+        let transcript = v["transcript_path"].as_str().unwrap();
+        assert!(
+            transcript.ends_with(".jsonl") && Path::new(transcript).exists(),
+            "{v}"
+        );
+        v
+    };
+    assert_eq!(seen("SessionStart")["source"], "startup");
+    assert_eq!(seen("UserPromptSubmit")["prompt"], "say hi");
+    let pre = seen("PreToolUse");
+    assert_eq!(pre["tool_name"], "shell");
+    assert_eq!(pre["tool_input"], json!({ "command": "echo hi" }));
+    let post = seen("PostToolUse");
+    assert_eq!(post["tool_input"], json!({ "command": "echo hi" }));
+    assert!(
+        post["tool_response"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("hi"),
+        "{post}"
+    );
+    assert_eq!(post["tool_response"]["exit_code"], 0);
+    assert_eq!(post["tool_response"]["is_error"], false);
+    assert_eq!(seen("PreCompact")["trigger"], "auto");
+    assert_eq!(seen("Stop")["stop_hook_active"], false);
+    assert_eq!(seen("SessionEnd")["reason"], "done");
+
+    // One `hook` event per run, in lifecycle order, the last after the turn.
+    let order: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "hook" || e["type"] == "turn.completed")
+        .map(|e| e["event"].as_str().unwrap_or("(turn.completed)"))
+        .collect();
+    let mut expected = EVENTS.to_vec();
+    expected.insert(6, "(turn.completed)");
+    assert_eq!(order, expected);
+    for e in events.iter().filter(|e| e["type"] == "hook") {
+        assert_eq!(e["decision"], "continue", "{e}");
+        assert_eq!(e["exit_code"], 0, "{e}");
+        assert!(e["duration_ms"].is_u64(), "{e}");
+        assert!(e["command"].as_str().unwrap().starts_with("cat > "), "{e}");
+    }
+}
+
+#[test]
+fn exit_2_blocks_a_shell_call_and_an_apply_patch_and_nothing_runs() {
+    let env = env_with(
+        "[[hooks.PreToolUse]]\nmatcher = \"shell|apply_patch\"\ncommand = \"echo 'protected: ask the user first' >&2; exit 2\"\n",
+    );
+    std::fs::write(env.work().join("keep.txt"), "original\n").unwrap();
+    let calls = vec![
+        shell("echo x > made.txt"),
+        patch("*** Update File: keep.txt\n@@\n-original\n+changed"),
+        tool("read_file", json!({ "path": "keep.txt" })),
+    ];
+    let r = run_turns(&env, std::slice::from_ref(&calls), UNCONFINED);
+    assert_eq!(r.calls.len(), 3, "{}", r.stderr);
+    for call in &r.calls[..2] {
+        assert!(call.failed, "{call:?}");
+        assert_eq!(
+            call.output,
+            "Blocked by a PreToolUse hook: protected: ask the user first"
+        );
+    }
+    assert!(!env.work().join("made.txt").exists(), "the shell call ran");
+    assert_eq!(
+        std::fs::read_to_string(env.work().join("keep.txt")).unwrap(),
+        "original\n",
+        "the patch was applied"
+    );
+    // read_file is not matched: it ran.
+    assert!(!r.calls[2].failed && r.calls[2].output.contains("original"));
+    let hooks = hook_events(&r);
+    assert_eq!(hooks.len(), 2);
+    for h in hooks {
+        assert_eq!(h["decision"], "block");
+        assert_eq!(h["exit_code"], 2);
+        assert_eq!(h["reason"], "protected: ask the user first");
+    }
+
+    // People see the block on stderr.
+    let script = crate::sandbox::script_file(&env, &[calls]);
+    let out = env
+        .cmd()
+        .args(["run", "--script"])
+        .arg(script)
+        .args(UNCONFINED)
+        .arg("try")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("⚑ hooks.PreToolUse[0] blocked: protected: ask the user first"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn updated_input_changes_what_runs() {
+    let env = env_with(
+        r#"[[hooks.PreToolUse]]
+matcher = "shell"
+command = """echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "updatedInput": {"command": "echo rewritten > out.txt"}}}'"""
+"#,
+    );
+    let r = run_turns(&env, &[vec![shell("echo original > out.txt")]], UNCONFINED);
+    assert_eq!(
+        std::fs::read_to_string(env.work().join("out.txt")).unwrap(),
+        "rewritten\n",
+        "{}",
+        r.stderr
+    );
+    let completed = r
+        .events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .unwrap();
+    assert_eq!(
+        completed["item"]["arguments"],
+        r#"{"command":"echo rewritten > out.txt"}"#
+    );
+    assert_eq!(hook_events(&r)[0]["decision"], "update_input");
+}
+
+#[test]
+fn ask_without_a_terminal_is_a_recorded_no_at_once() {
+    let env = env_with(
+        r#"[[hooks.PreToolUse]]
+command = """echo '{"decision": "ask", "reason": "touches the database"}'"""
+"#,
+    );
+    let r = run_script(&env, &[vec![shell("echo x > made.txt")]], UNCONFINED, |c| {
+        c.write_stdin("");
+    });
+    assert!(!env.work().join("made.txt").exists(), "it ran");
+    assert!(r.calls[0].failed);
+    assert!(
+        r.calls[0].output.contains("non-interactive"),
+        "{}",
+        r.calls[0].output
+    );
+    let approvals: Vec<(&str, &str)> = r
+        .events
+        .iter()
+        .filter(|e| e["type"] == "approval")
+        .map(|e| (e["status"].as_str().unwrap(), e["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(approvals.len(), 2, "{approvals:?}");
+    assert_eq!(approvals[0].0, "asked");
+    assert!(approvals[0].1.contains("touches the database"));
+    assert_eq!(
+        approvals[1],
+        (
+            "denied",
+            "no one to ask in a non-interactive run: answered no"
+        )
+    );
+    assert_eq!(hook_events(&r)[0]["decision"], "ask");
+}
+
+#[test]
+fn a_hook_that_hangs_is_killed_at_its_timeout() {
+    let marker = format!("{}.{}", 5000 + std::process::id() % 1000, 4321);
+    let env = env_with(&format!(
+        "[[hooks.PreToolUse]]\ncommand = \"sleep {marker}\"\ntimeout_ms = 500\n"
+    ));
+    let r = run_turns(&env, &[vec![shell("echo ran")]], UNCONFINED);
+    // The call went on (a failed hook does not block by default).
+    assert!(
+        !r.calls[0].failed && r.calls[0].output.contains("ran"),
+        "{:?}",
+        r.calls
+    );
+    let hook = hook_events(&r)[0];
+    assert_eq!(hook["decision"], "failed");
+    assert_eq!(hook["exit_code"], Value::Null);
+    assert!(
+        hook["reason"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 0.5s"),
+        "{hook}"
+    );
+    assert!(
+        r.events.iter().any(|e| e["type"] == "warning"
+            && e["message"].as_str().unwrap().contains("timed out")),
+        "the failure is a warning"
+    );
+    assert!(
+        gone_soon(&marker).is_empty(),
+        "the hook's process outlived its timeout"
+    );
+}
+
+#[test]
+fn an_untrusted_projects_hooks_are_ignored_until_it_is_trusted() {
+    let env = Env::new();
+    std::fs::write(
+        env.work().join("cogni.toml"),
+        "[[hooks.PreToolUse]]\ncommand = \"touch hook-ran\"\n",
+    )
+    .unwrap();
+    let r = run_turns(&env, &[vec![shell("echo hi")]], UNCONFINED);
+    assert!(!env.work().join("hook-ran").exists());
+    assert!(hook_events(&r).is_empty());
+    for needle in [
+        "not trusted",
+        "run commands",
+        "hooks.PreToolUse",
+        "cogni trust",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+
+    let trusted = env.cmd().arg("trust").output().unwrap();
+    assert_eq!(trusted.status.code(), Some(0));
+    let r = run_turns(&env, &[vec![shell("echo hi")]], UNCONFINED);
+    assert!(env.work().join("hook-ran").exists(), "{}", r.stderr);
+    assert_eq!(hook_events(&r).len(), 1);
+    assert!(!r.stderr.contains("not trusted"), "{}", r.stderr);
+}
