@@ -7,6 +7,8 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod metrics;
 pub mod protocol;
 pub mod provider;

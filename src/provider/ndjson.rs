@@ -15,12 +15,27 @@ where
     S: Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
 {
+    decode_with_line_limit(bytes, idle_timeout, MAX_LINE_BYTES)
+}
+
+/// [`decode`] with another line limit than [`MAX_LINE_BYTES`] (for the fuzz
+/// targets).
+pub(crate) fn decode_with_line_limit<S, B, E>(
+    bytes: S,
+    idle_timeout: Duration,
+    max_line: usize,
+) -> LineStream<S>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
     LineStream {
         inner: IdleTimeout::new(bytes, idle_timeout),
         buffer: Vec::new(),
         start: 0,
         scanned: 0,
         done: false,
+        max_line,
     }
 }
 
@@ -33,9 +48,21 @@ pub struct LineStream<S> {
     /// Bytes before this offset hold no newline after `start`.
     scanned: usize,
     done: bool,
+    /// Longest line accepted ([`MAX_LINE_BYTES`] but in fuzz targets).
+    max_line: usize,
 }
 
 impl<S> LineStream<S> {
+    /// End the stream: a line is longer than the limit (finished or not,
+    /// however the body was cut into reads).
+    fn too_long<E>(&mut self) -> Result<SseEvent, SseError<E>> {
+        self.done = true;
+        self.buffer.clear();
+        self.start = 0;
+        self.scanned = 0;
+        Err(line_too_long(self.max_line))
+    }
+
     /// The next complete line in the buffer, if any. Consumed lines are
     /// skipped by offset and the buffer compacted only once they make up
     /// half of it, and bytes already searched are not searched again, so a
@@ -48,12 +75,8 @@ impl<S> LineStream<S> {
                 None if at_end && self.start < self.buffer.len() => {
                     (self.buffer.len(), self.buffer.len())
                 }
-                None if self.buffer.len() - self.start > MAX_LINE_BYTES => {
-                    self.done = true;
-                    self.buffer.clear();
-                    self.start = 0;
-                    self.scanned = 0;
-                    return Some(Err(line_too_long()));
+                None if self.buffer.len() - self.start > self.max_line => {
+                    return Some(self.too_long());
                 }
                 None => {
                     self.scanned = self.buffer.len();
@@ -65,6 +88,9 @@ impl<S> LineStream<S> {
                     return None;
                 }
             };
+            if line_end - self.start > self.max_line {
+                return Some(self.too_long());
+            }
             let mut line = &self.buffer[self.start..line_end];
             self.start = next;
             self.scanned = next;
@@ -176,6 +202,36 @@ mod tests {
         assert_eq!(out.len(), 2, "the first line, one error, then the end");
         assert_eq!(out[0], Ok("{\"a\":1}".into()));
         let error = out[1].clone().unwrap_err();
+        assert!(error.contains("a line exceeded 17 MiB"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_long_line_fails_also_when_its_end_is_in_the_same_read() {
+        // Found by the ndjson_framing fuzz target: a line over the limit
+        // got through when its newline was already in the buffer.
+        let text = b"{\"a\":1}\n{\"b\":\"too long\"}\n{\"c\":3}\n";
+        for at in 0..=text.len() {
+            let bytes = futures::stream::iter(
+                [&text[..at], &text[at..]].map(|c| Ok::<_, Infallible>(c.to_vec())),
+            );
+            let out: Vec<_> = decode_with_line_limit(bytes, Duration::from_secs(30), 12)
+                .map(|r| r.map(|e| e.data).map_err(|e| e.to_string()))
+                .collect()
+                .await;
+            assert_eq!(
+                out,
+                vec![
+                    Ok("{\"a\":1}".to_string()),
+                    Err("invalid event stream: a line exceeded 12 bytes".to_string())
+                ],
+                "split at {at}"
+            );
+        }
+        // The real limit, in one read.
+        let long = format!("\"{}\"\n", "x".repeat(MAX_LINE_BYTES));
+        let out = lines(vec![long.as_bytes()]).await;
+        assert_eq!(out.len(), 1, "one error, then the end");
+        let error = out[0].clone().unwrap_err();
         assert!(error.contains("a line exceeded 17 MiB"), "{error}");
     }
 

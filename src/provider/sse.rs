@@ -69,14 +69,30 @@ where
     S: Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
 {
+    decode_with_line_limit(bytes, idle_timeout, MAX_LINE_BYTES)
+}
+
+/// [`decode`] with another line limit than [`MAX_LINE_BYTES`] (for the fuzz
+/// targets, which cannot afford 17 MiB lines).
+pub(crate) fn decode_with_line_limit<S, B, E>(
+    bytes: S,
+    idle_timeout: Duration,
+    max_line: usize,
+) -> SseStream<S>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
     SseStream {
-        events: EventStream::new(Pieces::new(IdleTimeout::new(bytes, idle_timeout))),
+        events: EventStream::new(Pieces::new(IdleTimeout::new(bytes, idle_timeout), max_line)),
+        failed: false,
     }
 }
 
-/// The stream returned by [`decode`].
+/// The stream returned by [`decode`]. It ends after its first error.
 pub struct SseStream<S> {
     events: EventStream<Pieces<S>>,
+    failed: bool,
 }
 
 impl<S, B, E> Stream for SseStream<S>
@@ -87,8 +103,16 @@ where
     type Item = Result<SseEvent, SseError<E>>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.failed {
+            // `eventsource-stream` may add an error of its own (bytes of
+            // an unfinished character it still holds).
+            return Poll::Ready(None);
+        }
         // `IdleTimeout` boxes its inner stream, so everything here is Unpin.
         let polled = Pin::new(&mut self.events).poll_next(cx);
+        if let Poll::Ready(Some(Err(_))) = &polled {
+            self.failed = true;
+        }
         polled.map(|item| {
             item.map(|result| match result {
                 Ok(event) => Ok(SseEvent {
@@ -111,12 +135,14 @@ const PIECE: usize = 1024;
 /// frame exists for the response cap (16 MiB) to count.
 pub(crate) const MAX_LINE_BYTES: usize = 17 * 1024 * 1024;
 
-/// The error for a line over [`MAX_LINE_BYTES`].
-pub(crate) fn line_too_long<E>() -> SseError<E> {
-    SseError::Decode(format!(
-        "a line exceeded {} MiB",
-        MAX_LINE_BYTES / (1024 * 1024)
-    ))
+/// The error for a line over `max_line` bytes.
+pub(crate) fn line_too_long<E>(max_line: usize) -> SseError<E> {
+    const MIB: usize = 1024 * 1024;
+    if max_line % MIB == 0 {
+        SseError::Decode(format!("a line exceeded {} MiB", max_line / MIB))
+    } else {
+        SseError::Decode(format!("a line exceeded {max_line} bytes"))
+    }
 }
 
 /// The byte stream re-cut into pieces for `eventsource-stream`, which
@@ -127,6 +153,17 @@ pub(crate) fn line_too_long<E>() -> SseError<E> {
 /// linear time. Within a long line, bytes are held back until there are as
 /// many as the line so far (nothing can be dispatched before the line
 /// ends), so its re-parsing adds up to linear time too.
+///
+/// Bytes are checked as they arrive: at the first byte that makes a line
+/// longer than the limit, or that is not UTF-8, the bytes before it are
+/// handed on (so the events they complete are dispatched) and then the
+/// stream fails, however the body was cut into reads. Which of the two
+/// comes first is decided by the bytes up to the one too many: a
+/// character it leaves unfinished makes the line the error, even if the
+/// byte after it would show the character invalid. (Left to
+/// `eventsource-stream`, invalid UTF-8 would be reported only at the end of
+/// the body, with everything after it buffered and copied again on every
+/// read until then.)
 struct Pieces<S> {
     inner: IdleTimeout<S>,
     /// Bytes received and not yet handed on start at `offset`.
@@ -136,41 +173,136 @@ struct Pieces<S> {
     scanned: usize,
     /// Bytes handed on since the last line break.
     line: usize,
+    /// The last byte handed on is `\r`: `eventsource-stream` waits for the
+    /// next one (is it `\r\n`?), so that is not held back.
+    after_cr: bool,
+    /// Length of the line in progress at the end of `buf`.
+    run: usize,
+    /// `buf[..utf8]` is valid UTF-8 (checked); `buf[utf8..]` is at most
+    /// an unfinished character.
+    utf8: usize,
+    /// Bytes removed from the front of `buf` so far.
+    dropped: u64,
+    /// Where in `buf` the bytes stop being good, and what is wrong: nothing
+    /// from there on is handed on, and no more bytes are read.
+    bad: Option<(usize, Bad)>,
     ended: bool,
     failed: bool,
+    /// Longest line accepted ([`MAX_LINE_BYTES`] but in fuzz targets).
+    max_line: usize,
+}
+
+/// Why the bytes from some point on cannot be decoded.
+#[derive(Debug, Clone, Copy)]
+enum Bad {
+    LineTooLong,
+    /// Not UTF-8 from this byte of the body on, or the body ended inside
+    /// the character starting there.
+    Utf8(u64),
 }
 
 impl<S> Pieces<S> {
-    fn new(inner: IdleTimeout<S>) -> Self {
+    fn new(inner: IdleTimeout<S>, max_line: usize) -> Self {
         Pieces {
             inner,
             buf: Vec::new(),
             offset: 0,
             scanned: 0,
             line: 0,
+            after_cr: false,
+            run: 0,
+            utf8: 0,
+            dropped: 0,
+            bad: None,
             ended: false,
             failed: false,
+            max_line,
+        }
+    }
+
+    /// Take in a read, finding the first byte that makes a line too long
+    /// or is not UTF-8.
+    fn receive(&mut self, chunk: &[u8]) {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(chunk);
+        let too_long = self.line_over_limit(start, chunk);
+        // Nothing past the byte that makes a line too long is ever read, so
+        // nothing past it may decide the error either: a character that
+        // the byte too many leaves unfinished is not judged, whether or not
+        // its next byte came in the same read.
+        let end = too_long.map_or(self.buf.len(), |at| at + 1);
+        let invalid = match std::str::from_utf8(&self.buf[self.utf8..end]) {
+            Ok(_) => {
+                self.utf8 = end;
+                None
+            }
+            Err(e) if e.error_len().is_some() => Some(self.utf8 + e.valid_up_to()),
+            Err(e) => {
+                self.utf8 += e.valid_up_to();
+                None
+            }
+        };
+        self.bad = match (too_long, invalid) {
+            (Some(long), Some(utf8)) if utf8 < long => Some(self.utf8_error_at(utf8)),
+            (Some(long), _) => Some((long, Bad::LineTooLong)),
+            (None, Some(utf8)) => Some(self.utf8_error_at(utf8)),
+            (None, None) => None,
+        };
+    }
+
+    /// The stop for bytes that are not UTF-8 from `buf[at]` on. The start
+    /// of an unfinished character may have been handed on already (it ends
+    /// a piece); then the stream stops where it is.
+    fn utf8_error_at(&self, at: usize) -> (usize, Bad) {
+        (at.max(self.offset), Bad::Utf8(self.dropped + at as u64))
+    }
+
+    /// Where in `buf` the first line gets a byte too many, if it does in
+    /// `chunk` (which starts at `start`).
+    fn line_over_limit(&mut self, start: usize, chunk: &[u8]) -> Option<usize> {
+        let mut at = 0;
+        loop {
+            let next = memchr::memchr2(b'\n', b'\r', &chunk[at..]).map(|i| at + i);
+            let len = next.unwrap_or(chunk.len()) - at;
+            if self.run + len > self.max_line {
+                return Some(start + at + (self.max_line - self.run));
+            }
+            match next {
+                Some(i) => {
+                    self.run = 0;
+                    at = i + 1;
+                }
+                None => {
+                    self.run += len;
+                    return None;
+                }
+            }
         }
     }
 
     /// The next piece to hand on, if one is due.
     fn piece<E>(&mut self) -> Option<Result<Vec<u8>, SseError<E>>> {
-        let available = self.buf.len() - self.offset;
+        let limit = self.bad.map_or(self.buf.len(), |(at, _)| at);
+        let available = limit - self.offset;
         if available == 0 {
-            return None;
+            let (_, bad) = self.bad?;
+            self.failed = true;
+            return Some(Err(match bad {
+                Bad::LineTooLong => line_too_long(self.max_line),
+                Bad::Utf8(at) => SseError::Decode(format!("invalid UTF-8 at byte {at}")),
+            }));
         }
         let want = PIECE.max(self.line);
-        let has_break = || memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..]).is_some();
         let take = if available >= want {
             want
-        } else if self.ended || has_break() {
+        } else if self.ended
+            || self.bad.is_some()
+            || self.after_cr
+            || memchr::memchr2(b'\n', b'\r', &self.buf[self.scanned..limit]).is_some()
+        {
             available
         } else {
-            self.scanned = self.buf.len();
-            if self.line + available > MAX_LINE_BYTES {
-                self.failed = true;
-                return Some(Err(line_too_long()));
-            }
+            self.scanned = limit;
             return None;
         };
         let piece = self.buf[self.offset..self.offset + take].to_vec();
@@ -180,14 +312,18 @@ impl<S> Pieces<S> {
             Some(at) => piece.len() - at - 1,
             None => self.line + piece.len(),
         };
-        if self.line > MAX_LINE_BYTES {
-            self.failed = true;
-            return Some(Err(line_too_long()));
-        }
-        if self.offset > self.buf.len() / 2 {
-            self.buf.drain(..self.offset);
-            self.scanned -= self.offset;
-            self.offset = 0;
+        self.after_cr = piece.last() == Some(&b'\r');
+        // Keep an unfinished character: its check resumes at `utf8`.
+        let done = self.offset.min(self.utf8);
+        if done > self.buf.len() / 2 {
+            self.buf.drain(..done);
+            self.dropped += done as u64;
+            self.offset -= done;
+            self.scanned -= done;
+            self.utf8 -= done;
+            if let Some((at, _)) = &mut self.bad {
+                *at -= done;
+            }
         }
         Some(Ok(piece))
     }
@@ -209,17 +345,23 @@ where
             if let Some(piece) = this.piece() {
                 return Poll::Ready(Some(piece));
             }
-            if this.ended {
+            if this.ended || this.bad.is_some() {
                 return Poll::Ready(None);
             }
             // `IdleTimeout` boxes its inner stream, so it is Unpin.
             match Pin::new(&mut this.inner).poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.buf.extend_from_slice(chunk.as_ref()),
+                Poll::Ready(Some(Ok(chunk))) => this.receive(chunk.as_ref()),
                 Poll::Ready(Some(Err(e))) => {
                     this.failed = true;
                     return Poll::Ready(Some(Err(e)));
                 }
-                Poll::Ready(None) => this.ended = true,
+                Poll::Ready(None) => {
+                    this.ended = true;
+                    if this.bad.is_none() && this.utf8 < this.buf.len() {
+                        // The body ended inside a character.
+                        this.bad = Some(this.utf8_error_at(this.utf8));
+                    }
+                }
                 Poll::Pending => return Poll::Pending,
             }
         }
@@ -436,6 +578,116 @@ mod tests {
         assert_eq!(out.len(), 1, "one error, then the end");
         let error = out[0].clone().unwrap_err();
         assert!(error.contains("a line exceeded 17 MiB"), "{error}");
+    }
+
+    /// Decode `chunks` with a line limit of `max_line` bytes.
+    async fn collect_limited(chunks: Vec<Vec<u8>>, max_line: usize) -> Collected {
+        let bytes = futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
+        decode_with_line_limit(bytes, Duration::from_secs(30), max_line)
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_long_line_fails_also_when_its_end_is_in_the_same_read() {
+        // Found by the sse_framing fuzz target: a line over the limit got
+        // through when it arrived whole, line end included, in one read.
+        let text = b"data: short\n\ndata: this line is too long\n\ndata: after\n\n";
+        for at in 0..=text.len() {
+            let chunks = vec![text[..at].to_vec(), text[at..].to_vec()];
+            assert_eq!(
+                collect_limited(chunks, 16).await,
+                vec![
+                    ev("short"),
+                    Err("invalid event stream: a line exceeded 16 bytes".into())
+                ],
+                "split at {at}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn invalid_utf8_fails_without_waiting_for_the_end_of_the_body() {
+        // Found by the sse_framing fuzz target: bytes after invalid UTF-8
+        // were buffered (copied again on every read) until the body ended,
+        // and only then was the error reported.
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, Infallible>>();
+        tx.unbounded_send(Ok(b"data: ok\n\ndata: \xff\n\n".to_vec()))
+            .expect("send");
+        tx.unbounded_send(Ok(b"data: after\n\n".to_vec()))
+            .expect("send");
+        let events = decode(rx, Duration::from_secs(30)).map(|r| r.map_err(|e| e.to_string()));
+        // The sender stays alive: the body has not ended.
+        let out: Collected = tokio::time::timeout(Duration::from_secs(5), events.take(2).collect())
+            .await
+            .expect("the error arrives while the body is still open");
+        assert_eq!(out[0], ev("ok"));
+        assert_eq!(
+            out[1],
+            Err("invalid event stream: invalid UTF-8 at byte 16".into())
+        );
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_character_handed_on_unfinished_then_not_finished_fails_cleanly() {
+        // Found by the sse_framing fuzz target (an overflow in the first
+        // version of the UTF-8 check): the unfinished character ends a
+        // piece already handed on when it turns out invalid, or the body
+        // ends.
+        let expected = vec![
+            ev("a"),
+            Err("invalid event stream: invalid UTF-8 at byte 9".into()),
+        ];
+        let start = b"data: a\n\n\xe4".to_vec();
+        assert_eq!(
+            collect(vec![start.clone(), b"\n\n".to_vec()]).await,
+            expected
+        );
+        assert_eq!(collect(vec![start]).await, expected);
+    }
+
+    #[tokio::test]
+    async fn an_event_ended_by_a_lone_cr_is_dispatched_when_the_next_byte_comes() {
+        // Found by the sse_framing fuzz target: after a blank line that is
+        // a lone `\r`, the parser needs one more byte to know it is not
+        // `\r\n`, but the decoder held back the start of the next line
+        // until that line ended, so the event waited for the next one.
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, Infallible>>();
+        tx.unbounded_send(Ok(b"data: one\r\r".to_vec()))
+            .expect("send");
+        tx.unbounded_send(Ok(b"data: tw".to_vec())).expect("send");
+        let mut events = decode(rx, Duration::from_secs(30));
+        // The sender stays alive: the body has not ended.
+        let first = tokio::time::timeout(Duration::from_secs(5), events.next())
+            .await
+            .expect("the event arrives while the next line is unfinished");
+        assert_eq!(first.map(|r| r.map_err(|e| e.to_string())), Some(ev("one")));
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_line_too_long_inside_a_character_fails_the_same_whatever_the_reads() {
+        // Found by the sse_framing fuzz target: the byte too many was the
+        // second of a character that the byte after it showed invalid.
+        // Read whole, the body failed on the UTF-8; cut after the byte too
+        // many, it failed on the line (the decoder reads no further), so
+        // the error depended on where the reads ended. Bytes past the one
+        // too many now never decide it.
+        let text = b"data: a\n\nabcdefg\xf4\x84;\n\n";
+        let expected = vec![
+            ev("a"),
+            Err("invalid event stream: a line exceeded 8 bytes".into()),
+        ];
+        assert_eq!(collect_limited(vec![text.to_vec()], 8).await, expected);
+        for at in 0..=text.len() {
+            let chunks = vec![text[..at].to_vec(), text[at..].to_vec()];
+            assert_eq!(collect_limited(chunks, 8).await, expected, "split at {at}");
+        }
+        // The body ends inside the character: the line is still the error.
+        let ended = text[..18].to_vec();
+        assert_eq!(collect_limited(vec![ended], 8).await, expected);
     }
 
     #[tokio::test]

@@ -648,7 +648,9 @@ impl Validator<'_> {
         positive("max_tool_calls", b.max_tool_calls != Some(0));
         let finite = |v: Option<f64>| v.map_or(true, |v| v.is_finite() && v > 0.0);
         positive("max_cost_usd", finite(b.max_cost_usd));
-        positive("max_seconds", finite(b.max_seconds));
+        if let Some(Err(problem)) = b.max_seconds.map(seconds) {
+            self.problem(format!("{at}.max_seconds"), problem);
+        }
     }
 
     fn check(&mut self, at: &str, c: RawCheck) -> Option<Check> {
@@ -686,11 +688,11 @@ impl Validator<'_> {
             if command.trim().is_empty() {
                 self.problem(format!("{at}.command"), "empty command");
             }
-            let timeout = match c.timeout_secs {
+            let timeout = match c.timeout_secs.map(seconds) {
                 None => DEFAULT_COMMAND_TIMEOUT,
-                Some(s) if s.is_finite() && s > 0.0 => Duration::from_secs_f64(s),
-                Some(_) => {
-                    self.problem(format!("{at}.timeout_secs"), "must be greater than 0");
+                Some(Ok(timeout)) => timeout,
+                Some(Err(problem)) => {
+                    self.problem(format!("{at}.timeout_secs"), problem);
                     DEFAULT_COMMAND_TIMEOUT
                 }
             };
@@ -774,6 +776,16 @@ impl Validator<'_> {
             );
         }
     }
+}
+
+/// `s` seconds as a duration: greater than 0 and not too large for one
+/// (`Duration::from_secs_f64` panics on those; the runner uses it for
+/// `max_seconds`).
+fn seconds(s: f64) -> Result<Duration, &'static str> {
+    if s.is_nan() || s <= 0.0 {
+        return Err("must be greater than 0");
+    }
+    Duration::try_from_secs_f64(s).map_err(|_| "is too large")
 }
 
 fn ids(agents: &[AgentSpec]) -> String {
@@ -910,6 +922,37 @@ repeat = 0
             );
         }
         assert_eq!(got.len(), expected.len(), "{}", got.join("\n"));
+    }
+
+    #[test]
+    fn seconds_too_large_for_a_duration_are_a_problem_not_a_panic() {
+        // Found by the task_file fuzz target: a timeout_secs of 1.4e73
+        // made validation panic in Duration::from_secs_f64; a max_seconds
+        // that large passed validation and would have made the runner
+        // panic the same way.
+        let got = problems(
+            r#"
+[[tasks]]
+id = "t"
+prompt = "x"
+budget = { max_seconds = 1e30 }
+checks = [
+  { command = "true", timeout_secs = 1.4e73 },
+  { command = "true", timeout_secs = inf },
+  { command = "true", timeout_secs = nan },
+  { command = "true", timeout_secs = 0.5 },
+]
+"#,
+        );
+        assert_eq!(
+            got,
+            [
+                "tasks[0].budget.max_seconds: is too large",
+                "tasks[0].checks[0].timeout_secs: is too large",
+                "tasks[0].checks[1].timeout_secs: is too large",
+                "tasks[0].checks[2].timeout_secs: must be greater than 0",
+            ]
+        );
     }
 
     #[test]

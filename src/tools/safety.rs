@@ -279,6 +279,19 @@ fn split_script(script: &str) -> Option<Vec<Word<'_>>> {
     }
 }
 
+/// The words of `script` as [`split_script`] reads them, each with whether
+/// it holds an unquoted glob character; `None` when the script is refused.
+/// Only for the fuzz targets (see `crate::fuzzing`).
+pub(crate) fn script_words(script: &str) -> Option<Vec<(String, bool)>> {
+    let words = split_script(script)?;
+    Some(
+        words
+            .into_iter()
+            .map(|w| (w.text.into_owned(), w.globbed))
+            .collect(),
+    )
+}
+
 /// Read the word starting at `start` (not a blank); returns it and the index
 /// after it.
 fn read_word(s: &str, start: usize) -> Option<(Word<'_>, usize)> {
