@@ -36,7 +36,51 @@ impl Ran {
     }
 }
 
-/// Run `command` with `sh -c` in `cwd`, `input` on stdin, at most `timeout`.
+/// Shell words that must stay with the shell: its builtins and keywords,
+/// which may also exist as programs that behave differently (`cd`, `exit`).
+const SHELL_WORDS: &[&str] = &[
+    ".", ":", "[", "alias", "bg", "break", "case", "cd", "command", "continue", "do", "done",
+    "elif", "else", "esac", "eval", "exec", "exit", "export", "fc", "fg", "fi", "for", "getopts",
+    "hash", "if", "jobs", "local", "read", "readonly", "return", "set", "shift", "source", "then",
+    "times", "trap", "type", "ulimit", "umask", "unalias", "unset", "until", "wait", "while",
+];
+
+/// `command` as an argv to run without a shell, when that means exactly
+/// what `sh -c` would: plain words (letters, digits and `-_./:,+@%=`, no
+/// quoting, expansion, redirection or operators), the first a program
+/// found in `path` by its bare name (not a path, not an assignment, not a
+/// shell word). Saves starting a shell for hooks like `true` or
+/// `check-call --strict`; anything else goes through `sh -c`.
+fn plain_argv(command: &str, path: Option<&str>) -> Option<Vec<String>> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:,+@%=".contains(c);
+    let words: Vec<&str> = command
+        .split([' ', '\t'])
+        .filter(|w| !w.is_empty())
+        .collect();
+    let first = *words.first()?;
+    if !command.chars().all(|c| plain(c) || c == ' ' || c == '\t')
+        || first.contains(['/', '='])
+        || SHELL_WORDS.contains(&first)
+    {
+        return None;
+    }
+    let program = path?
+        .split(':')
+        .filter(|dir| dir.starts_with('/'))
+        .map(|dir| Path::new(dir).join(first))
+        .find(|candidate| is_executable(candidate))?;
+    let mut argv = vec![program.to_string_lossy().into_owned()];
+    argv.extend(words[1..].iter().map(|w| w.to_string()));
+    Some(argv)
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Run `command` with `sh -c` (or directly when it is plain words naming a
+/// program: [`plain_argv`]) in `cwd`, `input` on stdin, at most `timeout`.
 pub async fn run(
     command: &str,
     input: &serde_json::Value,
@@ -50,8 +94,10 @@ pub async fn run(
     for (k, v) in extra_env {
         env.insert((*k).to_string(), v.clone());
     }
+    let argv = plain_argv(command, env.get("PATH").map(String::as_str))
+        .unwrap_or_else(|| vec!["/bin/sh".into(), "-c".into(), command.into()]);
     let request = ExecRequest {
-        argv: vec!["/bin/sh".into(), "-c".into(), command.into()],
+        argv,
         cwd: cwd.to_path_buf(),
         env,
         timeout,
@@ -77,4 +123,70 @@ pub async fn run(
         stderr: text(&out.stderr),
         duration: out.duration,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATH: Option<&str> = Some("/nonexistent:/usr/bin:/bin");
+
+    #[test]
+    fn plain_words_naming_a_program_run_without_a_shell() {
+        let argv = plain_argv("true", PATH).expect("plain");
+        assert!(argv[0].ends_with("/true") && argv.len() == 1, "{argv:?}");
+        let argv = plain_argv("  test  -d /tmp ", PATH).expect("plain");
+        assert_eq!(&argv[1..], ["-d", "/tmp"]);
+    }
+
+    #[test]
+    fn anything_the_shell_would_read_differently_keeps_the_shell() {
+        for command in [
+            "echo $HOME",
+            "echo 'a b'",
+            "echo \"x\"",
+            "true && false",
+            "true; false",
+            "cat < in",
+            "echo a > out",
+            "ls *.rs",
+            "echo ~",
+            "echo a\\ b",
+            "exit 2",
+            "cd /tmp",
+            "FOO=1 env",
+            "./scripts/check",
+            "/bin/true",
+            "no-such-program-anywhere",
+            "true\nfalse",
+            "",
+        ] {
+            assert_eq!(plain_argv(command, PATH), None, "{command:?}");
+        }
+        assert_eq!(plain_argv("true", None), None, "no PATH, no lookup");
+    }
+
+    #[tokio::test]
+    async fn a_plain_command_and_a_shell_command_run_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = serde_json::json!({"a": 1});
+        let plain = run("cat", &input, dir.path(), &[], Duration::from_secs(10))
+            .await
+            .unwrap();
+        let shell = run(
+            "cat | cat",
+            &input,
+            dir.path(),
+            &[],
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        assert_eq!(plain.stdout, r#"{"a":1}"#);
+        assert_eq!(plain.stdout, shell.stdout);
+        let failed = run("false", &input, dir.path(), &[], Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(failed.exit_code, Some(1));
+    }
 }
