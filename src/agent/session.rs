@@ -26,6 +26,7 @@ use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverri
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
 use crate::spec::effects::EffectSpec;
 use crate::spec::hooks::HookSpec;
+use crate::tools::memory::RememberTool;
 use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -266,13 +267,15 @@ pub fn start_session_with_provider(
         config.approval_policy,
         ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
     );
-    let tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
+    let mut tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
+    let mut prompt = config.prompt;
+    if let Some(files) = &prompt.memory_files {
+        // Until the first prompt says what the task is: in the files' order.
+        prompt.memory = files.select("");
+        tools.register(Arc::new(RememberTool::new(files.clone())));
+    }
     let mut ctx = TurnContext {
-        system_prompt: SystemPrompt::unbuilt(
-            config.prompt,
-            config.model_aliases,
-            &config.provider.id,
-        ),
+        system_prompt: SystemPrompt::unbuilt(prompt, config.model_aliases, &config.provider.id),
         model,
         model_family: family,
         tools: tools.specs(),

@@ -95,6 +95,10 @@ impl Session {
     ) -> Result<TurnResult, AgentError> {
         self.turns += 1;
         let turn = self.turns;
+        if turn == 1 {
+            // Before the session's first request: no cached prefix to lose.
+            self.ctx.focus_memory(user_text);
+        }
         self.ctx.refresh_system_prompt_date();
         self.meter.metrics.start_turn();
         sink.emit(AgentEvent::TurnStarted { turn });

@@ -160,6 +160,22 @@ impl TurnContext {
         self.render_system_prompt(today)
     }
 
+    /// Before the session's first request: the memory notes most relevant
+    /// to `task` (the first prompt), when memory is on. Returns whether the
+    /// prompt changed.
+    pub(crate) fn focus_memory(&mut self, task: &str) -> bool {
+        let Some(files) = &self.system_prompt.config.memory_files else {
+            return false;
+        };
+        let memory = files.select(task);
+        if memory == self.system_prompt.config.memory {
+            return false;
+        }
+        self.system_prompt.config.memory = memory;
+        let today = self.system_prompt.today.clone();
+        self.render_system_prompt(today)
+    }
+
     /// At the start of a turn: build the prompt again only when the day
     /// (date or time zone) is not the one it was built for. Returns
     /// whether the text changed.

@@ -20,6 +20,7 @@ use crate::protocol::{
 };
 use crate::provider::model_family::FamilyOverride;
 use crate::tools::env::ShellEnvPolicy;
+use crate::tools::memory::{self, MemoryFiles};
 use crate::tools::ToolConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -88,6 +89,16 @@ pub struct CompactionFile {
     pub context_fraction: Option<f64>,
 }
 
+/// `[memory]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryFile {
+    /// Notes in the system prompt and the `remember` tool (default off).
+    pub enabled: Option<bool>,
+    /// The memory section's cap in bytes.
+    pub max_bytes: Option<usize>,
+}
+
 /// One configuration layer. Every field is optional so layers can be merged.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConfigFile {
@@ -129,6 +140,8 @@ pub struct ConfigFile {
     pub effects: Option<Vec<toml::Value>>,
     /// `context_strategy`: `sliding_window` or `summarize` (docs/context.md).
     pub context_strategy: Option<ContextStrategyKind>,
+    /// `[memory]`: notes that outlive sessions (docs/memory.md).
+    pub memory: Option<MemoryFile>,
     /// `[run]`: middleware (timeout, output guardrail).
     pub run: Option<run::RunFile>,
     /// `[[hooks.EVENT]]`: user commands at lifecycle events.
@@ -284,6 +297,11 @@ impl ConfigFile {
         }
         pick(&mut self.effects, over.effects);
         pick(&mut self.context_strategy, over.context_strategy);
+        if let Some(o) = over.memory {
+            let m = self.memory.get_or_insert_with(Default::default);
+            pick(&mut m.enabled, o.enabled);
+            pick(&mut m.max_bytes, o.max_bytes);
+        }
         if let Some(o) = over.run {
             self.run.get_or_insert_with(Default::default).merge(o);
         }
@@ -474,9 +492,18 @@ pub fn resolve(
         .project_doc_max_bytes
         .unwrap_or(agents_md::DEFAULT_MAX_BYTES);
     let user_instructions = load_user_instructions(home, cwd, doc_cap);
+    let memory_config = c.memory.unwrap_or_default();
     let prompt = crate::agent::PromptConfig {
         soul: soul::load_global(home, doc_cap)?,
         project_soul: soul::load_project(cwd, doc_cap)?,
+        memory_files: memory_config.enabled.unwrap_or(false).then(|| {
+            let root = crate::tools::paths::repo_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
+            MemoryFiles {
+                user: home.join("memory.md"),
+                project: root.join(".cogni/memory.md"),
+                max_bytes: memory_config.max_bytes.unwrap_or(memory::DEFAULT_MAX_BYTES),
+            }
+        }),
         ..Default::default()
     };
     model_aliases::validate(&c.model_aliases)?;

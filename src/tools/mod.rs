@@ -11,6 +11,7 @@ pub mod glob;
 pub mod grep;
 pub mod jobs;
 pub mod list_dir;
+pub mod memory;
 pub mod output;
 pub mod paths;
 pub mod read_file;

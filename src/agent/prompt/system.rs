@@ -8,6 +8,7 @@
 
 use super::builder::{ProjectSoul, SkillEntry};
 use super::clock::{Clock, SystemClock, Today};
+use crate::tools::memory::MemoryFiles;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,8 +24,11 @@ pub struct PromptConfig {
     pub project_soul: Option<ProjectSoul>,
     /// Skills to list (filled by the skills feature; none lists nothing).
     pub skills: Vec<SkillEntry>,
-    /// Memory to show (filled by a memory strategy; none shows nothing).
+    /// Memory to show (none shows nothing); with `memory_files` it is
+    /// chosen from them for the session's first prompt.
     pub memory: Option<String>,
+    /// `[memory]` is on: where the notes are (docs/memory.md).
+    pub memory_files: Option<MemoryFiles>,
     /// Where today's date and time zone come from.
     pub clock: Arc<dyn Clock>,
 }
@@ -36,6 +40,7 @@ impl Default for PromptConfig {
             project_soul: None,
             skills: Vec::new(),
             memory: None,
+            memory_files: None,
             clock: Arc::new(SystemClock),
         }
     }

@@ -9,6 +9,7 @@ use super::{Mode, Repl};
 use crate::metrics::tokens;
 use crate::protocol::{Content, HistoryItem, Role};
 use crate::spec::cards::{self as agents, AgentCard};
+use crate::tools::memory::Scope;
 use futures::future::BoxFuture;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -169,6 +170,12 @@ fn builtins() -> Vec<Builtin> {
             usage: "[pop [N]|checkpoint NAME|rollback NAME|reset|summarize]",
             help: "show or edit the context stack",
             run: handler!(context),
+        },
+        Builtin {
+            name: "memory",
+            usage: "[add NOTE|forget N]",
+            help: "show the memory notes, add one, or forget one",
+            run: handler!(memory),
         },
         Builtin {
             name: "agent",
@@ -586,6 +593,61 @@ async fn show_context(r: &mut Repl) {
         let _ = write!(text, " · checkpoints: {}", checkpoints.join(", "));
     }
     r.sink.say(&text);
+}
+
+async fn memory(r: &mut Repl, args: &str) -> Flow {
+    let Some(files) = r.current.prompt.memory_files.clone() else {
+        r.sink
+            .say("memory is off: set `[memory] enabled = true` in cogni.toml (docs/memory.md)");
+        return Flow::Continue;
+    };
+    let (sub, rest) = args.split_once(' ').unwrap_or((args, ""));
+    let rest = rest.trim();
+    let today = r.session.context().system_prompt.today().date.clone();
+    let result = match sub {
+        "" => {
+            let mut text = String::new();
+            for (path, scope) in [(&files.project, Scope::Project), (&files.user, Scope::User)] {
+                let _ = writeln!(text, "{}:", path.display());
+                let notes: Vec<_> = files
+                    .notes()
+                    .into_iter()
+                    .filter(|n| n.scope == scope)
+                    .collect();
+                if notes.is_empty() {
+                    let _ = writeln!(text, "  (no notes)");
+                }
+                for (i, note) in notes.iter().enumerate() {
+                    let mark = if scope == Scope::Project {
+                        format!("{:>3}", i + 1)
+                    } else {
+                        "  -".into()
+                    };
+                    let _ = writeln!(text, "{mark} {}", note.text);
+                }
+            }
+            r.sink.say(text.trim_end());
+            Ok(())
+        }
+        "add" if !rest.is_empty() => files
+            .remember(rest, &today)
+            .map(|()| {
+                r.sink
+                    .note(&format!("remembered in {}", files.project.display()))
+            })
+            .map_err(|e| e.to_string()),
+        "forget" => match rest.parse::<usize>() {
+            Ok(n) if n >= 1 => files
+                .forget(n)
+                .map(|gone| r.sink.note(&format!("forgot: {gone}"))),
+            _ => Err("usage: /memory forget N (the number /memory shows)".into()),
+        },
+        _ => Err("usage: /memory [add NOTE|forget N]".into()),
+    };
+    if let Err(e) = result {
+        r.sink.error(&e);
+    }
+    Flow::Continue
 }
 
 async fn agent(r: &mut Repl, args: &str) -> Flow {
