@@ -213,6 +213,18 @@ pub enum EditTool {
     None,
 }
 
+/// A file or directory attached to a prompt as context (docs/context.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextFile {
+    /// The path as given.
+    pub path: String,
+    /// `file` or `directory`.
+    pub kind: String,
+    /// Bytes attached (after the cap).
+    pub bytes: usize,
+    pub truncated: bool,
+}
+
 /// How a session keeps its requests within the model's context window
 /// (docs/context.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -598,6 +610,10 @@ pub enum AgentEvent {
         delay_ms: u64,
         reason: String,
     },
+    /// Context files were attached to the prompt (`--context`, a task's
+    /// `context_paths`, `auto_context`).
+    #[serde(rename = "context")]
+    Context { files: Vec<ContextFile> },
     /// The sliding window moved: requests now leave out the conversation's
     /// first `dropped_items` items (after the initial context).
     #[serde(rename = "context_window")]

@@ -195,6 +195,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
 
+    /// Attach a file, or a directory's summary, to the task (repeatable;
+    /// all together within max_context_bytes).
+    #[arg(long = "context", value_name = "PATH")]
+    pub context: Vec<String>,
+
     /// Log model requests and responses, tool calls and metrics on stderr.
     #[arg(short, long)]
     pub verbose: bool,

@@ -206,6 +206,23 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             "2",
             &format!("compacted history: {items_before} → {items_after} items ({tokens_before} tokens before)"),
         ),
+        AgentEvent::Context { files } => paint(
+            "2",
+            &format!(
+                "context: {}",
+                files
+                    .iter()
+                    .map(|f| format!(
+                        "{}{} ({} bytes{})",
+                        f.path,
+                        if f.kind == "directory" { "/" } else { "" },
+                        f.bytes,
+                        if f.truncated { ", truncated" } else { "" }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
         AgentEvent::ContextWindow {
             dropped_items,
             estimated_tokens,

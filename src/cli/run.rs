@@ -7,8 +7,9 @@ use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
 use super::{setup, signals, RunArgs};
 use crate::agent::{start_session, AgentError, EndReason, Session};
 use crate::config::ConfigFile;
-use crate::protocol::{AgentEvent, EventSink, SandboxMode, TurnOutcome};
+use crate::protocol::{AgentEvent, ContextFile, EventSink, SandboxMode, TurnOutcome};
 use crate::store::{Redactor, SessionFile, Store};
+use crate::tools::attach;
 use crate::tools::fs::write_atomic;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -20,9 +21,17 @@ pub fn run(args: RunArgs) -> u8 {
         return super::tasks::run(args);
     }
     match prepare(&args) {
-        Ok((session, task, verbose_max_bytes, file, redact)) => {
-            execute(session, task, &args, verbose_max_bytes, file, redact)
-        }
+        Ok((session, task, context, verbose_max_bytes, file, redact)) => execute(
+            session,
+            Task {
+                text: task,
+                context,
+            },
+            &args,
+            verbose_max_bytes,
+            file,
+            redact,
+        ),
         Err(message) => {
             eprintln!("cogni: {message}");
             exit::USAGE
@@ -32,11 +41,18 @@ pub fn run(args: RunArgs) -> u8 {
 
 /// Everything that can fail before the first request: arguments, config,
 /// session. Failures here are usage or config errors (exit 2).
-type Prepared = (Session, String, usize, Option<Arc<SessionFile>>, Redactor);
+type Prepared = (
+    Session,
+    String,
+    Vec<ContextFile>,
+    usize,
+    Option<Arc<SessionFile>>,
+    Redactor,
+);
 
 fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
-    let task = read_task(args.task.as_deref().unwrap_or_default())?;
+    let mut task = read_task(args.task.as_deref().unwrap_or_default())?;
     let output_schema = match &args.output_schema {
         Some(path) => Some(read_schema(path)?),
         None => None,
@@ -79,9 +95,53 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         fork: args.fork,
     };
     persist.prepare(&mut session_config)?;
+    let context = context_files(
+        args,
+        &mut task,
+        &session_config.cwd,
+        loaded.auto_context,
+        loaded.max_context_bytes,
+    )?;
     let mut session = start_session(session_config).map_err(|e| e.to_string())?;
     let file = persist.attach(&mut session, redact.clone())?;
-    Ok((session, task, loaded.verbose_max_bytes, file, redact))
+    Ok((
+        session,
+        task,
+        context,
+        loaded.verbose_max_bytes,
+        file,
+        redact,
+    ))
+}
+
+/// `--context PATH...` (each must exist), else with `[agent]
+/// auto_context` the files the task names and the project's key files:
+/// attached to the task within `max_context_bytes`.
+fn context_files(
+    args: &RunArgs,
+    task: &mut String,
+    cwd: &Path,
+    auto_context: bool,
+    max_bytes: usize,
+) -> Result<Vec<ContextFile>, String> {
+    for path in &args.context {
+        if !cwd.join(path).exists() {
+            return Err(format!(
+                "--context {path}: no such file or directory (paths are relative to {})",
+                cwd.display()
+            ));
+        }
+    }
+    let paths = if !args.context.is_empty() {
+        args.context.clone()
+    } else if auto_context {
+        attach::relevant(task, cwd)
+    } else {
+        return Ok(Vec::new());
+    };
+    let (appendix, files) = attach::attach(&paths, cwd, max_bytes);
+    task.push_str(&appendix);
+    Ok(files)
 }
 
 fn read_task(task: &str) -> Result<String, String> {
@@ -116,9 +176,15 @@ fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
     Ok(value)
 }
 
+/// The task as sent, and the context files attached to it.
+struct Task {
+    text: String,
+    context: Vec<ContextFile>,
+}
+
 fn execute(
     mut session: Session,
-    task: String,
+    task: Task,
     args: &RunArgs,
     verbose_max_bytes: usize,
     file: Option<Arc<SessionFile>>,
@@ -156,6 +222,12 @@ fn execute(
         sandbox: ctx.sandbox_policy.mode,
         approval: ctx.approval_policy,
     });
+    if !task.context.is_empty() {
+        sink.emit(AgentEvent::Context {
+            files: task.context,
+        });
+    }
+    let task = task.text;
     let runtime = match super::setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {

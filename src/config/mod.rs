@@ -89,6 +89,15 @@ pub struct CompactionFile {
     pub context_fraction: Option<f64>,
 }
 
+/// `[agent]`: strategies of the built-in agent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFile {
+    /// Attach the files a prompt names, the README and the build manifest
+    /// when no context is given (docs/context.md#context-files).
+    pub auto_context: Option<bool>,
+}
+
 /// `[memory]`
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -142,6 +151,8 @@ pub struct ConfigFile {
     pub context_strategy: Option<ContextStrategyKind>,
     /// `[memory]`: notes that outlive sessions (docs/memory.md).
     pub memory: Option<MemoryFile>,
+    /// `[agent]`: strategies of the built-in agent.
+    pub agent: Option<AgentFile>,
     /// `[run]`: middleware (timeout, output guardrail).
     pub run: Option<run::RunFile>,
     /// `[[hooks.EVENT]]`: user commands at lifecycle events.
@@ -297,6 +308,10 @@ impl ConfigFile {
         }
         pick(&mut self.effects, over.effects);
         pick(&mut self.context_strategy, over.context_strategy);
+        if let Some(o) = over.agent {
+            let a = self.agent.get_or_insert_with(Default::default);
+            pick(&mut a.auto_context, o.auto_context);
+        }
         if let Some(o) = over.memory {
             let m = self.memory.get_or_insert_with(Default::default);
             pick(&mut m.enabled, o.enabled);
@@ -401,10 +416,12 @@ pub struct Config {
     pub verbose_max_bytes: usize,
     /// Cap on `@path` attachments per REPL message.
     pub max_context_bytes: usize,
+    /// `[agent] auto_context`.
+    pub auto_context: bool,
 }
 
 /// Default cap on `@path` attachments per REPL message.
-pub const DEFAULT_MAX_CONTEXT_BYTES: usize = 64 * 1024;
+pub const DEFAULT_MAX_CONTEXT_BYTES: usize = crate::tools::attach::DEFAULT_MAX_BYTES;
 
 /// `$COGNI_HOME`, or `~/.cogni`.
 pub fn cogni_home(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
@@ -573,6 +590,7 @@ pub fn resolve(
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(2000),
         max_context_bytes: c.max_context_bytes.unwrap_or(DEFAULT_MAX_CONTEXT_BYTES),
+        auto_context: c.agent.and_then(|a| a.auto_context).unwrap_or(false),
     })
 }
 

@@ -10,6 +10,7 @@ use crate::agent::{start_session, AgentError, EndReason, ToolCallRecord};
 use crate::protocol::{AgentEvent, EventSink, Item, TurnOutcome};
 use crate::spec::tasks::TaskSpec;
 use crate::tools::apply_patch::{parse_patch, FileOp};
+use crate::tools::attach;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -190,8 +191,21 @@ impl Attempt<'_> {
             steps: AtomicU32::new(0),
             tool_calls: AtomicU32::new(0),
         };
+        let mut prompt = task.prompt.clone();
+        if !task.context_paths.is_empty() {
+            if let Some(missing) = task.context_paths.iter().find(|p| !cwd.join(p).exists()) {
+                return result.fail(
+                    FailureReason::SetupFailed,
+                    format!("context_paths: `{missing}` is not in the workspace"),
+                );
+            }
+            let (appendix, files) =
+                attach::attach(&task.context_paths, cwd, attach::DEFAULT_MAX_BYTES);
+            prompt.push_str(&appendix);
+            sink.emit(AgentEvent::Context { files });
+        }
         let started = Instant::now();
-        let turn = session.run_turn(&task.prompt, &sink).await;
+        let turn = session.run_turn(&prompt, &sink).await;
         session.end(EndReason::after(&turn), &sink).await;
         result.agent_ms = millis(started.elapsed());
         let totals = session.metrics().snapshot().turn;

@@ -142,6 +142,8 @@ pub struct TaskSpec {
     pub tags: Vec<String>,
     /// For a scripted agent: the script this task replays.
     pub script: Option<PathBuf>,
+    /// Files and directories of the workspace attached to the prompt.
+    pub context_paths: Vec<String>,
 }
 
 /// What must hold after the agent finished.
@@ -288,6 +290,8 @@ struct RawTask {
     #[serde(default)]
     tags: Vec<String>,
     script: Option<PathBuf>,
+    #[serde(default)]
+    context_paths: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -591,6 +595,18 @@ impl Validator<'_> {
         if t.repeat == Some(0) {
             self.problem(format!("{at}.repeat"), "must be at least 1");
         }
+        for (i, path) in t.context_paths.iter().enumerate() {
+            let p = Path::new(path);
+            if path.trim().is_empty()
+                || p.is_absolute()
+                || p.components().any(|c| c.as_os_str() == "..")
+            {
+                self.problem(
+                    format!("{at}.context_paths[{i}]"),
+                    format!("`{path}`: a path inside the workspace, relative to its root"),
+                );
+            }
+        }
         for (i, tag) in t.tags.iter().enumerate() {
             if tag.trim().is_empty() || tag.contains(char::is_whitespace) {
                 self.problem(
@@ -631,6 +647,7 @@ impl Validator<'_> {
             repeat: t.repeat.unwrap_or(1),
             tags: t.tags,
             script,
+            context_paths: t.context_paths,
         }
     }
 
@@ -922,6 +939,26 @@ repeat = 0
             );
         }
         assert_eq!(got.len(), expected.len(), "{}", got.join("\n"));
+    }
+
+    #[test]
+    fn context_paths_stay_inside_the_workspace() {
+        let got = problems(
+            r#"
+[[tasks]]
+id = "t"
+prompt = "x"
+context_paths = ["src", "docs/a.md", "/etc/passwd", "../up", " "]
+"#,
+        );
+        assert_eq!(
+            got,
+            [
+                "tasks[0].context_paths[2]: `/etc/passwd`: a path inside the workspace, relative to its root",
+                "tasks[0].context_paths[3]: `../up`: a path inside the workspace, relative to its root",
+                "tasks[0].context_paths[4]: ` `: a path inside the workspace, relative to its root",
+            ]
+        );
     }
 
     #[test]

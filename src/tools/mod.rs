@@ -3,6 +3,7 @@
 //! [`ToolResult`], also when the tool is unknown or the arguments are bad.
 
 pub mod apply_patch;
+pub mod attach;
 pub mod edit_file;
 pub mod env;
 pub mod exec;

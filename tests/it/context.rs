@@ -3,6 +3,7 @@
 //! and the window, a bad `context_strategy` is a config error.
 
 use crate::cli::{stderr_of, stdout_of, Env};
+use crate::common::mock::{chat, MockServer};
 use serde_json::{json, Value};
 
 fn user_config(env: &Env, text: &str) {
@@ -111,4 +112,103 @@ fn a_bad_context_strategy_is_a_config_error_naming_the_choices() {
     let err = stderr_of(&out);
     assert!(err.contains("context_strategy"), "{err}");
     assert!(err.contains("sliding_window"), "{err}");
+}
+
+/// `cogni run --model gpt-4.1 ARGS` against `server` as OpenAI.
+fn run_against(env: &Env, server: &MockServer, args: &[&str]) -> std::process::Output {
+    env.cmd()
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
+        .args(["run", "--json", "--model", "gpt-4.1"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The text of the request's last user message.
+fn last_user_text(server: &MockServer) -> String {
+    let body = server.requests()[0].body_json().clone();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn context_event(out: &std::process::Output) -> Value {
+    stdout_of(out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["type"] == "context")
+        .expect("a context event")
+}
+
+#[test]
+fn context_files_and_directories_are_attached_and_reported() {
+    let env = Env::new();
+    std::fs::write(env.work().join("notes.txt"), "the notes\n").unwrap();
+    std::fs::create_dir_all(env.work().join("src")).unwrap();
+    std::fs::write(env.work().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("ok"));
+    let out = run_against(
+        &env,
+        &server,
+        &["--context", "notes.txt", "--context", "src", "summarise"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let text = last_user_text(&server);
+    assert!(
+        text.starts_with("summarise\n\n<attached file=\"notes.txt\">\nthe notes\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<attached directory=\"src\">\n1 entries:\nlib.rs (14 B)"),
+        "{text}"
+    );
+    let event = context_event(&out);
+    assert_eq!(
+        event["files"],
+        json!([
+            {"path": "notes.txt", "kind": "file", "bytes": 10, "truncated": false},
+            {"path": "src", "kind": "directory", "bytes": 24, "truncated": false},
+        ])
+    );
+}
+
+#[test]
+fn a_missing_context_path_is_a_usage_error() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args(["run", "--context", "nope.txt", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("--context nope.txt: no such file or directory"));
+}
+
+#[test]
+fn auto_context_attaches_the_files_the_prompt_names_then_the_readme() {
+    let env = Env::new();
+    user_config(&env, "[agent]\nauto_context = true\n");
+    std::fs::create_dir_all(env.work().join("src")).unwrap();
+    std::fs::write(env.work().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    std::fs::write(env.work().join("README.md"), "# The project\n").unwrap();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("ok"));
+    let out = run_against(&env, &server, &["Fix the bug in src/lib.rs please"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let paths: Vec<String> = context_event(&out)["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(paths, ["src/lib.rs", "README.md"]);
+    assert!(last_user_text(&server).contains("<attached file=\"README.md\">\n# The project\n"));
 }
