@@ -213,6 +213,33 @@ pub enum EditTool {
     None,
 }
 
+/// Where a plan step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    pub step: String,
+    pub status: StepStatus,
+}
+
+/// The model's plan, in the shape of `update_plan`'s arguments (the one
+/// Codex-trained models know): `{explanation?, plan: [{step, status}]}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    pub plan: Vec<PlanStep>,
+}
+
 /// A file or directory attached to a prompt as context (docs/context.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContextFile {
@@ -610,6 +637,9 @@ pub enum AgentEvent {
         delay_ms: u64,
         reason: String,
     },
+    /// The plan changed (`update_plan`).
+    #[serde(rename = "plan")]
+    Plan { plan: Plan },
     /// Context files were attached to the prompt (`--context`, a task's
     /// `context_paths`, `auto_context`).
     #[serde(rename = "context")]

@@ -5,6 +5,7 @@ use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
 use super::effects::hooks;
 use super::effects::output::OutputSchemaEffect;
+use super::effects::plan::PlanEffect;
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::Effects;
 use super::history::History;
@@ -20,13 +21,14 @@ use crate::metrics::tokens::Estimator;
 use crate::metrics::Metrics;
 use crate::protocol::{
     ApprovalPolicy, Approver, ContextStrategyKind, HistoryItem, HistoryObserver, MessageTag,
-    NonInteractive, Role, SandboxPolicy,
+    NonInteractive, Plan, Role, SandboxPolicy,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
 use crate::spec::effects::EffectSpec;
 use crate::spec::hooks::HookSpec;
 use crate::tools::memory::RememberTool;
+use crate::tools::plan::{PlanStore, UpdatePlanTool};
 use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -92,6 +94,9 @@ pub struct SessionConfig {
     /// ones; a kind that may appear once (`compact`, a budget,
     /// `repeated_failure`) replaces the built-in one.
     pub effects: Vec<EffectSpec>,
+    /// `[agent] enable_plan`: the `update_plan` tool and `plan` events
+    /// (docs/plan.md).
+    pub enable_plan: bool,
     /// `context_strategy`: how requests stay within the window (`None`:
     /// the model family's, else by the window's size; docs/context.md).
     pub context_strategy: Option<ContextStrategyKind>,
@@ -132,6 +137,7 @@ impl SessionConfig {
             max_iterations: DEFAULT_MAX_ITERATIONS,
             compaction: CompactionConfig::default(),
             effects: Vec::new(),
+            enable_plan: false,
             context_strategy: None,
             run: RunConfig::default(),
             hooks: Vec::new(),
@@ -226,6 +232,8 @@ pub(crate) struct Extensions {
     pub(crate) lifecycle: Lifecycle,
     /// Where the sliding window starts (the `sliding_window` strategy).
     pub(crate) window: SlidingWindow,
+    /// The plan `update_plan` keeps (with `enable_plan`).
+    pub(crate) plan: PlanStore,
     /// Estimated tokens of the instructions and tools, with what they were
     /// counted for (prompt length, tool count, estimator).
     pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
@@ -259,7 +267,7 @@ pub fn start_session_with_provider(
         &config.model_families,
     )?;
     let sampling = resolve_sampling(&config, &family)?;
-    let (effects, compaction) = build_effects(&config, output_schema)?;
+    let (mut effects, compaction) = build_effects(&config, output_schema)?;
     let mut tool_config = config.tool_config;
     // The model may ask to run a command without the sandbox only where
     // someone would be asked about it.
@@ -273,6 +281,11 @@ pub fn start_session_with_provider(
         // Until the first prompt says what the task is: in the files' order.
         prompt.memory = files.select("");
         tools.register(Arc::new(RememberTool::new(files.clone())));
+    }
+    let plan = PlanStore::default();
+    if config.enable_plan {
+        tools.register(Arc::new(UpdatePlanTool::new(plan.clone())));
+        effects.push(Box::new(PlanEffect::new(plan.clone())));
     }
     let mut ctx = TurnContext {
         system_prompt: SystemPrompt::unbuilt(prompt, config.model_aliases, &config.provider.id),
@@ -323,6 +336,7 @@ pub fn start_session_with_provider(
             lifecycle: Default::default(),
             window: SlidingWindow::default(),
             fixed_tokens: None,
+            plan,
         },
         pending: PendingInputs::default(),
         turns: 0,
@@ -670,6 +684,11 @@ impl Session {
     /// The compaction limit in tokens, for the model's current window.
     pub fn compaction_limit(&self) -> u64 {
         CompactEffect::new(self.extensions.compaction).limit(self.ctx.model_family.context_window)
+    }
+
+    /// The model's current plan (`update_plan`), if it made one.
+    pub fn plan(&self) -> Option<Plan> {
+        self.extensions.plan.lock().ok().and_then(|p| p.clone())
     }
 
     /// The session's background shell jobs.

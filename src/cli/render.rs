@@ -2,7 +2,7 @@
 //! JSON object per line on stdout (`--json`). Verbose logs go to stderr in
 //! both modes and never change what runs or what stdout holds.
 
-use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item, ToolStatus};
+use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item, Plan, StepStatus, ToolStatus};
 use crate::tools::truncate::clip;
 use std::borrow::Cow;
 use std::io::Write;
@@ -206,6 +206,7 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             "2",
             &format!("compacted history: {items_before} → {items_after} items ({tokens_before} tokens before)"),
         ),
+        AgentEvent::Plan { plan } => paint("36", &plan_lines(plan)),
         AgentEvent::Context { files } => paint(
             "2",
             &format!(
@@ -249,6 +250,23 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
 }
 
 /// Verbose diagnostics shared by both renderers.
+/// A plan as a checklist: `✓` completed, `▸` in progress, `○` pending.
+pub fn plan_lines(plan: &Plan) -> String {
+    let mut text = String::from("plan");
+    if let Some(why) = plan.explanation.as_deref().filter(|e| !e.trim().is_empty()) {
+        text.push_str(&format!(": {}", one_line(why, 160)));
+    }
+    for step in &plan.plan {
+        let mark = match step.status {
+            StepStatus::Completed => "✓",
+            StepStatus::InProgress => "▸",
+            StepStatus::Pending => "○",
+        };
+        text.push_str(&format!("\n  {mark} {}", one_line(&step.step, 160)));
+    }
+    text
+}
+
 fn verbose_line(options: &RenderOptions, event: &AgentEvent) -> Option<String> {
     if !options.verbose {
         return None;

@@ -96,6 +96,8 @@ pub struct AgentFile {
     /// Attach the files a prompt names, the README and the build manifest
     /// when no context is given (docs/context.md#context-files).
     pub auto_context: Option<bool>,
+    /// The `update_plan` tool and `plan` events (docs/plan.md).
+    pub enable_plan: Option<bool>,
 }
 
 /// `[memory]`
@@ -311,6 +313,7 @@ impl ConfigFile {
         if let Some(o) = over.agent {
             let a = self.agent.get_or_insert_with(Default::default);
             pick(&mut a.auto_context, o.auto_context);
+            pick(&mut a.enable_plan, o.enable_plan);
         }
         if let Some(o) = over.memory {
             let m = self.memory.get_or_insert_with(Default::default);
@@ -584,13 +587,22 @@ pub fn resolve(
     };
     session.effects = run::effects(c.effects)?;
     session.context_strategy = c.context_strategy;
+    session.enable_plan = c
+        .agent
+        .as_ref()
+        .and_then(|a| a.enable_plan)
+        .unwrap_or(false);
     session.run = run::run_config(c.run)?;
     Ok(Config {
         session,
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(2000),
         max_context_bytes: c.max_context_bytes.unwrap_or(DEFAULT_MAX_CONTEXT_BYTES),
-        auto_context: c.agent.and_then(|a| a.auto_context).unwrap_or(false),
+        auto_context: c
+            .agent
+            .as_ref()
+            .and_then(|a| a.auto_context)
+            .unwrap_or(false),
     })
 }
 

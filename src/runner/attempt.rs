@@ -217,6 +217,7 @@ impl Attempt<'_> {
         result.cost_usd = totals.cost_usd;
         result.model_requests = totals.model_requests;
         result.compactions = totals.compactions;
+        result.plan = session.plan();
         result.tool_calls = totals
             .tools
             .iter()

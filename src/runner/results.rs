@@ -3,7 +3,7 @@
 //! docs/results.md, with a JSON Schema in docs/results.schema.json. Fields
 //! are only ever added within a version.
 
-use crate::protocol::{utc_date_time, Limit};
+use crate::protocol::{utc_date_time, Limit, Plan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -201,6 +201,9 @@ pub struct AttemptResult {
     pub files_written: Vec<String>,
     pub compactions: u32,
     pub final_answer: String,
+    /// The model's last plan (`update_plan`, with `[agent] enable_plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
 }
 
 impl AttemptResult {
@@ -225,6 +228,7 @@ impl AttemptResult {
             files_written: Vec::new(),
             compactions: 0,
             final_answer: String::new(),
+            plan: None,
         }
     }
 

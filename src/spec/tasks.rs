@@ -75,6 +75,8 @@ pub struct AgentSpec {
     pub effects: Vec<EffectSpec>,
     /// How the agent's requests stay within the window (docs/context.md).
     pub context_strategy: Option<ContextStrategyKind>,
+    /// The `update_plan` tool and `plan` events (docs/plan.md).
+    pub enable_plan: Option<bool>,
 }
 
 /// Where an attempt runs.
@@ -270,6 +272,7 @@ struct RawAgent {
     script: Option<PathBuf>,
     effects: Option<Vec<toml::Value>>,
     context_strategy: Option<ContextStrategyKind>,
+    enable_plan: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -507,6 +510,7 @@ impl Validator<'_> {
             script,
             effects,
             context_strategy: a.context_strategy,
+            enable_plan: a.enable_plan,
         }
     }
 

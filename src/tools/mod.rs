@@ -15,6 +15,7 @@ pub mod list_dir;
 pub mod memory;
 pub mod output;
 pub mod paths;
+pub mod plan;
 pub mod read_file;
 pub mod safety;
 pub mod shell;

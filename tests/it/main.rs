@@ -13,6 +13,7 @@ mod engine_mock;
 mod hooks;
 mod memory;
 mod ollama_provider;
+mod plan;
 mod prompt;
 mod repl;
 mod responses_provider;

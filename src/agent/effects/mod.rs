@@ -21,6 +21,7 @@ pub mod config;
 pub mod guardrail;
 pub mod hooks;
 pub mod output;
+pub mod plan;
 pub mod repeat;
 
 use super::turn_context::TurnContext;

@@ -6,6 +6,7 @@
 //! (`/exit`, `/quit`, `/help`, `/clear`) cannot be taken.
 
 use super::{Mode, Repl};
+use crate::cli::render::plan_lines;
 use crate::metrics::tokens;
 use crate::protocol::{Content, HistoryItem, Role};
 use crate::spec::cards::{self as agents, AgentCard};
@@ -170,6 +171,12 @@ fn builtins() -> Vec<Builtin> {
             usage: "[pop [N]|checkpoint NAME|rollback NAME|reset|summarize]",
             help: "show or edit the context stack",
             run: handler!(context),
+        },
+        Builtin {
+            name: "plan",
+            usage: "",
+            help: "show the model's plan (with [agent] enable_plan)",
+            run: handler!(plan),
         },
         Builtin {
             name: "memory",
@@ -593,6 +600,17 @@ async fn show_context(r: &mut Repl) {
         let _ = write!(text, " · checkpoints: {}", checkpoints.join(", "));
     }
     r.sink.say(&text);
+}
+
+async fn plan(r: &mut Repl, _: &str) -> Flow {
+    match r.session.plan() {
+        Some(plan) => r.sink.say(&plan_lines(&plan)),
+        None if r.current.enable_plan => r.sink.say("no plan yet"),
+        None => r
+            .sink
+            .say("planning is off: set `[agent] enable_plan = true` in cogni.toml (docs/plan.md)"),
+    }
+    Flow::Continue
 }
 
 async fn memory(r: &mut Repl, args: &str) -> Flow {
