@@ -26,6 +26,9 @@ pub enum MessageTag {
     UserInstructions,
     Environment,
     Summary,
+    /// The plan written before the first step (`enable_plan`): kept after
+    /// the initial context in every request.
+    Plan,
 }
 
 /// One entry of the conversation (the spec's `HistoryItem`): a role and a

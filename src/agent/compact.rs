@@ -199,9 +199,26 @@ pub async fn summarize(
 async fn ask_for_summary(
     provider: &dyn Provider,
     request: &ModelRequest<'_>,
-    mut input: Vec<HistoryItem>,
+    input: Vec<HistoryItem>,
 ) -> Result<(String, Option<Usage>), ProviderError> {
-    input.push(HistoryItem::text(Role::User, SUMMARY_REQUEST));
+    let (mut text, usage, stop_reason) = ask(provider, request, input, SUMMARY_REQUEST).await?;
+    if stop_reason == StopReason::Length {
+        text.push_str("\n(summary cut off)");
+    }
+    Ok((text, usage))
+}
+
+/// Send `input` with `question` appended as a user message, with the
+/// request's instructions and tools (so the cached prefix is reused); the
+/// answer's text, usage and stop reason. Tool calls in the answer are
+/// ignored.
+pub(crate) async fn ask(
+    provider: &dyn Provider,
+    request: &ModelRequest<'_>,
+    mut input: Vec<HistoryItem>,
+    question: &str,
+) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
+    input.push(HistoryItem::text(Role::User, question));
     let request = ModelRequest {
         input: &input,
         output_schema: None,
@@ -212,24 +229,19 @@ async fn ask_for_summary(
     while let Some(event) = stream.next().await {
         match event? {
             ResponseEvent::TextDelta(d) => text.push_str(&d),
-            // The retried attempt starts the summary over.
+            // The retried attempt starts the answer over.
             ResponseEvent::Retrying { .. } => text.clear(),
             ResponseEvent::Completed {
                 stop_reason, usage, ..
-            } => {
-                if stop_reason == StopReason::Length {
-                    text.push_str("\n(summary cut off)");
-                }
-                return Ok((text, usage));
-            }
-            // Tool calls, reasoning and model info do not make a summary.
+            } => return Ok((text, usage, stop_reason)),
+            // Tool calls, reasoning and model info are not the answer.
             _ => {}
         }
     }
     Err(ProviderError::Stream {
         provider: provider.id().to_string(),
         model: request.model.to_string(),
-        message: "summary stream ended before completion".into(),
+        message: "the answer's stream ended before completion".into(),
     })
 }
 
@@ -427,7 +439,11 @@ pub(crate) fn items_to_keep(
         .enumerate()
         .map(|(idx, item)| match &item.content {
             Content::Text { tag, .. } => match tag {
-                Some(MessageTag::DeveloperInstructions | MessageTag::UserInstructions) => true,
+                Some(
+                    MessageTag::DeveloperInstructions
+                    | MessageTag::UserInstructions
+                    | MessageTag::Plan,
+                ) => true,
                 // Replaced by a fresh block; earlier summaries are re-summarised.
                 Some(MessageTag::Environment | MessageTag::Summary) => false,
                 None => Some(idx) == latest_request,
@@ -456,7 +472,11 @@ pub(crate) fn compacted_history(
         .partition(|i| {
             matches!(
                 i.tag(),
-                Some(MessageTag::DeveloperInstructions | MessageTag::UserInstructions)
+                Some(
+                    MessageTag::DeveloperInstructions
+                        | MessageTag::UserInstructions
+                        | MessageTag::Plan
+                )
             )
         });
     let mut out = instructions;

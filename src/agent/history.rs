@@ -166,6 +166,7 @@ fn is_initial(item: &HistoryItem) -> bool {
             MessageTag::DeveloperInstructions
                 | MessageTag::UserInstructions
                 | MessageTag::Environment
+                | MessageTag::Plan
         )
     )
 }

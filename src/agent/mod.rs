@@ -12,6 +12,7 @@ mod lifecycle;
 pub mod limits;
 pub mod outcome;
 pub mod output;
+pub mod planning;
 pub mod prompt;
 mod request;
 pub mod run;

@@ -234,6 +234,8 @@ pub(crate) struct Extensions {
     pub(crate) window: SlidingWindow,
     /// The plan `update_plan` keeps (with `enable_plan`).
     pub(crate) plan: PlanStore,
+    /// `enable_plan`: the model writes a plan before the first step.
+    pub(crate) first_plan: bool,
     /// Estimated tokens of the instructions and tools, with what they were
     /// counted for (prompt length, tool count, estimator).
     pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
@@ -337,6 +339,7 @@ pub fn start_session_with_provider(
             window: SlidingWindow::default(),
             fixed_tokens: None,
             plan,
+            first_plan: config.enable_plan,
         },
         pending: PendingInputs::default(),
         turns: 0,

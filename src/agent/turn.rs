@@ -136,6 +136,11 @@ impl Session {
             Ok(started) => started?,
             Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
         }
+        if run.turn == 1 && self.extensions.first_plan {
+            if let Err(halt) = watch.run(self.write_first_plan(user_text, sink)).await {
+                return Ok(self.halted(halt, String::new(), run, sink));
+            }
+        }
         let started = match watch
             .run(self.at_point(Point::TurnStart { prompt: user_text }, run, sink))
             .await
