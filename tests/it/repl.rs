@@ -537,3 +537,44 @@ fn session_hooks_run_at_the_first_prompt_and_at_exit_or_sigterm() {
         "\"source\":\"startup\"\n\"reason\":\"exit\"\n\"source\":\"startup\"\n\"reason\":\"signal\"\n"
     );
 }
+
+#[test]
+fn the_plan_checklist_is_redrawn_in_place_and_update_plan_calls_are_not_listed() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        "[agent]\nenable_plan = true\n",
+    )
+    .unwrap();
+    let script = env.write(
+        "script.toml",
+        r#"
+[[turns]]
+text = "1. look\n2. answer"
+[[turns]]
+[[turns.tool_calls]]
+name = "update_plan"
+arguments = { plan = [{ step = "look", status = "in_progress" }, { step = "answer", status = "pending" }] }
+[[turns]]
+[[turns.tool_calls]]
+name = "update_plan"
+arguments = { plan = [{ step = "look", status = "completed" }, { step = "answer", status = "in_progress" }] }
+[[turns]]
+text = "All done."
+"#,
+    );
+    let script = script.to_string_lossy().into_owned();
+    let mut pty = Pty::spawn(cogni(&env, None, &["repl", "--script", &script]), 100);
+    pty.expect("› ", WAIT);
+    pty.send("go\r");
+    pty.expect("All done.", WAIT);
+    pty.expect("› ", WAIT);
+    let raw = pty.raw();
+    // Three checklists of three lines each (the heading and two steps);
+    // the second and third each go back over the one before.
+    assert_eq!(raw.matches("\x1b[3A\r\x1b[J").count(), 2, "{raw:?}");
+    assert!(raw.contains("✓ look"), "{raw:?}");
+    assert!(!pty.screen().contains("update_plan"), "{}", pty.screen());
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+}

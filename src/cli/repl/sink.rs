@@ -4,7 +4,9 @@
 
 use super::markdown::MarkdownStream;
 use super::term::{self, Caps};
-use crate::cli::render::{one_line, paint, status_line, strip_event_controls, tool_result};
+use crate::cli::render::{
+    one_line, paint, plan_lines, status_line, strip_event_controls, tool_result,
+};
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -22,6 +24,9 @@ struct Screen {
     /// The last line on screen is the "started" line of this call: its
     /// result can replace it, so each call takes one line.
     open_call: Option<String>,
+    /// The last lines on screen are the plan's checklist, this many: the
+    /// next plan replaces it.
+    plan_lines: Option<usize>,
 }
 
 /// Renders events for the REPL. Cheap to clone (shared state).
@@ -47,6 +52,7 @@ impl ReplSink {
                 spinner_drawn: false,
                 frame: 0,
                 open_call: None,
+                plan_lines: None,
             })),
         }
     }
@@ -102,6 +108,7 @@ impl ReplSink {
             return;
         };
         self.clear_spinner(&mut s);
+        s.plan_lines = None;
         let width = term::width();
         let mut out = String::new();
         for line in text.lines() {
@@ -146,6 +153,32 @@ impl EventSink for ReplSink {
         let Ok(mut s) = self.screen.lock() else {
             return;
         };
+        // `update_plan` calls are shown as the checklist they produce.
+        if let AgentEvent::ItemStarted {
+            item: Item::ToolCall { name, .. },
+        }
+        | AgentEvent::ItemCompleted {
+            item: Item::ToolCall { name, .. },
+        } = &event
+        {
+            if name == "update_plan" {
+                return;
+            }
+        }
+        if let AgentEvent::Plan { plan } = &event {
+            self.clear_spinner(&mut s);
+            let text = paint(self.caps.color, "36", &plan_lines(plan));
+            let width = term::width();
+            let block: Vec<String> = text.lines().map(|l| term::fit(l, width)).collect();
+            if let (true, Some(n)) = (self.caps.ansi, s.plan_lines) {
+                // Up to the previous checklist and over it.
+                write_out(&format!("\x1b[{n}A\r\x1b[J"));
+            }
+            write_out(&format!("{}\n", block.join("\n")));
+            s.plan_lines = Some(block.len());
+            s.open_call = None;
+            return;
+        }
         let prints = matches!(
             event,
             AgentEvent::ItemUpdated { .. }
@@ -153,6 +186,9 @@ impl EventSink for ReplSink {
                 | AgentEvent::ItemDiscarded { .. }
                 | AgentEvent::TurnFailed { .. }
         ) || status_line(false, &event).is_some();
+        if prints {
+            s.plan_lines = None;
+        }
         let open_call = if prints {
             s.open_call.take()
         } else {
