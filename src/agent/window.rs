@@ -2,7 +2,7 @@
 //! (docs/context.md).
 //!
 //! - `summarize`: every item, and when the conversation passes the
-//!   compaction limit, older history is summarised ([`super::compact`]).
+//!   compaction limit, older history is summarised (`agent/compact.rs`).
 //! - `sliding_window`: the initial context, one short note saying how many
 //!   items are left out, and the newest items that fit. History itself
 //!   stays whole (the session file, `/context`, a later switch of
