@@ -410,7 +410,7 @@ struct PartialCall {
 }
 
 /// Turns Chat Completions SSE events into [`ResponseEvent`]s, with no HTTP
-/// involved: feed it the events of [`sse::decode`] in order.
+/// involved: feed it the events of [`sse::decode`](super::sse::decode) in order.
 pub struct ChunkParser {
     /// Names of the request's freeform tools, whose `input` is unwrapped.
     freeform: Vec<String>,

@@ -374,7 +374,7 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
 
 /// The shell output in the plain layout models trained with a freeform
 /// `apply_patch` tool expect (`Exit code:` / `Wall time:` / `Output:`),
-/// from the header [`render`] writes. Text without that header is returned
+/// from the header `render` writes. Text without that header is returned
 /// unchanged.
 pub fn normalize_output(content: &str) -> String {
     let (header, body) = content.split_once('\n').unwrap_or((content, ""));

@@ -80,7 +80,7 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// Run `command` with `sh -c` (or directly when it is plain words naming a
-/// program: [`plain_argv`]) in `cwd`, `input` on stdin, at most `timeout`.
+/// program: `plain_argv`) in `cwd`, `input` on stdin, at most `timeout`.
 pub async fn run(
     command: &str,
     input: &serde_json::Value,

@@ -1,5 +1,5 @@
 //! The session's system prompt: built once when the session starts, kept
-//! in the [`TurnContext`] and sent unchanged with every request, so the
+//! in the [`TurnContext`](crate::agent::turn_context::TurnContext) and sent unchanged with every request, so the
 //! provider's prompt cache keeps working. It is rebuilt only when one of
 //! its inputs really changes: the environment (`Session::update_environment`),
 //! the configuration (`Session::reconfigure` builds a new context), the
