@@ -10,26 +10,12 @@
 //!
 //! `cargo bench --bench hooks`
 
-use cogni::agent::{start_session_with_provider, Session, SessionConfig};
-use cogni::protocol::EditTool;
-use cogni::provider::scripted::{Script, ScriptedProvider};
-use cogni::provider::{ProviderInfo, WireApi};
+#[path = "support/turn.rs"]
+mod turn;
+
 use cogni::spec::effects::EffectSpec;
 use cogni::spec::hooks::{HookEvent, HookSpec, OnFailure, DEFAULT_TIMEOUT};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use std::path::Path;
-use std::sync::Arc;
-
-const SCRIPT: &str = r#"
-[[turns]]
-usage = { input_tokens = 1000, output_tokens = 10 }
-[[turns.tool_calls]]
-name = "read_file"
-arguments = { path = "notes.txt" }
-[[turns]]
-text = "done"
-usage = { input_tokens = 1100, output_tokens = 5 }
-"#;
 
 fn hook(event: HookEvent) -> HookSpec {
     HookSpec {
@@ -55,30 +41,13 @@ const TEN_EFFECTS: &str = r#"effects = [
   { kind = "guardrail", on = "reply", pattern = "BEGIN PRIVATE KEY", reason = "no keys in replies" },
 ]"#;
 
-fn session(dir: &Path, hooks: &[HookSpec]) -> Session {
-    session_with(dir, hooks, Vec::new())
-}
-
-fn session_with(dir: &Path, hooks: &[HookSpec], effects: Vec<EffectSpec>) -> Session {
-    let mut info = ProviderInfo::new("scripted", "", WireApi::Scripted);
-    info.default_model = Some("scripted".into());
-    let mut config = SessionConfig::new(info, dir.to_path_buf());
-    config.tool_config.enabled = vec!["read_file".into()];
-    config.tool_config.edit_tool = Some(EditTool::None);
-    config.hooks = hooks.to_vec();
-    config.effects = effects;
-    let script = Script::parse(SCRIPT).expect("script");
-    start_session_with_provider(config, Arc::new(ScriptedProvider::new(script))).expect("session")
-}
-
 fn bench_hooks(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("notes.txt"), "a few notes\n").expect("notes");
-    let sink = |_: cogni::protocol::AgentEvent| {};
+    turn::workspace(dir.path());
     let mut group = c.benchmark_group("turn_with_one_read_file");
     let cases = [
         ("no_hook", vec![]),
@@ -91,13 +60,8 @@ fn bench_hooks(c: &mut Criterion) {
     for (name, hooks) in cases {
         group.bench_function(name, |b| {
             b.iter_batched(
-                || session(dir.path(), &hooks),
-                |mut s| {
-                    rt.block_on(async {
-                        let r = s.run_turn("read the notes", &sink).await.expect("turn");
-                        assert_eq!(r.tool_calls.len(), 1);
-                    })
-                },
+                || turn::session(dir.path(), &hooks, Vec::new()),
+                |mut s| rt.block_on(turn::read_notes(&mut s)),
                 BatchSize::SmallInput,
             )
         });
@@ -111,8 +75,7 @@ fn bench_effects(c: &mut Criterion) {
         .build()
         .expect("tokio runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("notes.txt"), "a few notes\n").expect("notes");
-    let sink = |_: cogni::protocol::AgentEvent| {};
+    turn::workspace(dir.path());
     let table: toml::Table = toml::from_str(TEN_EFFECTS).expect("effects");
     let values = table["effects"].as_array().expect("a list").clone();
     let ten = EffectSpec::parse_all(&values, "effects").expect("ten effects");
@@ -121,13 +84,8 @@ fn bench_effects(c: &mut Criterion) {
     for (name, effects) in [("builtin_only", Vec::new()), ("ten_effects", ten)] {
         group.bench_function(name, |b| {
             b.iter_batched(
-                || session_with(dir.path(), &[], effects.clone()),
-                |mut s| {
-                    rt.block_on(async {
-                        let r = s.run_turn("read the notes", &sink).await.expect("turn");
-                        assert_eq!(r.tool_calls.len(), 1);
-                    })
-                },
+                || turn::session(dir.path(), &[], effects.clone()),
+                |mut s| rt.block_on(turn::read_notes(&mut s)),
                 BatchSize::SmallInput,
             )
         });

@@ -6,40 +6,17 @@
 //!
 //! `cargo run --release --example bench_hook -- [--pairs N] [--command CMD]`
 
-use cogni::agent::{start_session_with_provider, SessionConfig};
-use cogni::protocol::EditTool;
-use cogni::provider::scripted::{Script, ScriptedProvider};
-use cogni::provider::{ProviderInfo, WireApi};
+#[path = "../benches/support/turn.rs"]
+mod turn;
+
 use cogni::spec::hooks::{HookEvent, HookSpec, OnFailure, DEFAULT_TIMEOUT};
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const SCRIPT: &str = r#"
-[[turns]]
-[[turns.tool_calls]]
-name = "read_file"
-arguments = { path = "notes.txt" }
-[[turns]]
-text = "done"
-"#;
-
-fn turn(rt: &tokio::runtime::Runtime, dir: &Path, hooks: &[HookSpec]) -> Duration {
-    let mut info = ProviderInfo::new("scripted", "", WireApi::Scripted);
-    info.default_model = Some("scripted".into());
-    let mut config = SessionConfig::new(info, dir.to_path_buf());
-    config.tool_config.enabled = vec!["read_file".into()];
-    config.tool_config.edit_tool = Some(EditTool::None);
-    config.hooks = hooks.to_vec();
-    let script = Script::parse(SCRIPT).expect("script");
-    let mut session = start_session_with_provider(config, Arc::new(ScriptedProvider::new(script)))
-        .expect("session");
-    let sink = |_: cogni::protocol::AgentEvent| {};
+/// One turn's wall time, the session made beforehand.
+fn timed_turn(rt: &tokio::runtime::Runtime, dir: &std::path::Path, hooks: &[HookSpec]) -> Duration {
+    let mut session = turn::session(dir, hooks, Vec::new());
     let started = Instant::now();
-    let result = rt
-        .block_on(session.run_turn("read the notes", &sink))
-        .expect("turn");
-    assert_eq!(result.tool_calls.len(), 1);
+    rt.block_on(turn::read_notes(&mut session));
     started.elapsed()
 }
 
@@ -64,7 +41,7 @@ fn main() {
         .build()
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("notes.txt"), "a few notes\n").expect("notes");
+    turn::workspace(dir.path());
     let hook = HookSpec {
         event: HookEvent::PreToolUse,
         matcher: None,
@@ -74,8 +51,8 @@ fn main() {
     };
     let (mut bare, mut hooked) = (Vec::new(), Vec::new());
     for _ in 0..pairs {
-        bare.push(turn(&rt, dir.path(), &[]));
-        hooked.push(turn(&rt, dir.path(), std::slice::from_ref(&hook)));
+        bare.push(timed_turn(&rt, dir.path(), &[]));
+        hooked.push(timed_turn(&rt, dir.path(), std::slice::from_ref(&hook)));
     }
     let input = serde_json::json!({"hook_event_name": "PreToolUse"});
     let alone: Vec<Duration> = (0..pairs)
