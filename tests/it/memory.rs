@@ -11,7 +11,7 @@ fn run(env: &Env, server: &MockServer, args: &[&str]) -> std::process::Output {
     env.cmd()
         .env("OPENAI_BASE_URL", server.base_url())
         .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
-        .args(["run", "--model", "gpt-4.1"])
+        .args(["run", "--json", "--model", "gpt-4.1"])
         .args(args)
         .output()
         .unwrap()
@@ -102,6 +102,14 @@ fn remember_is_asked_under_untrusted_and_a_run_without_a_terminal_says_no() {
     server.enqueue(chat::text_response("ok"));
     let out = run(&env, &server, &["--approval", "untrusted", "go"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // The call was asked and answered no at once, not run unasked.
+    let statuses: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "approval" && e["tool"] == "remember")
+        .map(|e| e["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["asked", "denied"]);
     let notes = std::fs::read_to_string(env.work().join(".cogni/memory.md")).unwrap();
     assert!(!notes.contains("something"), "{notes}");
 }
