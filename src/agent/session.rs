@@ -278,10 +278,10 @@ pub fn start_session_with_provider(
         ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
     );
     let mut tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
-    let mut prompt = config.prompt;
+    let prompt = config.prompt;
     if let Some(files) = &prompt.memory_files {
-        // Until the first prompt says what the task is: in the files' order.
-        prompt.memory = files.select("");
+        // The notes themselves are chosen for the first prompt
+        // (`TurnContext::focus_memory`), before the first request.
         tools.register(Arc::new(RememberTool::new(files.clone())));
     }
     let plan = PlanStore::default();
