@@ -29,6 +29,11 @@ pub enum MessageTag {
     /// The plan written before the first step (`enable_plan`): kept after
     /// the initial context in every request.
     Plan,
+    /// A critique of a step (`enable_reflect`), for the next request.
+    Reflection,
+    /// A failed run of the test command (`enable_test_run`), for the
+    /// next request.
+    TestReport,
 }
 
 /// One entry of the conversation (the spec's `HistoryItem`): a role and a
@@ -241,6 +246,49 @@ pub struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
     pub plan: Vec<PlanStep>,
+}
+
+/// One run of the test command (`enable_test_run`; docs/test-loop.md), as
+/// the `test` event and results.json report it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TestRun {
+    /// The session's test runs, counted from 1 (a retry is the same run).
+    pub run: u32,
+    /// 1 for the first try; up to 1 + `test_retries`.
+    pub attempt: u32,
+    pub command: String,
+    /// `None` when it timed out or was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// Exit code 0.
+    pub passed: bool,
+    pub duration_ms: u64,
+    /// The test tool recognised in the output (`cargo`, `nextest`,
+    /// `pytest`, `go`, `jest`, `vitest`, `generic`); `None`: unknown.
+    pub framework: Option<String>,
+    /// Counts the output states, when it states them.
+    pub tests_passed: Option<u64>,
+    pub tests_failed: Option<u64>,
+    pub tests_skipped: Option<u64>,
+    pub failing_tests: Vec<String>,
+    /// One line, e.g. `cargo test: 41 passed, 2 failed`; empty when the
+    /// output was not recognised.
+    pub test_summary: String,
+    /// The end of the output (stdout and stderr as they came).
+    pub output_tail: String,
+}
+
+/// A critique of one step (`enable_reflect`; docs/reflection.md), parsed
+/// from the model's JSON.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reflection {
+    /// The model's own grade of the step (`good`, `poor`, a score ...).
+    pub quality: String,
+    pub issues: Vec<String>,
+    pub recommendations: Vec<String>,
+    /// The step should not stand: with `block_on_critical` the run ends.
+    pub block_apply: bool,
+    pub notes: String,
 }
 
 /// A file or directory attached to a prompt as context (docs/context.md).
@@ -532,8 +580,10 @@ impl Default for SandboxPolicy {
 pub enum TurnOutcome {
     /// The model answered without asking for tools.
     Done,
-    /// The tool iteration limit was reached.
-    LimitReached,
+    /// The step limit (`[agent] max_steps`, `max_iterations`) was reached:
+    /// the model still asked for tools, or tests still failed.
+    #[serde(alias = "limit_reached")]
+    MaxSteps,
     /// The model returned nothing, twice.
     EmptyResponse,
     /// The model's output was cut off (max tokens) in the middle of a tool call.
@@ -548,6 +598,8 @@ pub enum TurnOutcome {
     BudgetExceeded,
     /// A guardrail or a hook stopped the turn (the reason says which).
     Blocked,
+    /// A reflection set `block_apply` under the `block_on_critical` policy.
+    BlockedByReflect,
 }
 
 impl TurnOutcome {
@@ -643,6 +695,27 @@ pub enum AgentEvent {
     /// The plan changed (`update_plan`).
     #[serde(rename = "plan")]
     Plan { plan: Plan },
+    /// The test command ran (`enable_test_run`): one event per attempt.
+    #[serde(rename = "test")]
+    Test {
+        #[serde(flatten)]
+        run: TestRun,
+    },
+    /// A piece of a reflection's text as it streams (`enable_reflect`).
+    #[serde(rename = "reflect.delta")]
+    ReflectDelta { delta: String },
+    /// A reflection is complete: its raw text, the parsed critique (or
+    /// why it could not be parsed), and whether it ended the run.
+    #[serde(rename = "reflect")]
+    Reflect {
+        /// The step it critiques (the model request of the turn).
+        step: u32,
+        text: String,
+        reflection: Option<Reflection>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        blocked: bool,
+    },
     /// Context files were attached to the prompt (`--context`, a task's
     /// `context_paths`, `auto_context`).
     #[serde(rename = "context")]

@@ -215,8 +215,20 @@ async fn ask_for_summary(
 pub(crate) async fn ask(
     provider: &dyn Provider,
     request: &ModelRequest<'_>,
+    input: Vec<HistoryItem>,
+    question: &str,
+) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
+    ask_streaming(provider, request, input, question, &mut |_| {}).await
+}
+
+/// [`ask`], with each piece of the answer's text passed to `on_delta` as
+/// it arrives (a retried attempt's pieces are passed again).
+pub(crate) async fn ask_streaming(
+    provider: &dyn Provider,
+    request: &ModelRequest<'_>,
     mut input: Vec<HistoryItem>,
     question: &str,
+    on_delta: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
     input.push(HistoryItem::text(Role::User, question));
     let request = ModelRequest {
@@ -228,7 +240,10 @@ pub(crate) async fn ask(
     let mut text = String::new();
     while let Some(event) = stream.next().await {
         match event? {
-            ResponseEvent::TextDelta(d) => text.push_str(&d),
+            ResponseEvent::TextDelta(d) => {
+                on_delta(&d);
+                text.push_str(&d);
+            }
             // The retried attempt starts the answer over.
             ResponseEvent::Retrying { .. } => text.clear(),
             ResponseEvent::Completed {
@@ -446,7 +461,10 @@ pub(crate) fn items_to_keep(
                 ) => true,
                 // Replaced by a fresh block; earlier summaries are re-summarised.
                 Some(MessageTag::Environment | MessageTag::Summary) => false,
-                None => Some(idx) == latest_request,
+                // Summarised with the rest of the conversation.
+                Some(MessageTag::Reflection | MessageTag::TestReport) | None => {
+                    Some(idx) == latest_request
+                }
             },
             Content::ToolCall(c) => kept_calls.contains(c.id.as_str()),
             Content::ToolOutput(o) => kept_calls.contains(o.call_id.as_str()),

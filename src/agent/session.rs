@@ -6,7 +6,9 @@ use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION
 use super::effects::hooks;
 use super::effects::output::OutputSchemaEffect;
 use super::effects::plan::PlanEffect;
+use super::effects::reflect::{ReflectConfig, ReflectEffect};
 use super::effects::repeat::{self, RepeatEffect};
+use super::effects::test_run::{TestLog, TestRunConfig, TestRunEffect};
 use super::effects::Effects;
 use super::history::History;
 use super::limits::Meter;
@@ -21,7 +23,7 @@ use crate::metrics::tokens::Estimator;
 use crate::metrics::Metrics;
 use crate::protocol::{
     ApprovalPolicy, Approver, ContextStrategyKind, HistoryItem, HistoryObserver, MessageTag,
-    NonInteractive, Plan, Role, SandboxPolicy,
+    NonInteractive, Plan, Role, SandboxPolicy, TestRun,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
 use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
@@ -97,6 +99,14 @@ pub struct SessionConfig {
     /// `[agent] enable_plan`: the `update_plan` tool and `plan` events
     /// (docs/plan.md).
     pub enable_plan: bool,
+    /// `[agent] enable_test_run`: the test command after each step
+    /// (docs/test-loop.md).
+    pub test_run: Option<TestRunConfig>,
+    /// `[agent] enable_reflect`: a critique after each step
+    /// (docs/reflection.md).
+    pub reflect: Option<ReflectConfig>,
+    /// `[agent] done_token`: the model ends the turn by writing it.
+    pub done_token: Option<String>,
     /// `context_strategy`: how requests stay within the window (`None`:
     /// the model family's, else by the window's size; docs/context.md).
     pub context_strategy: Option<ContextStrategyKind>,
@@ -138,6 +148,9 @@ impl SessionConfig {
             compaction: CompactionConfig::default(),
             effects: Vec::new(),
             enable_plan: false,
+            test_run: None,
+            reflect: None,
+            done_token: None,
             context_strategy: None,
             run: RunConfig::default(),
             hooks: Vec::new(),
@@ -234,6 +247,8 @@ pub(crate) struct Extensions {
     pub(crate) window: SlidingWindow,
     /// The plan `update_plan` keeps (with `enable_plan`).
     pub(crate) plan: PlanStore,
+    /// The test command's runs (with `enable_test_run`).
+    pub(crate) tests: TestLog,
     /// `enable_plan`: the model writes a plan before the first step.
     pub(crate) first_plan: bool,
     /// Estimated tokens of the instructions and tools, with what they were
@@ -289,6 +304,20 @@ pub fn start_session_with_provider(
         tools.register(Arc::new(UpdatePlanTool::new(plan.clone())));
         effects.push(Box::new(PlanEffect::new(plan.clone())));
     }
+    let tests = TestLog::default();
+    let tool_config = Arc::new(tool_config);
+    if let Some(test_run) = &config.test_run {
+        // Before reflection, which reads the run it just made.
+        effects.push(Box::new(TestRunEffect::new(
+            test_run.clone(),
+            tool_config.clone(),
+            tests.clone(),
+        )));
+    }
+    if let Some(reflect) = config.reflect {
+        let tests = config.test_run.is_some().then(|| tests.clone());
+        effects.push(Box::new(ReflectEffect::new(reflect, tests)));
+    }
     let mut ctx = TurnContext {
         system_prompt: SystemPrompt::unbuilt(prompt, config.model_aliases, &config.provider.id),
         model,
@@ -306,15 +335,13 @@ pub fn start_session_with_provider(
         sampling,
         max_iterations: config.max_iterations,
         context_strategy: config.context_strategy,
+        done_token: config.done_token,
+        test_command: config.test_run.map(|t| t.command),
     };
     ctx.rebuild_system_prompt();
     let history = ctx.initial_context();
     let ctx_price = ctx.model_family.price;
-    let tool_ctx = ToolContext::new(
-        ctx.cwd.clone(),
-        ctx.sandbox_policy.clone(),
-        Arc::new(tool_config),
-    );
+    let tool_ctx = ToolContext::new(ctx.cwd.clone(), ctx.sandbox_policy.clone(), tool_config);
     Ok(Session {
         environment: ctx.environment(),
         ctx,
@@ -340,6 +367,7 @@ pub fn start_session_with_provider(
             fixed_tokens: None,
             plan,
             first_plan: config.enable_plan,
+            tests,
         },
         pending: PendingInputs::default(),
         turns: 0,
@@ -692,6 +720,15 @@ impl Session {
     /// The model's current plan (`update_plan`), if it made one.
     pub fn plan(&self) -> Option<Plan> {
         self.extensions.plan.lock().ok().and_then(|p| p.clone())
+    }
+
+    /// The test command's runs so far, in order (with `enable_test_run`).
+    pub fn test_runs(&self) -> Vec<TestRun> {
+        self.extensions
+            .tests
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
     }
 
     /// The session's background shell jobs.

@@ -76,6 +76,9 @@ pub(crate) struct Applied {
     pub(crate) stop: Option<Stop>,
     /// Items for the next request (or, at `turn_start`, after the prompt).
     pub(crate) items: Vec<HistoryItem>,
+    /// `turn_end`: items for history that do not keep the turn going
+    /// (elsewhere notes join `items`).
+    pub(crate) notes: Vec<HistoryItem>,
     /// `before_tool`: the arguments to run the call with.
     pub(crate) args: Option<String>,
     /// `before_tool`: the call is not run; this is its output.
@@ -250,9 +253,17 @@ impl Session {
                 return Ok(self.stopped(stop, text, run, sink));
             }
 
+            // The model says it is done with the configured token: the
+            // reply's calls still run, then the turn ends as if it had
+            // answered without them.
+            let done_said = self
+                .ctx
+                .done_token
+                .as_deref()
+                .is_some_and(|token| response.reply.text.contains(token));
             if response.reply.tool_calls.is_empty() {
                 self.append(response_items(&response));
-                let text = response.reply.text.clone();
+                let text = self.final_text(&response.reply.text);
                 if response.reply.stop_reason == Some(StopReason::Length) {
                     sink.emit(AgentEvent::Warning {
                         message:
@@ -261,25 +272,10 @@ impl Session {
                     });
                     return Ok(run.result(self, TurnOutcome::Truncated, text));
                 }
-                let end = match watch
-                    .run(self.at_point(Point::TurnEnd { text: &text }, run, sink))
-                    .await
-                {
-                    Ok(applied) => applied?,
-                    Err(halt) => return Ok(self.halted(halt, text, run, sink)),
-                };
-                if let Some(stop) = end.stop {
-                    return Ok(self.stopped(stop, text, run, sink));
+                match self.finish(text, run, &watch, sink).await? {
+                    Some(result) => return Ok(result),
+                    None => continue,
                 }
-                if end.items.is_empty() && run.queued.is_empty() {
-                    return Ok(run.result(self, TurnOutcome::Done, text));
-                }
-                // An effect keeps the turn going with something for the model.
-                run.queued.extend(end.items);
-                if run.iterations >= self.ctx.max_iterations {
-                    return Ok(self.limit_reached(text, run, sink));
-                }
-                continue;
             }
 
             let parallel = self.ctx.model_family.supports_parallel_tool_calls
@@ -312,15 +308,46 @@ impl Session {
                 })
             }));
             self.append(items);
-            run.records.extend(results);
-            let text = response.reply.text.clone();
+            let text = self.final_text(&response.reply.text);
             match halt {
-                Some(Ended::Halt(halt)) => return Ok(self.halted(halt, text, run, sink)),
-                Some(Ended::Stop(stop)) => return Ok(self.stopped(stop, text, run, sink)),
+                Some(Ended::Halt(halt)) => {
+                    run.records.extend(results);
+                    return Ok(self.halted(halt, text, run, sink));
+                }
+                Some(Ended::Stop(stop)) => {
+                    run.records.extend(results);
+                    return Ok(self.stopped(stop, text, run, sink));
+                }
                 None => {}
             }
             if let Some(stop) = run.stop_after_calls.take() {
+                run.records.extend(results);
                 return Ok(self.stopped(stop, text, run, sink));
+            }
+            if self.extensions.effects.wants(Phase::StepEnd) {
+                let step = Point::StepEnd {
+                    reply: &response.reply,
+                    calls: &results,
+                };
+                let ended = match watch.run(self.at_point(step, run, sink)).await {
+                    Ok(applied) => applied?,
+                    Err(halt) => {
+                        run.records.extend(results);
+                        return Ok(self.halted(halt, text, run, sink));
+                    }
+                };
+                run.queued.extend(ended.items);
+                if let Some(stop) = ended.stop {
+                    run.records.extend(results);
+                    return Ok(self.stopped(stop, text, run, sink));
+                }
+            }
+            run.records.extend(results);
+            if done_said {
+                match self.finish(text, run, &watch, sink).await? {
+                    Some(result) => return Ok(result),
+                    None => continue,
+                }
             }
             if run.iterations >= self.ctx.max_iterations {
                 return Ok(self.limit_reached(text, run, sink));
@@ -328,14 +355,53 @@ impl Session {
         }
     }
 
+    /// The model is done for now: the `turn_end` effects decide whether
+    /// the turn ends (`Some`) or goes on with what they added (`None`).
+    async fn finish(
+        &mut self,
+        text: String,
+        run: &mut TurnRun,
+        watch: &Watch,
+        sink: &dyn EventSink,
+    ) -> Result<Option<TurnResult>, AgentError> {
+        let end = match watch
+            .run(self.at_point(Point::TurnEnd { text: &text }, run, sink))
+            .await
+        {
+            Ok(applied) => applied?,
+            Err(halt) => return Ok(Some(self.halted(halt, text, run, sink))),
+        };
+        self.append(end.notes);
+        if let Some(stop) = end.stop {
+            return Ok(Some(self.stopped(stop, text, run, sink)));
+        }
+        if end.items.is_empty() && run.queued.is_empty() {
+            return Ok(Some(run.result(self, TurnOutcome::Done, text)));
+        }
+        // An effect keeps the turn going with something for the model.
+        run.queued.extend(end.items);
+        if run.iterations >= self.ctx.max_iterations {
+            return Ok(Some(self.limit_reached(text, run, sink)));
+        }
+        Ok(None)
+    }
+
+    /// The answer as the user gets it: without the done token.
+    fn final_text(&self, text: &str) -> String {
+        match self.ctx.done_token.as_deref() {
+            Some(token) if text.contains(token) => text.replace(token, "").trim().to_string(),
+            _ => text.to_string(),
+        }
+    }
+
     fn limit_reached(&self, text: String, run: &TurnRun, sink: &dyn EventSink) -> TurnResult {
         sink.emit(AgentEvent::Warning {
             message: format!(
-                "stopped: reached the limit of {} tool iterations (raise --max-iterations)",
+                "stopped: reached the limit of {} steps (raise --max-iterations or [agent] max_steps)",
                 self.ctx.max_iterations
             ),
         });
-        run.result(self, TurnOutcome::LimitReached, text)
+        run.result(self, TurnOutcome::MaxSteps, text)
     }
 
     /// The reply enters history with every call answered by `output` (a
@@ -422,6 +488,11 @@ impl Session {
                 Decision::Continue => {}
                 Decision::AddItems(items) => match phase {
                     Phase::BeforeCompact | Phase::SessionEnd => misplaced("add items"),
+                    _ => applied.items.extend(items),
+                },
+                Decision::Note(items) => match phase {
+                    Phase::BeforeCompact | Phase::SessionEnd => misplaced("add items"),
+                    Phase::TurnEnd => applied.notes.extend(items),
                     _ => applied.items.extend(items),
                 },
                 Decision::ReplaceArgs(args) => match point {
@@ -595,6 +666,7 @@ fn describe(decision: &Decision) -> String {
     match decision {
         Decision::Continue => "continue".into(),
         Decision::AddItems(items) => format!("add_items ({})", items.len()),
+        Decision::Note(items) => format!("note ({})", items.len()),
         Decision::ReplaceArgs(_) => "replace_args".into(),
         Decision::Block(reason) => format!("block: {reason}"),
         Decision::ReplaceOutput(_) => "replace_output".into(),

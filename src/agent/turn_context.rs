@@ -62,6 +62,12 @@ pub struct TurnContext {
     /// The configured context strategy (config, agent); `None`: the model
     /// family's, else by the window's size.
     pub context_strategy: Option<ContextStrategyKind>,
+    /// `[agent] done_token`: writing it ends the turn (stripped from the
+    /// answer; the system prompt says so).
+    pub done_token: Option<String>,
+    /// `[agent] test_command` with `enable_test_run` (the system prompt
+    /// says it runs when the model is done).
+    pub test_command: Option<String>,
 }
 
 impl TurnContext {
@@ -148,6 +154,8 @@ impl TurnContext {
             provider: &p.provider,
             today,
             memory: p.config.memory.as_deref(),
+            done_token: self.done_token.as_deref(),
+            test_command: self.test_command.as_deref(),
         }
     }
 

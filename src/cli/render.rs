@@ -2,7 +2,9 @@
 //! JSON object per line on stdout (`--json`). Verbose logs go to stderr in
 //! both modes and never change what runs or what stdout holds.
 
-use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item, Plan, StepStatus, ToolStatus};
+use crate::protocol::{
+    AgentEvent, ApprovalStatus, EventSink, Item, Plan, StepStatus, TestRun, ToolStatus,
+};
 use crate::tools::truncate::clip;
 use std::borrow::Cow;
 use std::io::Write;
@@ -207,6 +209,39 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             &format!("compacted history: {items_before} → {items_after} items ({tokens_before} tokens before)"),
         ),
         AgentEvent::Plan { plan } => paint("36", &plan_lines(plan)),
+        AgentEvent::Test { run } => test_line(color, run),
+        AgentEvent::Reflect {
+            reflection,
+            error,
+            blocked,
+            ..
+        } => {
+            let text = match (reflection, error) {
+                (Some(r), _) => {
+                    let mut text = format!("reflection (quality: {})", one_line(&r.quality, 40));
+                    if !r.issues.is_empty() {
+                        text.push_str(&format!(": issues: {}", one_line(&r.issues.join("; "), 160)));
+                    }
+                    if !r.recommendations.is_empty() {
+                        text.push_str(&format!(
+                            " · recommends: {}",
+                            one_line(&r.recommendations.join("; "), 160)
+                        ));
+                    }
+                    text
+                }
+                (None, error) => format!(
+                    "reflection (not parsed: {})",
+                    one_line(error.as_deref().unwrap_or("no JSON"), 100)
+                ),
+            };
+            let text = if *blocked {
+                format!("{text} · blocked the step")
+            } else {
+                text
+            };
+            paint(if *blocked { "31" } else { "35" }, &format!("◆ {text}"))
+        }
         AgentEvent::Context { files } => paint(
             "2",
             &format!(
@@ -247,6 +282,52 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
         _ => return None,
     };
     Some(text)
+}
+
+/// A test run: its mark, status, summary, time, and the failing tests.
+fn test_line(color: bool, run: &TestRun) -> String {
+    let (mark, status) = match (run.passed, run.timed_out, run.exit_code) {
+        (true, _, _) => (paint(color, "32", "✓"), "tests passed".to_string()),
+        (false, true, _) => (paint(color, "31", "✗"), "tests timed out".to_string()),
+        (false, false, Some(code)) => (
+            paint(color, "31", "✗"),
+            format!("tests failed (exit {code})"),
+        ),
+        (false, false, None) => (paint(color, "31", "✗"), "tests did not run".to_string()),
+    };
+    let retry = if run.attempt > 1 {
+        format!(" · attempt {}", run.attempt)
+    } else {
+        String::new()
+    };
+    let summary = if run.test_summary.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", one_line(&run.test_summary, 160))
+    };
+    let mut text = format!(
+        "{mark} {status}{summary} · {:.1} s{retry}",
+        run.duration_ms as f64 / 1000.0
+    );
+    if !run.failing_tests.is_empty() {
+        let shown: Vec<&str> = run
+            .failing_tests
+            .iter()
+            .take(5)
+            .map(String::as_str)
+            .collect();
+        let more = run.failing_tests.len() - shown.len();
+        text.push_str(&format!(
+            "\n    failing: {}{}",
+            one_line(&shown.join(", "), 200),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    text
 }
 
 /// Verbose diagnostics shared by both renderers.

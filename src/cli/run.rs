@@ -313,8 +313,8 @@ fn execute(
 fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
     match outcome {
         TurnOutcome::Done => "done".into(),
-        TurnOutcome::LimitReached => format!(
-            "reached the limit of {max_iterations} tool iterations (raise --max-iterations)"
+        TurnOutcome::MaxSteps => format!(
+            "reached the limit of {max_iterations} steps (raise --max-iterations or [agent] max_steps)"
         ),
         TurnOutcome::EmptyResponse => "the model returned empty responses".into(),
         TurnOutcome::Truncated => "the model's output was cut off at its token limit".into(),
@@ -323,5 +323,6 @@ fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
         TurnOutcome::Interrupted => "interrupted".into(),
         TurnOutcome::BudgetExceeded => "a budget ran out".into(),
         TurnOutcome::Blocked => "blocked by a guardrail or a hook".into(),
+        TurnOutcome::BlockedByReflect => "a reflection blocked the step".into(),
     }
 }

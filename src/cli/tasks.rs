@@ -240,9 +240,10 @@ fn agent_config(
     if agent.context_strategy.is_some() {
         config.context_strategy = agent.context_strategy;
     }
-    if let Some(on) = agent.enable_plan {
-        config.enable_plan = on;
-    }
+    agent
+        .strategies
+        .apply(&mut config, &format!("agents.{}", agent.id))
+        .map_err(&at)?;
     setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =

@@ -5,6 +5,7 @@
 //! Every file is checked on its own first, so an error names the file, the
 //! line and column, or the unknown key by its full path.
 
+mod agent;
 mod agents_md;
 mod hooks;
 mod keys;
@@ -27,6 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use agent::AgentFile;
 pub use agents_md::load_user_instructions;
 pub use providers::ProviderFile;
 pub use trust::TrustStore;
@@ -87,17 +89,6 @@ pub struct ToolsFile {
 pub struct CompactionFile {
     pub token_limit: Option<u64>,
     pub context_fraction: Option<f64>,
-}
-
-/// `[agent]`: strategies of the built-in agent.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentFile {
-    /// Attach the files a prompt names, the README and the build manifest
-    /// when no context is given (docs/context.md#context-files).
-    pub auto_context: Option<bool>,
-    /// The `update_plan` tool and `plan` events (docs/plan.md).
-    pub enable_plan: Option<bool>,
 }
 
 /// `[memory]`
@@ -310,10 +301,13 @@ impl ConfigFile {
         }
         pick(&mut self.effects, over.effects);
         pick(&mut self.context_strategy, over.context_strategy);
-        if let Some(o) = over.agent {
-            let a = self.agent.get_or_insert_with(Default::default);
-            pick(&mut a.auto_context, o.auto_context);
-            pick(&mut a.enable_plan, o.enable_plan);
+        if let Some(mut o) = over.agent {
+            // `[agent] max_steps` is `max_iterations` by its spec name: a
+            // later layer's either wins over an earlier layer's.
+            if let Some(n) = o.max_steps.take() {
+                self.max_iterations = Some(n);
+            }
+            self.agent.get_or_insert_with(Default::default).merge(o);
         }
         if let Some(o) = over.memory {
             let m = self.memory.get_or_insert_with(Default::default);
@@ -587,11 +581,9 @@ pub fn resolve(
     };
     session.effects = run::effects(c.effects)?;
     session.context_strategy = c.context_strategy;
-    session.enable_plan = c
-        .agent
-        .as_ref()
-        .and_then(|a| a.enable_plan)
-        .unwrap_or(false);
+    if let Some(agent) = &c.agent {
+        agent.apply(&mut session, "agent").map_err(ConfigError)?;
+    }
     session.run = run::run_config(c.run)?;
     Ok(Config {
         session,

@@ -181,6 +181,16 @@ pub(super) fn restrict_untrusted(
     if project.shell.take().is_some() {
         ignore("shell".into());
     }
+    if let Some(agent) = project.agent.as_mut() {
+        // The test command runs when the model is done: the repository's
+        // own choice of command waits for trust like its hooks.
+        if agent.test_command.take().is_some() {
+            ignore("agent.test_command".into());
+        }
+        if agent.enable_test_run.take().is_some() {
+            ignore("agent.enable_test_run".into());
+        }
+    }
     if let Some(file) = &project.base_instructions_file {
         if !inside(file, &repo) {
             project.base_instructions_file = None;

@@ -165,6 +165,12 @@ impl Attempt<'_> {
     ) {
         let mut config = agent.config.clone();
         config.cwd = cwd.to_path_buf();
+        if let Err(e) = task
+            .strategies
+            .apply(&mut config, &format!("tasks.{}", task.id))
+        {
+            return result.fail(FailureReason::SetupFailed, e);
+        }
         if let Some(script) = &self.planned.script {
             config.provider.script = Some(script.clone());
         }
@@ -218,6 +224,7 @@ impl Attempt<'_> {
         result.model_requests = totals.model_requests;
         result.compactions = totals.compactions;
         result.plan = session.plan();
+        result.tests = session.test_runs();
         result.tool_calls = totals
             .tools
             .iter()
@@ -253,7 +260,7 @@ impl Attempt<'_> {
                     format!("stopped: the {what} ran out"),
                 );
             }
-            TurnOutcome::LimitReached => result.fail(
+            TurnOutcome::MaxSteps => result.fail(
                 FailureReason::MaxSteps,
                 format!("reached the agent's limit of {max_steps} steps"),
             ),
@@ -266,6 +273,7 @@ impl Attempt<'_> {
                     TurnOutcome::Truncated => "the model's output was cut off at its token limit",
                     TurnOutcome::RepeatedFailure => "the model kept repeating a failing tool call",
                     TurnOutcome::Blocked => "blocked by a guardrail or a hook",
+                    TurnOutcome::BlockedByReflect => "a reflection blocked the step",
                     _ => "the final answer does not match the output schema",
                 };
                 let why = turn.reason.clone().unwrap_or_else(|| why.to_string());

@@ -3,7 +3,7 @@
 //! docs/results.md, with a JSON Schema in docs/results.schema.json. Fields
 //! are only ever added within a version.
 
-use crate::protocol::{utc_date_time, Limit, Plan};
+use crate::protocol::{utc_date_time, Limit, Plan, TestRun};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -204,6 +204,9 @@ pub struct AttemptResult {
     /// The model's last plan (`update_plan`, with `[agent] enable_plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+    /// Each run of the test command (`test_command`, with the test loop).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<TestRun>,
 }
 
 impl AttemptResult {
@@ -229,6 +232,7 @@ impl AttemptResult {
             compactions: 0,
             final_answer: String::new(),
             plan: None,
+            tests: Vec::new(),
         }
     }
 

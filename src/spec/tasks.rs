@@ -26,6 +26,8 @@
 use super::cards::{self, AgentCard};
 use super::effects::EffectSpec;
 use super::{parse_toml, resolve, Problem, SpecError};
+use crate::agent::effects::reflect::ReflectionPolicy;
+use crate::config::AgentFile;
 use crate::protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -75,8 +77,9 @@ pub struct AgentSpec {
     pub effects: Vec<EffectSpec>,
     /// How the agent's requests stay within the window (docs/context.md).
     pub context_strategy: Option<ContextStrategyKind>,
-    /// The `update_plan` tool and `plan` events (docs/plan.md).
-    pub enable_plan: Option<bool>,
+    /// The agent's strategies (`enable_plan`, `enable_test_run`,
+    /// `test_command`, `enable_reflect`, ...: the keys of `[agent]`).
+    pub strategies: AgentFile,
 }
 
 /// Where an attempt runs.
@@ -146,6 +149,9 @@ pub struct TaskSpec {
     pub script: Option<PathBuf>,
     /// Files and directories of the workspace attached to the prompt.
     pub context_paths: Vec<String>,
+    /// The task's own strategies, over its agent's: `test_command`,
+    /// `enable_plan`, `enable_reflect`.
+    pub strategies: AgentFile,
 }
 
 /// What must hold after the agent finished.
@@ -273,6 +279,14 @@ struct RawAgent {
     effects: Option<Vec<toml::Value>>,
     context_strategy: Option<ContextStrategyKind>,
     enable_plan: Option<bool>,
+    enable_test_run: Option<bool>,
+    test_command: Option<String>,
+    test_retries: Option<u32>,
+    test_timeout_seconds: Option<u64>,
+    enable_reflect: Option<bool>,
+    enable_self_diff: Option<bool>,
+    reflection_policy: Option<ReflectionPolicy>,
+    done_token: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -295,6 +309,9 @@ struct RawTask {
     script: Option<PathBuf>,
     #[serde(default)]
     context_paths: Vec<String>,
+    test_command: Option<String>,
+    enable_plan: Option<bool>,
+    enable_reflect: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -510,7 +527,18 @@ impl Validator<'_> {
             script,
             effects,
             context_strategy: a.context_strategy,
-            enable_plan: a.enable_plan,
+            strategies: AgentFile {
+                enable_plan: a.enable_plan,
+                enable_test_run: a.enable_test_run,
+                test_command: a.test_command,
+                test_retries: a.test_retries,
+                test_timeout_seconds: a.test_timeout_seconds,
+                enable_reflect: a.enable_reflect,
+                enable_self_diff: a.enable_self_diff,
+                reflection_policy: a.reflection_policy,
+                done_token: a.done_token,
+                ..AgentFile::default()
+            },
         }
     }
 
@@ -652,6 +680,12 @@ impl Validator<'_> {
             tags: t.tags,
             script,
             context_paths: t.context_paths,
+            strategies: AgentFile {
+                test_command: t.test_command,
+                enable_plan: t.enable_plan,
+                enable_reflect: t.enable_reflect,
+                ..AgentFile::default()
+            },
         }
     }
 

@@ -173,24 +173,13 @@ impl Tool for ShellTool {
                 Ok(args) => args,
                 Err(result) => return result,
             };
-            let env = self
-                .env
-                .get_or_init(|| self.env_policy.child_env().map_err(|e| e.to_string()));
-            match env {
-                Ok(env) => self.run_shell(args, env, ctx).await,
-                Err(e) => ToolResult::error(e.clone()),
-            }
+            self.run_shell(args, ctx).await
         })
     }
 }
 
 impl ShellTool {
-    async fn run_shell(
-        &self,
-        args: Args,
-        env: &BTreeMap<String, String>,
-        ctx: &ToolContext,
-    ) -> ToolResult {
+    async fn run_shell(&self, args: Args, ctx: &ToolContext) -> ToolResult {
         let config = &ctx.config;
         let cwd = match &args.workdir {
             Some(dir) => match paths::workspace_dir(ctx, dir).await {
@@ -251,34 +240,16 @@ impl ShellTool {
                 .map_or(config.shell_timeout, Duration::from_millis)
                 .min(config.max_shell_timeout)
         };
-        let mut env = env.clone();
-        let sandbox = if ctx.sandbox.mode == SandboxMode::DangerFullAccess {
-            None
-        } else {
-            match self.confinement(ctx).await {
-                Ok(confinement) => Some(confinement),
-                Err(e) => return ToolResult::error(format!("{e}; nothing was run")),
-            }
+        let env = match self.child_env() {
+            Ok(env) => env,
+            Err(e) => return ToolResult::error(e),
         };
-        if let Some(temp) = sandbox.as_ref().and_then(|c| c.temp_dir()) {
-            for var in ["TMPDIR", "TMP", "TEMP"] {
-                env.insert(var.to_string(), temp.display().to_string());
-            }
-        }
-        // A few stat calls: cheaper than a trip to the blocking pool.
-        let missing = sandbox
-            .as_ref()
-            .map(|c| protected::Missing::before(c.workspace_roots()));
-        let request = ExecRequest {
-            argv,
-            cwd,
-            env,
-            timeout,
-            capture_limit_bytes: config.capture_limit_bytes,
-            kill_grace: exec::DEFAULT_KILL_GRACE,
-            io_drain: exec::DEFAULT_IO_DRAIN,
-            sandbox: sandbox.clone(),
-            stdin: None,
+        let (request, sandbox, missing) = match self
+            .prepare(ctx, argv, cwd, env, timeout, config.capture_limit_bytes)
+            .await
+        {
+            Ok(prepared) => prepared,
+            Err(e) => return ToolResult::error(format!("{e}; nothing was run")),
         };
         if args.background {
             return self.start_job(ctx, request, shown, missing);
@@ -301,6 +272,94 @@ impl ShellTool {
             result.is_error = true;
         }
         result
+    }
+
+    /// The child environment (computed once).
+    fn child_env(&self) -> Result<BTreeMap<String, String>, String> {
+        self.env
+            .get_or_init(|| self.env_policy.child_env().map_err(|e| e.to_string()))
+            .clone()
+    }
+
+    /// `argv` as a request confined by `ctx`'s policy (unless it is
+    /// danger-full-access), with the sandbox's temporary directory, and
+    /// the protected paths that do not exist yet (to undo their creation).
+    async fn prepare(
+        &self,
+        ctx: &ToolContext,
+        argv: Vec<String>,
+        cwd: PathBuf,
+        mut env: BTreeMap<String, String>,
+        timeout: Duration,
+        capture_limit_bytes: usize,
+    ) -> Result<
+        (
+            ExecRequest,
+            Option<Arc<Confinement>>,
+            Option<protected::Missing>,
+        ),
+        String,
+    > {
+        let sandbox = if ctx.sandbox.mode == SandboxMode::DangerFullAccess {
+            None
+        } else {
+            Some(self.confinement(ctx).await?)
+        };
+        if let Some(temp) = sandbox.as_ref().and_then(|c| c.temp_dir()) {
+            for var in ["TMPDIR", "TMP", "TEMP"] {
+                env.insert(var.to_string(), temp.display().to_string());
+            }
+        }
+        // A few stat calls: cheaper than a trip to the blocking pool.
+        let missing = sandbox
+            .as_ref()
+            .map(|c| protected::Missing::before(c.workspace_roots()));
+        let request = ExecRequest {
+            argv,
+            cwd,
+            env,
+            timeout,
+            capture_limit_bytes,
+            kill_grace: exec::DEFAULT_KILL_GRACE,
+            io_drain: exec::DEFAULT_IO_DRAIN,
+            sandbox: sandbox.clone(),
+            stdin: None,
+        };
+        Ok((request, sandbox, missing))
+    }
+
+    /// Run `command` (a shell line; stderr joins stdout, so the output is
+    /// in the order it was written) in `ctx.cwd`, confined like every
+    /// `shell` call, keeping up to `capture_limit_bytes` of output: for
+    /// cogni's own commands in the sandbox, like the test command of the
+    /// test-driven loop. The error text of a protected path the command
+    /// created comes with the output.
+    pub async fn run_command(
+        &self,
+        ctx: &ToolContext,
+        command: &str,
+        timeout: Duration,
+        capture_limit_bytes: usize,
+    ) -> Result<(ExecOutput, Option<String>), String> {
+        let argv = vec![
+            ctx.sandbox.shell.clone(),
+            "-c".to_string(),
+            format!("exec 2>&1\n{command}"),
+        ];
+        let env = self.child_env()?;
+        let (request, _sandbox, missing) = self
+            .prepare(
+                ctx,
+                argv,
+                ctx.cwd.clone(),
+                env,
+                timeout,
+                capture_limit_bytes,
+            )
+            .await?;
+        let output = exec::run(request).await.map_err(|e| e.to_string())?;
+        let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
+        Ok((output, protected_note(&ctx.cwd, &undone)))
     }
 
     /// Start `request` as a background job; the model gets its id at once.

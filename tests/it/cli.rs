@@ -283,7 +283,7 @@ fn iteration_limit_exits_1() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr_of(&out).contains("limit of 2 tool iterations"),
+        stderr_of(&out).contains("limit of 2 steps"),
         "{}",
         stderr_of(&out)
     );

@@ -84,7 +84,7 @@ fn assert_code(out: &Output, code: i32) {
 }
 
 /// results.json against docs/results.schema.json.
-fn assert_valid(results: &Value) {
+pub(crate) fn assert_valid(results: &Value) {
     let schema: Value = serde_json::from_str(SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator

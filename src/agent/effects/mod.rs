@@ -22,8 +22,11 @@ pub mod guardrail;
 pub mod hooks;
 pub mod output;
 pub mod plan;
+pub mod reflect;
 pub mod repeat;
+pub mod test_run;
 
+use super::outcome::ToolCallRecord;
 use super::turn_context::TurnContext;
 use crate::protocol::{
     Approver, EventSink, HistoryItem, Limit, StopReason, ToolCall, TurnOutcome, Usage,
@@ -51,6 +54,9 @@ pub enum Phase {
     BeforeTool,
     /// After each tool call ran.
     AfterTool,
+    /// A step ended: a reply's tool calls all ran and entered history
+    /// (reflection critiques the step here).
+    StepEnd,
     /// Before history is compacted.
     BeforeCompact,
     /// The model answered without asking for tools: the turn is about to
@@ -69,6 +75,7 @@ impl Phase {
             Phase::AfterModel => "after_model",
             Phase::BeforeTool => "before_tool",
             Phase::AfterTool => "after_tool",
+            Phase::StepEnd => "step_end",
             Phase::BeforeCompact => "before_compact",
             Phase::TurnEnd => "turn_end",
             Phase::SessionEnd => "session_end",
@@ -103,6 +110,11 @@ pub enum Point<'a> {
     AfterTool {
         call: &'a ToolCall,
         result: &'a ToolResult,
+    },
+    /// A step ended: the reply, and its calls as they ran.
+    StepEnd {
+        reply: &'a Reply,
+        calls: &'a [ToolCallRecord],
     },
     /// Compaction is about to run (`overflow`: after the request did not
     /// fit; `manual`: the user asked for it, `/compact`).
@@ -158,6 +170,7 @@ impl Point<'_> {
             Point::AfterModel { .. } | Point::ModelFailed { .. } => Phase::AfterModel,
             Point::BeforeTool { .. } => Phase::BeforeTool,
             Point::AfterTool { .. } => Phase::AfterTool,
+            Point::StepEnd { .. } => Phase::StepEnd,
             Point::BeforeCompact { .. } => Phase::BeforeCompact,
             Point::TurnEnd { .. } => Phase::TurnEnd,
             Point::SessionEnd { .. } => Phase::SessionEnd,
@@ -294,6 +307,10 @@ pub enum Decision {
     /// Items for the model: before a request, into it; after a reply or at
     /// the turn's end, for the next request (which keeps the turn going).
     AddItems(Vec<HistoryItem>),
+    /// Items for history that do not by themselves ask for another
+    /// request: at the turn's end they are kept and the turn still ends
+    /// (a reflection on the final answer); elsewhere like `AddItems`.
+    Note(Vec<HistoryItem>),
     /// Before a tool call: run it with these arguments instead.
     ReplaceArgs(String),
     /// Before a tool call: do not run it; `reason` is its output.

@@ -26,13 +26,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The sections' names, in the order they appear.
-pub const SECTION_ORDER: [&str; 8] = [
+pub const SECTION_ORDER: [&str; 9] = [
     "identity",
     "tools",
     "skills",
     "model_aliases",
     "workspace",
     "sandbox",
+    "finishing",
     "runtime",
     "memory",
 ];
@@ -84,12 +85,16 @@ pub struct SystemPromptBuilder<'a> {
     pub provider: &'a str,
     pub today: &'a Today,
     pub memory: Option<&'a str>,
+    /// `[agent] done_token`.
+    pub done_token: Option<&'a str>,
+    /// `[agent] test_command` (with `enable_test_run`).
+    pub test_command: Option<&'a str>,
 }
 
 impl SystemPromptBuilder<'_> {
     /// The sections that have content, as (name, text), in [`SECTION_ORDER`].
     pub fn sections(&self) -> Vec<(&'static str, String)> {
-        let [id, tl, sk, al, ws, sb, rt, mm] = SECTION_ORDER;
+        let [id, tl, sk, al, ws, sb, fin, rt, mm] = SECTION_ORDER;
         [
             (id, identity(&self.identity)),
             (tl, self.tools.and_then(tools)),
@@ -97,6 +102,7 @@ impl SystemPromptBuilder<'_> {
             (al, model_aliases(self.model_aliases)),
             (ws, workspace(self.cwd, self.repo_root)),
             (sb, sandbox(self.cwd, self.sandbox)),
+            (fin, finishing(self.done_token, self.test_command)),
             (rt, runtime(self.model, self.provider, self.today)),
             (mm, memory(self.memory)),
         ]
@@ -244,6 +250,30 @@ pub fn sandbox(cwd: &Path, policy: &SandboxPolicy) -> Option<String> {
         }
     };
     let _ = write!(out, "\nNetwork: {}", if network { "on" } else { "off" });
+    Some(out)
+}
+
+/// `# Finishing` (only with a done token or a test command): how the
+/// model says it is done, and what runs when it is.
+pub fn finishing(done_token: Option<&str>, test_command: Option<&str>) -> Option<String> {
+    let done_token = non_blank(done_token);
+    let test_command = non_blank(test_command);
+    if done_token.is_none() && test_command.is_none() {
+        return None;
+    }
+    let mut out = String::from("# Finishing");
+    if let Some(command) = test_command {
+        let _ = write!(
+            out,
+            "\nWhen you are done, `{command}` runs in the workspace. If tests fail, you get the failures and continue until they pass."
+        );
+    }
+    if let Some(token) = done_token {
+        let _ = write!(
+            out,
+            "\nWhen the task is complete, end your final reply with {token}."
+        );
+    }
     Some(out)
 }
 

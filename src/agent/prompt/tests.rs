@@ -106,6 +106,8 @@ impl Everything {
             provider: "openai",
             today: &self.today,
             memory: Some("- The user runs tests with `make check`."),
+            done_token: Some("[done]"),
+            test_command: Some("make check"),
         }
     }
 }
@@ -125,6 +127,7 @@ fn sections_come_in_order_and_only_with_content() {
         "# Model aliases",
         "# Workspace",
         "# Sandbox",
+        "# Finishing",
         "# Runtime",
         "# Memory",
     ]
@@ -148,6 +151,8 @@ fn sections_come_in_order_and_only_with_content() {
         skills: &[],
         model_aliases: &none,
         memory: None,
+        done_token: None,
+        test_command: None,
         ..builder
     };
     let names: Vec<&str> = bare.sections().iter().map(|(n, _)| *n).collect();

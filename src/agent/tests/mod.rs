@@ -677,7 +677,7 @@ async fn iteration_limit_ends_the_turn_with_limit_reached() {
     c.max_iterations = 3;
     let mut h = harness_with(&turn, c);
     let r = h.run("loop").await.unwrap();
-    assert_eq!(r.outcome, TurnOutcome::LimitReached);
+    assert_eq!(r.outcome, TurnOutcome::MaxSteps);
     assert_eq!(r.iterations, 3);
     assert_eq!(r.tool_calls.len(), 3);
     assert_eq!(h.fake.seen().len(), 3);
