@@ -21,3 +21,4 @@ mod runner;
 mod sandbox;
 mod sessions;
 mod shell;
+mod text_tools;

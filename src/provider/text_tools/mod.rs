@@ -87,16 +87,16 @@ pub fn instructions(
         }
         let _ = write!(
             out,
-            "# Final answer\n\nYour final answer (a reply without tool call blocks) is one JSON value matching this schema, and nothing else:\n{schema}"
+            "# Final answer format\n\nYour final answer (a reply without tool call blocks) is one JSON value matching this schema, and nothing else:\n{schema}"
         );
     }
     out
 }
 
-/// `# Tools`: how to call them, then each tool with its schema.
+/// `# Tool calls`: how to write one, then each tool with its schema.
 fn tool_section(tools: &[ToolSpec]) -> String {
     let mut out = format!(
-        "# Tools\n\n\
+        "# Tool calls\n\n\
          You call a tool by writing a tool call block in your reply: a fenced json block holding one JSON object with the tool's name and its arguments:\n\n\
          {CALL_FORMAT}\n\n\
          - One block per call; write several blocks to call several tools. They run in order.\n\
@@ -151,6 +151,7 @@ pub fn history_as_text(input: &[HistoryItem]) -> Vec<HistoryItem> {
                         role: Role::Assistant,
                         content: Content::Text { text, tag: None },
                     }) => {
+                        text.truncate(text.trim_end().len());
                         text.push_str("\n\n");
                         text.push_str(&block);
                     }

@@ -76,7 +76,7 @@ async fn the_request_has_no_tools_and_the_same_tool_section_every_time() {
     let seen = inner.seen.lock().unwrap();
     assert_eq!(seen[0].0, seen[1].0, "byte-identical instructions");
     let text = &seen[0].0;
-    assert!(text.starts_with("Be brief.\n\n# Tools\n"), "{text}");
+    assert!(text.starts_with("Be brief.\n\n# Tool calls\n"), "{text}");
     assert!(text.contains(CALL_FORMAT), "{text}");
     assert!(
         text.contains("## read_file\nread_file things\nArguments (JSON schema): {\"properties\":{},\"type\":\"object\"}"),
