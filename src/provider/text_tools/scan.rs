@@ -182,7 +182,7 @@ impl Scanner {
             return false;
         }
         match self.mode {
-            Mode::Text { line_start: false } => self.to_line_end(Mode::Text { line_start: true }),
+            Mode::Text { line_start: false } => self.through_line_end(Mode::Text { line_start: true }),
             Mode::Text { line_start: true } => self.line_start(),
             Mode::AfterBlock => {
                 let rest = self.pending.trim_start_matches([' ', '\t', '\r']);
@@ -201,7 +201,7 @@ impl Scanner {
             Mode::Code {
                 ticks,
                 line_start: false,
-            } => self.to_line_end(Mode::Code {
+            } => self.through_line_end(Mode::Code {
                 ticks,
                 line_start: true,
             }),
@@ -220,7 +220,7 @@ impl Scanner {
 
     /// Release the text up to and including the next newline (then be in
     /// `next`), or all of it.
-    fn to_line_end(&mut self, next: Mode) -> bool {
+    fn through_line_end(&mut self, next: Mode) -> bool {
         match self.pending.find('\n') {
             Some(i) => {
                 self.release(i + 1);
@@ -569,7 +569,7 @@ fn read_call(value: &Value, freeform: &[String]) -> Result<Piece, String> {
         }
     };
     let arguments = ARGUMENT_KEYS.iter().find_map(|k| object.get(*k));
-    let free = freeform.iter().any(|f| *f == name);
+    let free = freeform.contains(&name);
     let arguments = match arguments {
         None | Some(Value::Null) => "{}".to_string(),
         Some(object @ Value::Object(_)) => object.to_string(),

@@ -6,10 +6,14 @@ use crate::provider::test_support::{
 use crate::provider::ProviderError;
 use std::sync::Mutex;
 
+/// What a request carried: instructions, input, how many API tools,
+/// whether it had an output schema.
+type Seen = (String, Vec<HistoryItem>, usize, bool);
+
 /// A provider that replays `events` and keeps what it was asked.
 struct Recording {
     events: Vec<ResponseEvent>,
-    seen: Mutex<Vec<(String, Vec<HistoryItem>, usize, bool)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 impl Provider for Recording {
