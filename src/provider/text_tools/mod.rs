@@ -7,7 +7,7 @@
 //! the same on every request so the prefix the provider caches never
 //! changes; calls in history become the blocks the model wrote and their
 //! outputs user messages, so the whole conversation is plain text. On the
-//! way in it watches the reply ([`scan`]): text streams as it arrives, a
+//! way in it watches the reply (`scan.rs`): text streams as it arrives, a
 //! tool-call block is held back, never shown, and becomes a
 //! [`ResponseEvent::ToolCall`], run like any native call. A block that
 //! cannot be read becomes a call to [`INVALID_CALL`], which the tool
@@ -16,7 +16,7 @@
 
 mod scan;
 
-use super::{freeform, http, ModelRequest, Provider, ResponseEvent, ResponseStream};
+use super::{freeform, http, ModelRequest, Provider, ProviderError, ResponseEvent, ResponseStream};
 use crate::protocol::{
     Content, HistoryItem, Role, StopReason, ToolCall, ToolCallKind, ToolFormat, ToolSpec,
 };
@@ -214,19 +214,17 @@ fn call_block(call: &ToolCall) -> String {
 /// The events of `inner` with the tool-call blocks in its text turned into
 /// calls.
 fn calls_from_text(inner: ResponseStream, freeform: Vec<String>) -> ResponseStream {
-    let mut scanner = Scanner::new(freeform.clone());
-    let mut calls = 0usize;
+    let mut reply = Reply::new(freeform.clone());
     inner
         .flat_map(move |event| {
             let out = match event {
                 Ok(ResponseEvent::TextDelta(delta)) => {
-                    scanner.push(&delta);
-                    events(scanner.take(), &mut calls)
+                    reply.scanner.push(&delta);
+                    reply.events()
                 }
                 Ok(ResponseEvent::Retrying { .. }) => {
                     // The retried attempt starts the reply over.
-                    scanner = Scanner::new(freeform.clone());
-                    calls = 0;
+                    reply = Reply::new(freeform.clone());
                     vec![event]
                 }
                 Ok(ResponseEvent::Completed {
@@ -234,10 +232,15 @@ fn calls_from_text(inner: ResponseStream, freeform: Vec<String>) -> ResponseStre
                     stop_reason,
                     incomplete_tool_call,
                 }) => {
-                    let cut_off = scanner.finish(stop_reason == StopReason::Length);
-                    let mut out = events(scanner.take(), &mut calls);
+                    let cut_off = reply.scanner.finish(stop_reason == StopReason::Length);
+                    let mut out = reply.events();
+                    if reply.calls == 0 && !reply.blank.is_empty() {
+                        out.push(Ok(ResponseEvent::TextDelta(std::mem::take(
+                            &mut reply.blank,
+                        ))));
+                    }
                     let stop_reason = match stop_reason {
-                        StopReason::Stop if calls > 0 => StopReason::ToolCalls,
+                        StopReason::Stop if reply.calls > 0 => StopReason::ToolCalls,
                         other => other,
                     };
                     out.push(Ok(ResponseEvent::Completed {
@@ -248,7 +251,7 @@ fn calls_from_text(inner: ResponseStream, freeform: Vec<String>) -> ResponseStre
                     out
                 }
                 Ok(ResponseEvent::ToolCall(call)) => {
-                    calls += 1;
+                    reply.calls += 1;
                     vec![Ok(ResponseEvent::ToolCall(call))]
                 }
                 other => vec![other],
@@ -258,15 +261,41 @@ fn calls_from_text(inner: ResponseStream, freeform: Vec<String>) -> ResponseStre
         .boxed()
 }
 
-fn events(
-    pieces: Vec<Piece>,
-    calls: &mut usize,
-) -> Vec<Result<ResponseEvent, super::ProviderError>> {
-    pieces
-        .into_iter()
-        .map(|piece| {
+/// One attempt at a reply, as it streams.
+struct Reply {
+    scanner: Scanner,
+    /// Calls found so far.
+    calls: usize,
+    /// Blank text not passed on yet: the blanks around a block go with it.
+    blank: String,
+}
+
+impl Reply {
+    fn new(freeform: Vec<String>) -> Self {
+        Reply {
+            scanner: Scanner::new(freeform),
+            calls: 0,
+            blank: String::new(),
+        }
+    }
+
+    /// The events of what the scanner found: text as deltas, each call as
+    /// `ToolCallStarted` (the reply's first sign of life when it is only a
+    /// block) and the call.
+    fn events(&mut self) -> Vec<Result<ResponseEvent, ProviderError>> {
+        let pieces = self.scanner.take();
+        let mut out = Vec::with_capacity(pieces.len());
+        for piece in pieces {
             let call = match piece {
-                Piece::Text(text) => return Ok(ResponseEvent::TextDelta(text)),
+                Piece::Text(text) if text.trim().is_empty() => {
+                    self.blank.push_str(&text);
+                    continue;
+                }
+                Piece::Text(text) => {
+                    let blank = std::mem::take(&mut self.blank);
+                    out.push(Ok(ResponseEvent::TextDelta(blank + &text)));
+                    continue;
+                }
                 Piece::Call {
                     name,
                     arguments,
@@ -288,10 +317,16 @@ fn events(
                     kind: ToolCallKind::Function,
                 },
             };
-            *calls += 1;
-            Ok(ResponseEvent::ToolCall(call))
-        })
-        .collect()
+            self.blank.clear();
+            self.calls += 1;
+            out.push(Ok(ResponseEvent::ToolCallStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            }));
+            out.push(Ok(ResponseEvent::ToolCall(call)));
+        }
+        out
+    }
 }
 
 /// An id unique in the session (and across sessions: it is also unique

@@ -182,7 +182,9 @@ impl Scanner {
             return false;
         }
         match self.mode {
-            Mode::Text { line_start: false } => self.through_line_end(Mode::Text { line_start: true }),
+            Mode::Text { line_start: false } => {
+                self.through_line_end(Mode::Text { line_start: true })
+            }
             Mode::Text { line_start: true } => self.line_start(),
             Mode::AfterBlock => {
                 let rest = self.pending.trim_start_matches([' ', '\t', '\r']);

@@ -3,7 +3,6 @@ use crate::protocol::Usage;
 use crate::provider::test_support::{
     call, function_tool, output, patch_tool, request, tool_output,
 };
-use crate::provider::ProviderError;
 use std::sync::Mutex;
 
 /// What a request carried: instructions, input, how many API tools,
@@ -47,6 +46,8 @@ fn deltas(texts: &[&str], stop: StopReason) -> Vec<ResponseEvent> {
     events
 }
 
+/// The events of `events` through the decorator, without the
+/// `ToolCallStarted` before each call (checked here).
 async fn run(events: Vec<ResponseEvent>, tools: &[ToolSpec]) -> Vec<ResponseEvent> {
     let inner = Arc::new(Recording {
         events,
@@ -54,11 +55,25 @@ async fn run(events: Vec<ResponseEvent>, tools: &[ToolSpec]) -> Vec<ResponseEven
     });
     let provider = TextTools::new(inner);
     let input = [HistoryItem::text(Role::User, "go")];
-    provider
+    let all: Vec<ResponseEvent> = provider
         .stream(&request(&input, tools))
         .map(|e| e.unwrap())
         .collect()
-        .await
+        .await;
+    for (i, event) in all.iter().enumerate() {
+        if let ResponseEvent::ToolCall(call) = event {
+            assert_eq!(
+                all[i - 1],
+                ResponseEvent::ToolCallStarted {
+                    id: call.id.clone(),
+                    name: call.name.clone()
+                }
+            );
+        }
+    }
+    all.into_iter()
+        .filter(|e| !matches!(e, ResponseEvent::ToolCallStarted { .. }))
+        .collect()
 }
 
 #[tokio::test]
@@ -241,6 +256,30 @@ async fn a_block_cut_off_at_the_token_limit_is_an_incomplete_call() {
                 incomplete_tool_call: Some("shell".into()),
             }
         ]
+    );
+}
+
+#[tokio::test]
+async fn blanks_around_blocks_go_with_them() {
+    let block = "```json\n{\"tool\": \"a\"}\n```\n";
+    let events = run(
+        deltas(&["\n", block, "\n\n", block, "\n"], StopReason::Stop),
+        &[],
+    )
+    .await;
+    let texts: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e, ResponseEvent::TextDelta(_)))
+        .collect();
+    assert!(texts.is_empty(), "{events:?}");
+    let events = run(deltas(&["Done.", "\n"], StopReason::Stop), &[]).await;
+    assert_eq!(
+        events[..2],
+        [
+            ResponseEvent::TextDelta("Done.".into()),
+            ResponseEvent::TextDelta("\n".into())
+        ],
+        "a reply without calls keeps them"
     );
 }
 
