@@ -336,6 +336,15 @@ impl Session {
         sink: &dyn EventSink,
         approvals: &mut Vec<ApprovalStatus>,
     ) -> ToolResult {
+        if self.toolset.registry.spec(&call.name).is_none() {
+            // No such tool (or a call that could not be read): nothing runs,
+            // so there is nothing to approve; the answer says what is wrong.
+            return self
+                .toolset
+                .registry
+                .dispatch(call, &self.toolset.ctx)
+                .await;
+        }
         let policy = self.ctx.approval_policy;
         let read_only = self.toolset.registry.is_read_only(&call.name);
         match approval::precheck(policy, call, read_only, &self.toolset.ctx.sandbox.shell) {

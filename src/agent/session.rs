@@ -26,7 +26,10 @@ use crate::protocol::{
     NonInteractive, Plan, Role, SandboxPolicy, TestRun,
 };
 use crate::provider::model_family::{load_model_family, FamilyError, FamilyOverride};
-use crate::provider::{self, ModelFamily, Provider, ProviderError, ProviderInfo, WireApi};
+use crate::provider::text_tools::TextTools;
+use crate::provider::{
+    self, ModelFamily, Provider, ProviderError, ProviderInfo, ToolCallMode, WireApi,
+};
 use crate::spec::effects::EffectSpec;
 use crate::spec::hooks::HookSpec;
 use crate::tools::memory::RememberTool;
@@ -208,7 +211,12 @@ pub struct Session {
     pub(crate) ctx: TurnContext,
     pub(crate) history: History,
     pub(crate) toolset: Toolset,
+    /// What requests go through: the wire client, wrapped in
+    /// [`TextTools`] when the model family writes its tool calls as text.
     pub(crate) provider: Arc<dyn Provider>,
+    /// The wire client as the session was given it (kept for
+    /// [`Session::reconfigure`], whose model may call tools otherwise).
+    pub(crate) wire: Arc<dyn Provider>,
     pub(crate) meter: Meter,
     pub(crate) extensions: Extensions,
     /// The environment last shown to the model.
@@ -284,6 +292,11 @@ pub fn start_session_with_provider(
         &config.model_families,
     )?;
     let sampling = resolve_sampling(&config, &family)?;
+    let wire = provider;
+    let provider: Arc<dyn Provider> = match family.tool_call_mode {
+        ToolCallMode::Native => wire.clone(),
+        ToolCallMode::Text => Arc::new(TextTools::new(wire.clone())),
+    };
     let (mut effects, compaction) = build_effects(&config, output_schema)?;
     let mut tool_config = config.tool_config;
     // The model may ask to run a command without the sandbox only where
@@ -353,6 +366,7 @@ pub fn start_session_with_provider(
             approved: Mutex::new(HashSet::new()),
         },
         provider,
+        wire,
         meter: Meter {
             metrics: Metrics::with_price(ctx_price),
             limits: TurnLimits::default(),
@@ -676,11 +690,12 @@ impl Session {
     /// Switch to a new configuration (another model, an agent card's
     /// instructions and tools) and keep the conversation: the new initial
     /// context replaces the old one, everything after it stays. The
-    /// provider, metrics, approver, stop handle, observer and checkpoints
+    /// provider (its client; how tool calls are written follows the new
+    /// model's family), metrics, approver, stop handle, observer and checkpoints
     /// are kept; what follows is priced at the new model's price (a cost
     /// budget on a model without one is refused, as in [`Session::set_limits`]).
     pub fn reconfigure(&mut self, config: SessionConfig) -> Result<(), SessionError> {
-        let fresh = start_session_with_provider(config, self.provider.clone())?;
+        let fresh = start_session_with_provider(config, self.wire.clone())?;
         check_priced(
             &fresh.ctx.model,
             &fresh.ctx.model_family,
@@ -690,6 +705,8 @@ impl Session {
         let mut history = fresh.history.to_vec();
         history.extend_from_slice(&self.history[self.initial_len()..]);
         self.ctx = fresh.ctx;
+        // The new model may call tools another way.
+        self.provider = fresh.provider;
         self.toolset.registry = fresh.toolset.registry;
         // Background jobs keep running across a switch of model or agent.
         self.toolset.ctx = ToolContext {

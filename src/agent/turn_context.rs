@@ -9,7 +9,7 @@ use crate::metrics::tokens::Estimator;
 use crate::protocol::{
     ApprovalPolicy, ContextStrategyKind, HistoryItem, MessageTag, Role, SandboxPolicy, ToolSpec,
 };
-use crate::provider::ModelFamily;
+use crate::provider::{ModelFamily, ToolCallMode};
 use crate::tools::paths::repo_root;
 use std::path::PathBuf;
 
@@ -144,7 +144,10 @@ impl TurnContext {
                 apply_patch_instructions: self.model_family.needs_special_apply_patch_instructions
                     && !self.has_tool("apply_patch"),
             },
-            tools: self.model_family.tools_in_prompt.then_some(&self.tools[..]),
+            // In text mode the provider's tool section lists them in full.
+            tools: (self.model_family.tools_in_prompt
+                && self.model_family.tool_call_mode == ToolCallMode::Native)
+                .then_some(&self.tools[..]),
             skills: &p.config.skills,
             model_aliases: &p.model_aliases,
             cwd: &self.cwd,

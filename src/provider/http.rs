@@ -1052,7 +1052,7 @@ pub(crate) fn made_up_call_id() -> String {
 
 /// A unique text for ids the server did not send: the clock (so ids from
 /// another run of the program differ) and a counter (so ids in this run do).
-fn unique_suffix() -> String {
+pub(crate) fn unique_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let millis = std::time::SystemTime::now()

@@ -18,6 +18,7 @@ pub mod scripted;
 pub mod sse;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod text_tools;
 mod windows;
 
 use crate::protocol::{HistoryItem, Reasoning, StopReason, ToolCall, ToolSpec, Usage};
@@ -28,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use model_family::ModelFamily;
+pub use model_family::{ModelFamily, ToolCallMode};
 
 /// Everything a provider needs to send one request.
 #[derive(Debug, Clone)]

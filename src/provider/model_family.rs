@@ -48,6 +48,30 @@ pub struct ModelFamily {
     pub tools_in_prompt: bool,
     /// How requests stay within the window; `None`: by its size.
     pub context_strategy: Option<ContextStrategyKind>,
+    /// How the model calls tools: the API's tool calling, or JSON blocks in
+    /// its text ([`super::text_tools`]); native for every built-in family.
+    pub tool_call_mode: ToolCallMode,
+}
+
+/// How a model calls tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallMode {
+    /// The wire API's own tool calling.
+    #[default]
+    Native,
+    /// For models without it: the tools are described in the instructions
+    /// and the model writes JSON tool-call blocks in its reply.
+    Text,
+}
+
+impl ToolCallMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCallMode::Native => "native",
+            ToolCallMode::Text => "text",
+        }
+    }
 }
 
 struct CatalogEntry {
@@ -187,6 +211,9 @@ pub struct FamilyOverride {
     pub tools_in_prompt: Option<bool>,
     /// `sliding_window` or `summarize` (default: by the context window).
     pub context_strategy: Option<ContextStrategyKind>,
+    /// `native` (default) or `text`: tool calls written as JSON blocks in
+    /// the reply, for models without tool calling.
+    pub tool_call_mode: Option<ToolCallMode>,
     /// USD per million tokens; all four default to the catalog's price or 0.
     pub input_price: Option<f64>,
     pub cached_input_price: Option<f64>,
@@ -281,6 +308,7 @@ impl ModelFamily {
             },
             tools_in_prompt: false,
             context_strategy: None,
+            tool_call_mode: ToolCallMode::Native,
         }
     }
 
@@ -330,6 +358,9 @@ impl ModelFamily {
         }
         if let Some(v) = o.context_strategy {
             self.context_strategy = Some(v);
+        }
+        if let Some(v) = o.tool_call_mode {
+            self.tool_call_mode = v;
         }
         let priced = o.input_price.is_some()
             || o.cached_input_price.is_some()
@@ -563,6 +594,28 @@ mod tests {
         );
         let f = load_model_family("local-coder", "vllm", None, &declared).unwrap();
         assert!(f.tools_in_prompt);
+    }
+
+    #[test]
+    fn tool_call_mode_is_native_for_every_built_in_family_and_can_be_text() {
+        for (name, family) in catalog(&none()) {
+            assert_eq!(family.tool_call_mode, ToolCallMode::Native, "{name}");
+        }
+        let mut declared = none();
+        declared.insert(
+            "tiny".to_string(),
+            FamilyOverride {
+                inherit: Some("llama".into()),
+                tool_call_mode: Some(ToolCallMode::Text),
+                ..Default::default()
+            },
+        );
+        let f = load_model_family("tiny", "ollama", None, &declared).unwrap();
+        assert_eq!(f.tool_call_mode, ToolCallMode::Text);
+        assert_eq!(f.family, "llama");
+        let bad = toml::from_str::<FamilyOverride>("tool_call_mode = \"json\"").unwrap_err();
+        assert!(bad.to_string().contains("tool_call_mode"), "{bad}");
+        assert!(bad.to_string().contains("`native`"), "{bad}");
     }
 
     #[test]

@@ -256,6 +256,9 @@ impl ToolRegistry {
     /// an unknown tool or undecodable arguments become an error result and
     /// nothing runs.
     pub async fn dispatch(&self, call: &ToolCall, ctx: &ToolContext) -> ToolResult {
+        if call.name == INVALID_CALL {
+            return ToolResult::error(invalid_call_error(&call.arguments));
+        }
         let Some((spec, tool)) = self.tools.iter().find(|(s, _)| s.name == call.name) else {
             let names: Vec<&str> = self.tools.iter().map(|(s, _)| s.name.as_str()).collect();
             return ToolResult::error(format!(
@@ -293,6 +296,20 @@ impl ToolRegistry {
         };
         tool.run(input, ctx).await
     }
+}
+
+/// The name of a call the model wrote that could not be read (a malformed
+/// tool-call block in text mode, `provider::text_tools`). It names no
+/// tool: dispatch answers it with the `error` its arguments carry and
+/// nothing runs.
+pub const INVALID_CALL: &str = "invalid_tool_call";
+
+/// The answer to an [`INVALID_CALL`]: the `error` of its arguments.
+fn invalid_call_error(arguments: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| "the tool call could not be read; nothing was run".to_string())
 }
 
 /// Decode JSON arguments into a typed struct, or an error result that names
@@ -406,5 +423,41 @@ mod tests {
         }
         assert!(!registry.is_read_only("shell"));
         assert!(!registry.is_read_only("write_file"));
+    }
+
+    #[tokio::test]
+    async fn an_invalid_call_is_answered_with_its_error_and_an_unknown_one_with_the_tools() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = paths::tests::ctx(tmp.path(), crate::protocol::SandboxMode::WorkspaceWrite);
+        let registry = ToolRegistry::from_config(&ToolConfig::default(), EditTool::None).unwrap();
+        let call = |name: &str, arguments: &str| ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            kind: Default::default(),
+        };
+        let result = registry
+            .dispatch(
+                &call(INVALID_CALL, r#"{"error": "fix the comma", "block": "{"}"#),
+                &ctx,
+            )
+            .await;
+        assert!(result.is_error);
+        assert_eq!(result.content, "fix the comma");
+        let result = registry.dispatch(&call(INVALID_CALL, "?"), &ctx).await;
+        assert!(
+            result.content.contains("could not be read"),
+            "{}",
+            result.content
+        );
+        let result = registry.dispatch(&call("frobnicate", "{}"), &ctx).await;
+        assert!(result.is_error);
+        assert!(
+            result
+                .content
+                .starts_with("unknown tool `frobnicate`; available tools: shell, "),
+            "{}",
+            result.content
+        );
     }
 }

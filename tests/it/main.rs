@@ -22,3 +22,4 @@ mod sandbox;
 mod sessions;
 mod shell;
 mod strategies;
+mod text_tools;

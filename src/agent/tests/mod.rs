@@ -2247,3 +2247,4 @@ async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
 
 mod effects;
 mod hooks;
+mod text_tools;
