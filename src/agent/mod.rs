@@ -18,6 +18,7 @@ mod request;
 pub mod run;
 pub mod session;
 pub mod stack;
+pub mod testlog;
 mod toolset;
 pub mod turn;
 pub mod turn_context;
