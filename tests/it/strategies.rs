@@ -435,7 +435,16 @@ fn normalize(mut event: Value) -> Value {
                     | "time_to_first_token_ms"
                     | "session_id"
                     | "cwd"
-                    | "snapshot" => *value = json!("*"),
+                    | "snapshot"
+                    | "usage" => *value = json!("*"),
+                    // `exit code 0, 0.0s`: the time is the machine's.
+                    "output" => {
+                        if let Some(text) = value.as_str() {
+                            let (status, rest) = text.split_once('\n').unwrap_or((text, ""));
+                            let status = status.split(", ").next().unwrap_or(status);
+                            *value = json!(format!("{status}, *s\n{rest}"));
+                        }
+                    }
                     _ => walk(value),
                 }
             }
