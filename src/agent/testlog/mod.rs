@@ -244,18 +244,18 @@ fn visible(raw: &str) -> &str {
 }
 
 /// What one parser made of the output.
-pub(crate) struct Found {
-    pub framework: Framework,
-    pub passed: Option<u64>,
-    pub failed: Option<u64>,
-    pub skipped: Option<u64>,
-    pub failing: Vec<String>,
+struct Found {
+    framework: Framework,
+    passed: Option<u64>,
+    failed: Option<u64>,
+    skipped: Option<u64>,
+    failing: Vec<String>,
     /// Further clauses for the summary, joined with "; ".
-    pub notes: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl Found {
-    pub(crate) fn new(framework: Framework) -> Self {
+    fn new(framework: Framework) -> Self {
         Found {
             framework,
             passed: None,
@@ -304,10 +304,10 @@ impl Found {
 /// Failing test names: in order of first appearance, without repeats, at
 /// most [`MAX_FAILING`], each at most [`MAX_NAME_BYTES`].
 #[derive(Default)]
-pub(crate) struct Names(Vec<String>);
+struct Names(Vec<String>);
 
 impl Names {
-    pub(crate) fn push(&mut self, name: &str) {
+    fn push(&mut self, name: &str) {
         if self.0.len() >= MAX_FAILING {
             return;
         }
@@ -318,16 +318,16 @@ impl Names {
         self.0.push(name.to_string());
     }
 
-    pub(crate) fn contains(&self, name: &str) -> bool {
+    fn contains(&self, name: &str) -> bool {
         let name = clip(name.trim(), MAX_NAME_BYTES);
         self.0.iter().any(|n| n == name)
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    pub(crate) fn into_vec(self) -> Vec<String> {
+    fn into_vec(self) -> Vec<String> {
         self.0
     }
 }
@@ -345,13 +345,13 @@ fn clip(s: &str, max: usize) -> &str {
 }
 
 /// Adds `n` to a count that may not have been seen yet.
-pub(crate) fn add(count: &mut Option<u64>, n: u64) {
+fn add(count: &mut Option<u64>, n: u64) {
     *count = Some(count.unwrap_or(0).saturating_add(n));
 }
 
 /// "12 passed" → (12, "passed"): a count, then the rest trimmed. None when
 /// `item` does not start with a number.
-pub(crate) fn count_word(item: &str) -> Option<(u64, &str)> {
+fn count_word(item: &str) -> Option<(u64, &str)> {
     let item = item.trim();
     let digits = item.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 || digits > 19 {
@@ -363,7 +363,7 @@ pub(crate) fn count_word(item: &str) -> Option<(u64, &str)> {
 
 /// `s` without its trailing parenthesised part, if it ends with one:
 /// "3 passed (1 slow)" → "3 passed".
-pub(crate) fn drop_parenthesised(s: &str) -> &str {
+fn drop_parenthesised(s: &str) -> &str {
     let s = s.trim_end();
     if s.ends_with(')') {
         if let Some(i) = s.rfind(" (") {
