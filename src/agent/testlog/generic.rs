@@ -9,15 +9,11 @@ use super::{Found, Framework, Names};
 /// Lines longer than this are output, not summaries.
 const MAX_SUMMARY_LINE: usize = 300;
 
+/// Only unittest's failing names are read line by line; the counts are
+/// read from the end of the output, and only when no framework was
+/// recognised ([`Parser::finish`]).
 #[derive(Default)]
 pub(super) struct Parser {
-    /// The last block of counting lines (consecutive lines with different
-    /// keys merge, as mocha prints them).
-    last: Option<Counts>,
-    last_line: usize,
-    line_no: usize,
-    /// unittest's "Ran N tests", waiting for its verdict line.
-    ran: Option<u64>,
     names: Names,
 }
 
@@ -88,98 +84,62 @@ fn key(word: &str) -> Option<Key> {
 
 impl Parser {
     pub(super) fn line(&mut self, line: &str) {
-        self.line_no += 1;
-        if line.len() > MAX_SUMMARY_LINE {
-            return;
-        }
-        if self.unittest(line) {
-            return;
-        }
-        if !line.bytes().any(|b| b.is_ascii_digit()) {
-            return;
-        }
-        let counts = scan(line);
-        if !counts.has_verdict() && counts.skipped.is_none() {
-            return;
-        }
-        match &mut self.last {
-            Some(last) if self.last_line + 1 == self.line_no && !last.overlaps(&counts) => {
-                last.merge(counts)
-            }
-            _ => self.last = Some(counts),
-        }
-        self.last_line = self.line_no;
-    }
-
-    /// unittest's lines; true when the line was one.
-    fn unittest(&mut self, line: &str) -> bool {
-        if let Some(rest) = line.strip_prefix("Ran ") {
-            // "Ran 4 tests in 0.001s"
-            if let Some((n, word)) = rest.split_once(' ') {
-                if let (Ok(n), true) = (n.parse(), word.starts_with("test")) {
-                    self.ran = Some(n);
-                    return true;
-                }
-            }
-            return false;
-        }
-        if let Some(rest) = line
+        let Some(rest) = line
             .strip_prefix("FAIL: ")
             .or_else(|| line.strip_prefix("ERROR: "))
-        {
-            // "test_wrong (test_ut.MathTest.test_wrong)"; before Python 3.11
-            // "test_wrong (test_ut.MathTest)".
-            if let Some((method, class)) = rest.split_once(" (") {
-                if let Some(class) = class.strip_suffix(')') {
-                    if class.ends_with(&format!(".{method}")) {
-                        self.names.push(class);
-                    } else {
-                        self.names.push(&format!("{class}.{method}"));
-                    }
-                    return true;
-                }
-            }
-            return false;
-        }
-        let Some(total) = self.ran else {
-            return false;
+        else {
+            return;
         };
-        // "OK", "OK (skipped=1)", "FAILED (failures=1, errors=1, skipped=1)"
-        let details = if line == "OK" {
-            ""
-        } else if let Some(d) = line
-            .strip_prefix("OK (")
-            .or_else(|| line.strip_prefix("FAILED ("))
-        {
-            d.strip_suffix(')').unwrap_or(d)
+        // unittest: "test_wrong (test_ut.MathTest.test_wrong)"; before
+        // Python 3.11 "test_wrong (test_ut.MathTest)".
+        let Some((method, class)) = rest.split_once(" (") else {
+            return;
+        };
+        let Some(class) = class.strip_suffix(')') else {
+            return;
+        };
+        if class.ends_with(&format!(".{method}")) {
+            self.names.push(class);
         } else {
-            return false;
-        };
-        let mut counts = Counts::default();
-        let (mut failed, mut skipped) = (0u64, 0u64);
-        for item in details.split(", ") {
-            let Some((k, v)) = item.split_once('=') else {
-                continue;
-            };
-            let v: u64 = v.parse().unwrap_or(0);
-            match k {
-                "failures" | "errors" | "unexpected successes" => failed += v,
-                "skipped" | "expected failures" => skipped += v,
-                _ => {}
-            }
+            self.names.push(&format!("{class}.{method}"));
         }
-        counts.failed = Some(failed);
-        counts.skipped = Some(skipped);
-        counts.passed = Some(total.saturating_sub(failed).saturating_sub(skipped));
-        self.last = Some(counts);
-        self.last_line = self.line_no;
-        self.ran = None;
-        true
     }
 
-    pub(super) fn finish(self) -> Option<Found> {
-        let mut counts = self.last?;
-        if counts.passed.is_none() && counts.failed.is_none() {
+    /// The last counting line of `text` (the whole cleaned output) and the
+    /// consecutive counting lines just above it with other keys (mocha
+    /// prints passing, pending and failing on three lines), or unittest's
+    /// verdict with its "Ran N tests". Read from the end: a summary is
+    /// last, and most output is never scanned.
+    pub(super) fn finish(self, text: &str) -> Option<Found> {
+        let mut lines = RevLines::new(text);
+        let mut counts = loop {
+            let line = lines.next()?;
+            if line.len() > MAX_SUMMARY_LINE {
+                continue;
+            }
+            if let Some(details) = unittest_verdict(line) {
+                if let Some(total) = lines.clone().take(3).find_map(ran) {
+                    break unittest_counts(total, details);
+                }
+            }
+            let mut block = scan(line);
+            if !block.has_verdict() && block.skipped.is_none() {
+                continue;
+            }
+            for above in lines {
+                if above.len() > MAX_SUMMARY_LINE {
+                    break;
+                }
+                let counts = scan(above);
+                let counted = counts.has_verdict() || counts.skipped.is_some();
+                if !counted || counts.overlaps(&block) {
+                    break;
+                }
+                block.merge(counts);
+            }
+            break block;
+        };
+        if !counts.has_verdict() {
             return None;
         }
         // "10 examples, 2 failures, 1 pending": passed is what is left.
@@ -196,66 +156,168 @@ impl Parser {
     }
 }
 
-/// The counts on one line: "N word" and "Word: N" / "word=N" pairs.
+/// The visible lines of `text`, last first.
+#[derive(Clone)]
+struct RevLines<'a> {
+    text: &'a str,
+    /// Where the next line (going back) ends; None when done.
+    end: Option<usize>,
+}
+
+impl<'a> RevLines<'a> {
+    fn new(text: &'a str) -> Self {
+        RevLines {
+            text,
+            end: Some(text.len()),
+        }
+    }
+}
+
+impl<'a> Iterator for RevLines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let end = self.end?;
+        let start = match memchr::memrchr(b'\n', &self.text.as_bytes()[..end]) {
+            Some(i) => {
+                self.end = Some(i);
+                i + 1
+            }
+            None => {
+                self.end = None;
+                0
+            }
+        };
+        Some(super::visible(&self.text[start..end]))
+    }
+}
+
+/// unittest's verdict: "OK", "OK (skipped=1)", "FAILED (failures=1,
+/// errors=1, skipped=1)" → what is in the parentheses.
+fn unittest_verdict(line: &str) -> Option<&str> {
+    if line == "OK" {
+        return Some("");
+    }
+    let d = line
+        .strip_prefix("OK (")
+        .or_else(|| line.strip_prefix("FAILED ("))?;
+    d.strip_suffix(')')
+}
+
+/// "Ran 4 tests in 0.001s" → 4.
+fn ran(line: &str) -> Option<u64> {
+    let (n, word) = line.strip_prefix("Ran ")?.split_once(' ')?;
+    if !word.starts_with("test") {
+        return None;
+    }
+    n.parse().ok()
+}
+
+fn unittest_counts(total: u64, details: &str) -> Counts {
+    let (mut failed, mut skipped) = (0u64, 0u64);
+    for item in details.split(", ") {
+        let Some((k, v)) = item.split_once('=') else {
+            continue;
+        };
+        let v: u64 = v.parse().unwrap_or(0);
+        match k {
+            "failures" | "errors" | "unexpected successes" => failed += v,
+            "skipped" | "expected failures" => skipped += v,
+            _ => {}
+        }
+    }
+    Counts {
+        passed: Some(total.saturating_sub(failed).saturating_sub(skipped)),
+        failed: Some(failed),
+        skipped: Some(skipped),
+        total: Some(total),
+    }
+}
+
+/// The counts on one line: "N word" and "Word: N" / "word=N" pairs. It
+/// jumps from number to number, so lines without digits cost one scan.
 fn scan(line: &str) -> Counts {
     let mut counts = Counts::default();
     let b = line.as_bytes();
     let mut i = 0;
-    // The last word seen and where it ended, for "Word: N".
-    let mut prev_word: Option<(usize, usize)> = None;
-    while i < b.len() {
-        if b[i].is_ascii_digit() {
-            let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
+    while let Some(off) = find_digit(&b[i..]) {
+        let start = i + off;
+        let mut end = start + 1;
+        while end < b.len() && b[end].is_ascii_digit() {
+            end += 1;
+        }
+        i = end;
+        // A number inside a word or a version ("v1.2", "x86", "5ms") is not
+        // a count.
+        let glued = |c: u8| c.is_ascii_alphanumeric() || c == b'.';
+        if (start > 0 && glued(b[start - 1])) || (end < b.len() && glued(b[end])) {
+            continue;
+        }
+        let Ok(n) = line[start..end].parse::<u64>() else {
+            continue;
+        };
+        // "Failed: 1" / "failures=1": the word before.
+        let mut k = start;
+        while k > 0 && b[k - 1] == b' ' {
+            k -= 1;
+        }
+        if k > 0 && (b[k - 1] == b':' || b[k - 1] == b'=') {
+            k -= 1;
+            while k > 0 && b[k - 1] == b' ' {
+                k -= 1;
             }
-            // A number inside a word or a version ("v1.2", "x86") is not a
-            // count.
-            let glued_before =
-                start > 0 && (b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'.');
-            let glued_after = i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.');
-            if glued_before || glued_after {
-                prev_word = None;
+            let word_end = k;
+            while k > 0 && b[k - 1].is_ascii_alphabetic() {
+                k -= 1;
+            }
+            if let Some(key) = key(&line[k..word_end]) {
+                counts.set(key, n);
                 continue;
             }
-            let Ok(n) = line[start..i].parse::<u64>() else {
-                prev_word = None;
-                continue;
-            };
-            // "Failed: 1" / "failures=1": the word before.
-            if let Some((ws, we)) = prev_word.take() {
-                let between = &line[we..start];
-                if matches!(between.trim(), ":" | "=") {
-                    if let Some(k) = key(&line[ws..we]) {
-                        counts.set(k, n);
-                        continue;
-                    }
-                }
-            }
-            // "3 passed": the word after.
-            let mut j = i;
-            while j < b.len() && b[j] == b' ' {
+        }
+        // "3 passed": the word after.
+        let mut j = end;
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        if j > end {
+            let word_start = j;
+            while j < b.len() && b[j].is_ascii_alphabetic() {
                 j += 1;
             }
-            if j > i {
-                let ws = j;
-                while j < b.len() && b[j].is_ascii_alphabetic() {
-                    j += 1;
-                }
-                if let Some(k) = key(&line[ws..j]) {
-                    counts.set(k, n);
-                    i = j;
-                }
+            if let Some(key) = key(&line[word_start..j]) {
+                counts.set(key, n);
+                i = j;
             }
-        } else if b[i].is_ascii_alphabetic() {
-            let start = i;
-            while i < b.len() && b[i].is_ascii_alphabetic() {
-                i += 1;
-            }
-            prev_word = Some((start, i));
-        } else {
-            i += 1;
         }
     }
     counts
+}
+
+/// The index of the first ASCII digit in `b`, eight bytes at a time.
+pub(super) fn find_digit(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES * 128;
+    const LOW7: u64 = ONES * 127;
+    let mut chunks = b.chunks_exact(8);
+    let mut at = 0;
+    for chunk in chunks.by_ref() {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // Bytes strictly between b'0' - 1 and b'9' + 1 ("Bit Twiddling
+        // Hacks": determine if a word has a byte between m and n; exact).
+        let low = x & LOW7;
+        let found = (ONES * (127 + 0x3a)).wrapping_sub(low)
+            & !x
+            & low.wrapping_add(ONES * (127 - 0x2f))
+            & HIGH;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(u8::is_ascii_digit)
+        .map(|i| at + i)
 }

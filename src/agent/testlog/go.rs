@@ -24,7 +24,8 @@ pub(super) struct Parser {
 }
 
 impl Parser {
-    pub(super) fn line(&mut self, line: &str) {
+    /// `trimmed`: `line` without its indentation.
+    pub(super) fn line(&mut self, line: &str, trimmed: &str) {
         let Some(&first) = line.as_bytes().first() else {
             return;
         };
@@ -46,8 +47,7 @@ impl Parser {
                 self.verbose = true;
             }
             b'-' | b' ' | b'\t' => {
-                let t = line.trim_start();
-                let Some(rest) = t.strip_prefix("--- ") else {
+                let Some(rest) = trimmed.strip_prefix("--- ") else {
                     return;
                 };
                 let (kind, rest) = match rest.split_once(": ") {

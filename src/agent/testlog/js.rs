@@ -14,8 +14,8 @@ pub(super) struct Parser {
 }
 
 impl Parser {
-    pub(super) fn line(&mut self, line: &str) {
-        let t = line.trim_start();
+    /// `trimmed`: `line` without its indentation.
+    pub(super) fn line(&mut self, line: &str, t: &str) {
         let Some(&first) = t.as_bytes().first() else {
             return;
         };

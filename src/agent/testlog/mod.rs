@@ -4,16 +4,18 @@
 //! [`parse`] takes the combined stdout and stderr of `cargo test`,
 //! `cargo nextest run`, `pytest`, `go test`, `jest` or `vitest` (or of
 //! anything printing a line such as "3 passed, 1 failed") and returns a
-//! [`TestReport`]. It is pure and makes one pass over the lines with plain
-//! string operations: no regexes, nothing that backtracks.
+//! [`TestReport`]. It is pure and uses plain string operations: no regexes,
+//! nothing that backtracks.
 //!
 //! ANSI escapes are removed first, and a line rewritten with `\r` counts as
-//! what a terminal would show last. Every parser sees every line; at the end
-//! the frameworks whose output was recognised compete: one that saw failures
-//! beats one that did not (a `make test` running two tools must not hide the
-//! failing one), then the more specific wins, in the order nextest (whose
-//! output embeds libtest's), cargo test, vitest, jest, pytest, go. The
-//! generic reading counts only when no framework was recognised.
+//! what a terminal would show last. Then one pass over the lines, in which
+//! every framework's parser sees every line. At the end the frameworks
+//! whose output was recognised compete: one that saw failures beats one
+//! that did not (a `make test` running two tools must not hide the failing
+//! one), then the more specific wins, in the order nextest (whose output
+//! embeds libtest's), cargo test, vitest, jest, pytest, go. Only when none
+//! was recognised does the generic reading look for a counting line, going
+//! back from the end, where a summary is.
 //!
 //! Counts are what the tools print, summed when a tool prints several
 //! summaries (one per cargo test binary, per workspace package, per run).
@@ -98,12 +100,26 @@ pub fn parse(output: &str) -> TestReport {
     let mut go = go::Parser::default();
     let mut js = js::Parser::default();
     let mut generic = generic::Parser::default();
-    for raw in clean.split('\n') {
-        let line = visible(raw);
-        rust.line(line);
+    let mut start = 0;
+    let bytes = clean.as_bytes();
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    // Most output has no `\r` at all: then no line needs looking at twice.
+    let has_cr = memchr::memchr(b'\r', bytes).is_some();
+    for end in ends {
+        let line = &clean[start..end];
+        let line = if has_cr { visible(line) } else { line };
+        start = end + 1;
+        // Without its indentation (spaces and tabs only: cheaper than
+        // Unicode whitespace, and all the tools indent with those).
+        let indent = line
+            .bytes()
+            .take_while(|b| *b == b' ' || *b == b'\t')
+            .count();
+        let trimmed = &line[indent..];
+        rust.line(line, trimmed);
         python.line(line);
-        go.line(line);
-        js.line(line);
+        go.line(line, trimmed);
+        js.line(line, trimmed);
         generic.line(line);
     }
     let mut found: Vec<Found> = Vec::with_capacity(6);
@@ -119,7 +135,7 @@ pub fn parse(output: &str) -> TestReport {
     let chosen = match found.iter().position(Found::saw_failures) {
         Some(i) => Some(found.swap_remove(i)),
         None if !found.is_empty() => Some(found.swap_remove(0)),
-        None => generic.finish(),
+        None => generic.finish(&clean),
     };
     chosen.map(Found::into_report).unwrap_or_default()
 }
@@ -228,18 +244,18 @@ fn visible(raw: &str) -> &str {
 }
 
 /// What one parser made of the output.
-pub(crate) struct Found {
-    pub framework: Framework,
-    pub passed: Option<u64>,
-    pub failed: Option<u64>,
-    pub skipped: Option<u64>,
-    pub failing: Vec<String>,
+struct Found {
+    framework: Framework,
+    passed: Option<u64>,
+    failed: Option<u64>,
+    skipped: Option<u64>,
+    failing: Vec<String>,
     /// Further clauses for the summary, joined with "; ".
-    pub notes: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl Found {
-    pub(crate) fn new(framework: Framework) -> Self {
+    fn new(framework: Framework) -> Self {
         Found {
             framework,
             passed: None,
@@ -288,10 +304,10 @@ impl Found {
 /// Failing test names: in order of first appearance, without repeats, at
 /// most [`MAX_FAILING`], each at most [`MAX_NAME_BYTES`].
 #[derive(Default)]
-pub(crate) struct Names(Vec<String>);
+struct Names(Vec<String>);
 
 impl Names {
-    pub(crate) fn push(&mut self, name: &str) {
+    fn push(&mut self, name: &str) {
         if self.0.len() >= MAX_FAILING {
             return;
         }
@@ -302,16 +318,16 @@ impl Names {
         self.0.push(name.to_string());
     }
 
-    pub(crate) fn contains(&self, name: &str) -> bool {
+    fn contains(&self, name: &str) -> bool {
         let name = clip(name.trim(), MAX_NAME_BYTES);
         self.0.iter().any(|n| n == name)
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    pub(crate) fn into_vec(self) -> Vec<String> {
+    fn into_vec(self) -> Vec<String> {
         self.0
     }
 }
@@ -329,13 +345,13 @@ fn clip(s: &str, max: usize) -> &str {
 }
 
 /// Adds `n` to a count that may not have been seen yet.
-pub(crate) fn add(count: &mut Option<u64>, n: u64) {
+fn add(count: &mut Option<u64>, n: u64) {
     *count = Some(count.unwrap_or(0).saturating_add(n));
 }
 
 /// "12 passed" → (12, "passed"): a count, then the rest trimmed. None when
 /// `item` does not start with a number.
-pub(crate) fn count_word(item: &str) -> Option<(u64, &str)> {
+fn count_word(item: &str) -> Option<(u64, &str)> {
     let item = item.trim();
     let digits = item.bytes().take_while(u8::is_ascii_digit).count();
     if digits == 0 || digits > 19 {
@@ -347,7 +363,7 @@ pub(crate) fn count_word(item: &str) -> Option<(u64, &str)> {
 
 /// `s` without its trailing parenthesised part, if it ends with one:
 /// "3 passed (1 slow)" → "3 passed".
-pub(crate) fn drop_parenthesised(s: &str) -> &str {
+fn drop_parenthesised(s: &str) -> &str {
     let s = s.trim_end();
     if s.ends_with(')') {
         if let Some(i) = s.rfind(" (") {

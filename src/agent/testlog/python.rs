@@ -41,14 +41,12 @@ impl Parser {
                     self.short_summary(rest);
                 }
             }
-            b'[' => {
-                // pytest-xdist: "[gw0] [ 50%] FAILED tests/test_x.py::test_y".
-                if t.starts_with("[gw") {
-                    if let Some(i) = t.find("] FAILED ").or_else(|| t.find("] ERROR ")) {
-                        let rest = &t[i + 2..];
-                        let rest = rest.split_once(' ').map_or("", |(_, r)| r);
-                        self.short_summary(rest);
-                    }
+            // pytest-xdist: "[gw0] [ 50%] FAILED tests/test_x.py::test_y".
+            b'[' if t.starts_with("[gw") => {
+                if let Some(i) = t.find("] FAILED ").or_else(|| t.find("] ERROR ")) {
+                    let rest = &t[i + 2..];
+                    let rest = rest.split_once(' ').map_or("", |(_, r)| r);
+                    self.short_summary(rest);
                 }
             }
             b'_' => {
@@ -68,18 +66,20 @@ impl Parser {
             _ => {}
         }
         // Verbose: "tests/test_x.py::test_y FAILED          [ 18%]".
-        if t.contains("::") {
-            let s = match t.rfind(" [") {
-                Some(i) if t.ends_with("%]") => t[..i].trim_end(),
-                _ => t,
-            };
-            if let Some(id) = s
-                .strip_suffix(" FAILED")
-                .or_else(|| s.strip_suffix(" ERROR"))
-            {
-                if !id.starts_with(char::is_whitespace) {
-                    self.ids.push(id);
-                }
+        let s = if t.ends_with("%]") {
+            match memchr::memrchr(b'[', t.as_bytes()) {
+                Some(i) => t[..i].trim_end(),
+                None => t,
+            }
+        } else {
+            t
+        };
+        if let Some(id) = s
+            .strip_suffix(" FAILED")
+            .or_else(|| s.strip_suffix(" ERROR"))
+        {
+            if !id.starts_with(char::is_whitespace) && id.contains("::") {
+                self.ids.push(id);
             }
         }
     }

@@ -10,9 +10,10 @@ pub(super) struct Parser {
 }
 
 impl Parser {
-    pub(super) fn line(&mut self, line: &str) {
+    /// `trimmed`: `line` without its indentation.
+    pub(super) fn line(&mut self, line: &str, trimmed: &str) {
         self.cargo.line(line);
-        self.nextest.line(line);
+        self.nextest.line(trimmed);
     }
 
     /// (nextest, cargo test).
@@ -185,8 +186,7 @@ enum Status {
 }
 
 impl Nextest {
-    fn line(&mut self, line: &str) {
-        let t = line.trim_start();
+    fn line(&mut self, t: &str) {
         // Status words are upper case: a cheap first filter.
         if !t.as_bytes().first().is_some_and(u8::is_ascii_uppercase) {
             return;
@@ -293,10 +293,8 @@ impl Nextest {
 /// `SIGSEGV`, `TRY 2 FAIL`, `FLAKY 2/3`, ...) and the bracket holds a
 /// duration.
 fn status_line(t: &str) -> Option<(Status, &str)> {
-    let open = t.find('[')?;
-    if open > 20 {
-        return None;
-    }
+    // The status is at most 12 characters, then " [".
+    let open = memchr::memchr(b'[', &t.as_bytes()[..t.len().min(20)])?;
     let prefix = t[..open].trim_end();
     if prefix.is_empty()
         || !prefix

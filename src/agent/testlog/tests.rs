@@ -6,15 +6,13 @@ macro_rules! fixture {
     };
 }
 
+/// (passed, failed, skipped)
+type Counts = (Option<u64>, Option<u64>, Option<u64>);
+
 /// Parses `text` and checks everything but the summary, which the caller
 /// checks when it wants to.
 #[track_caller]
-fn check(
-    text: &str,
-    framework: Framework,
-    counts: (Option<u64>, Option<u64>, Option<u64>),
-    failing: &[&str],
-) -> TestReport {
+fn check(text: &str, framework: Framework, counts: Counts, failing: &[&str]) -> TestReport {
     let r = parse(text);
     assert_eq!(r.framework, Some(framework), "{r:?}");
     assert_eq!((r.passed, r.failed, r.skipped), counts, "{r:?}");
@@ -446,7 +444,7 @@ fn generic_mocha_lines_merge() {
 
 #[test]
 fn generic_lines_in_any_order() {
-    let cases: &[(&str, (Option<u64>, Option<u64>, Option<u64>))] = &[
+    let cases: &[(&str, Counts)] = &[
         (
             "Summary: 12 passed, 3 failed, 1 skipped",
             (Some(12), Some(3), Some(1)),
@@ -477,6 +475,26 @@ fn generic_lines_in_any_order() {
     assert_eq!(r.summary, "tests: 5 passed, 0 failed");
     // Versions and times are not counts.
     assert_eq!(parse("built v1.2 passed in 3ms").framework, None);
+}
+
+#[test]
+fn finding_digits_eight_bytes_at_a_time_matches_a_plain_search() {
+    // Every byte value, at every position and alignment.
+    for value in 0..=255u8 {
+        for len in 0..20 {
+            for pos in 0..len {
+                let mut b = vec![b'x'; len];
+                b[pos] = value;
+                let want = b.iter().position(u8::is_ascii_digit);
+                assert_eq!(generic::find_digit(&b), want, "{value} at {pos} of {len}");
+            }
+        }
+    }
+    let mixed = b"\xff\x80/:09\x2f\x3a\xb0\xb9 a5";
+    for start in 0..mixed.len() {
+        let want = mixed[start..].iter().position(u8::is_ascii_digit);
+        assert_eq!(generic::find_digit(&mixed[start..]), want);
+    }
 }
 
 // ---- choosing ---------------------------------------------------------
