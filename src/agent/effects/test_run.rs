@@ -113,6 +113,9 @@ impl TestRunEffect {
             _ => None,
         };
         let report = testlog::parse(&text);
+        // Colour escapes (jest, vitest, pytest with colour forced) are
+        // noise to the model and in events.
+        let text = testlog::strip_ansi(&text).into_owned();
         let mut summary = report.summary;
         if output.timed_out {
             let timed_out = format!(
