@@ -34,6 +34,7 @@ use crate::spec::effects::EffectSpec;
 use crate::spec::hooks::HookSpec;
 use crate::tools::memory::RememberTool;
 use crate::tools::plan::{PlanStore, UpdatePlanTool};
+use crate::tools::shell::ShellTool;
 use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -321,8 +322,15 @@ pub fn start_session_with_provider(
     let tool_config = Arc::new(tool_config);
     if let Some(test_run) = &config.test_run {
         // Before reflection, which reads the run it just made.
+        // One shell tool for the model and the test command: its sandbox
+        // is prepared once.
+        let shell = Arc::new(ShellTool::new(&tool_config));
+        if tools.spec("shell").is_some() {
+            tools.register(shell.clone());
+        }
         effects.push(Box::new(TestRunEffect::new(
             test_run.clone(),
+            shell,
             tool_config.clone(),
             tests.clone(),
         )));

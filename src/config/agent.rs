@@ -2,6 +2,7 @@
 //! reflection, finish criteria, context files). The same keys switch them
 //! on per agent and per task in task files (`crate::spec::tasks`).
 
+use super::pick;
 use crate::agent::effects::reflect::{ReflectConfig, ReflectionPolicy};
 use crate::agent::effects::test_run::{TestRunConfig, DEFAULT_TIMEOUT};
 use crate::agent::session::SessionConfig;
@@ -33,13 +34,6 @@ pub struct AgentFile {
     pub max_steps: Option<u32>,
     /// Writing it in a reply ends the turn (stripped from the answer).
     pub done_token: Option<String>,
-}
-
-/// Later `Some` wins.
-fn pick<T>(base: &mut Option<T>, over: Option<T>) {
-    if over.is_some() {
-        *base = over;
-    }
 }
 
 impl AgentFile {

@@ -153,7 +153,7 @@ pub struct ConfigFile {
 }
 
 /// Later `Some` wins.
-fn pick<T>(base: &mut Option<T>, over: Option<T>) {
+pub(super) fn pick<T>(base: &mut Option<T>, over: Option<T>) {
     if over.is_some() {
         *base = over;
     }

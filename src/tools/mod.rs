@@ -231,10 +231,14 @@ impl ToolRegistry {
         Ok(registry)
     }
 
+    /// Add `tool`; one of the same name is replaced where it stands, so
+    /// the order of the tools (and of the request's tool list) stays.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         let spec = tool.spec();
-        self.tools.retain(|(s, _)| s.name != spec.name);
-        self.tools.push((spec, tool));
+        match self.tools.iter_mut().find(|(s, _)| s.name == spec.name) {
+            Some(entry) => *entry = (spec, tool),
+            None => self.tools.push((spec, tool)),
+        }
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -406,6 +410,17 @@ mod tests {
             last(names(&chosen, EditTool::ApplyPatch)),
             ("edit_file".into(), false)
         );
+    }
+
+    #[test]
+    fn a_tool_registered_again_keeps_its_place() {
+        let config = ToolConfig::default();
+        let mut registry = ToolRegistry::from_config(&config, EditTool::None).unwrap();
+        let before: Vec<String> = registry.specs().into_iter().map(|s| s.name).collect();
+        registry.register(Arc::new(shell::ShellTool::new(&config)));
+        let after: Vec<String> = registry.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(before, after);
+        assert!(before.iter().any(|n| n == "shell"));
     }
 
     #[test]

@@ -10,10 +10,10 @@ use super::{Decision, Effect, EffectError, IterationContext, Outcome, Phase, Poi
 use crate::agent::compact;
 use crate::agent::outcome::ToolCallRecord;
 use crate::agent::prompt::build_prompt;
-use crate::agent::testlog;
 use crate::protocol::{
     AgentEvent, HistoryItem, MessageTag, Reflection, Role, TestRun, TurnOutcome,
 };
+use crate::tools::truncate::{self, Limits};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -284,22 +284,14 @@ fn for_history(r: &Reflection) -> String {
     out
 }
 
-/// `text` cut to about `max` bytes: its head and tail.
+/// `text` cut to `max` bytes: its head and tail, the middle marked.
 fn head_tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let half = max / 2;
-    let mut head = half;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let tail = testlog::tail(text, max - half);
-    format!(
-        "{}\n[... {} bytes cut ...]\n{}",
-        &text[..head],
-        text.len() - head - tail.len(),
-        tail
+    truncate::head_tail(
+        text,
+        Limits {
+            max_bytes: max,
+            max_lines: usize::MAX,
+        },
     )
 }
 
@@ -409,6 +401,6 @@ mod tests {
         let cut = head_tail(&text, 1000);
         assert!(cut.len() < 1100, "{}", cut.len());
         assert!(cut.starts_with("aaa") && cut.ends_with('é'));
-        assert!(cut.contains("bytes cut"));
+        assert!(cut.contains("omitted"), "{cut}");
     }
 }

@@ -9,6 +9,7 @@ use super::{Decision, Effect, EffectError, IterationContext, Outcome, Phase, Poi
 use crate::agent::testlog;
 use crate::protocol::{AgentEvent, HistoryItem, MessageTag, Role, TestRun};
 use crate::tools::shell::ShellTool;
+use crate::tools::truncate::Limits;
 use crate::tools::{ToolConfig, ToolContext};
 use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex};
@@ -48,16 +49,22 @@ pub type TestLog = Arc<Mutex<Vec<TestRun>>>;
 
 pub struct TestRunEffect {
     config: TestRunConfig,
-    shell: ShellTool,
+    /// The session's `shell` tool (its sandbox is prepared once for both).
+    shell: Arc<ShellTool>,
     tool_config: Arc<ToolConfig>,
     log: TestLog,
 }
 
 impl TestRunEffect {
-    pub fn new(config: TestRunConfig, tool_config: Arc<ToolConfig>, log: TestLog) -> Self {
+    pub fn new(
+        config: TestRunConfig,
+        shell: Arc<ShellTool>,
+        tool_config: Arc<ToolConfig>,
+        log: TestLog,
+    ) -> Self {
         TestRunEffect {
-            shell: ShellTool::new(&tool_config),
             config,
+            shell,
             tool_config,
             log,
         }
@@ -95,15 +102,11 @@ impl TestRunEffect {
                 return (run, e);
             }
         };
-        let mut text = {
-            let s = &output.stdout;
-            let mut all = String::from_utf8_lossy(&s.head).into_owned();
-            if s.gap.bytes > 0 {
-                all.push_str(&format!("\n[... {} bytes not kept ...]\n", s.gap.bytes));
-            }
-            all.push_str(&String::from_utf8_lossy(&s.tail));
-            all
-        };
+        // All that was kept; a dropped middle is marked.
+        let mut text = output.stdout.to_model_text(Limits {
+            max_bytes: usize::MAX,
+            max_lines: usize::MAX,
+        });
         if let Some(note) = protected {
             text.push('\n');
             text.push_str(&note);
