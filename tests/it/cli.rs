@@ -38,6 +38,32 @@ impl Env {
         cmd
     }
 
+    /// `turns` (JSON) written as the script file `name` (TOML).
+    pub fn script_file(&self, name: &str, turns: serde_json::Value) -> PathBuf {
+        let value: toml::Value =
+            serde_json::from_value(serde_json::json!({ "turns": turns })).unwrap();
+        self.write(name, &toml::to_string(&value).unwrap())
+    }
+
+    /// `cogni run --tasks` with `tasks` as the task file; the output and
+    /// results.json (null when none was written).
+    pub fn run_tasks(&self, tasks: &str) -> (std::process::Output, serde_json::Value) {
+        let path = self.write("tasks.toml", tasks);
+        let out_dir = self.dir.path().join("out");
+        let out = self
+            .cmd()
+            .args(["run", "--tasks"])
+            .arg(path)
+            .arg("--output-dir")
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        let results = std::fs::read_to_string(out_dir.join("results.json"))
+            .map(|text| serde_json::from_str(&text).unwrap())
+            .unwrap_or_default();
+        (out, results)
+    }
+
     /// `cogni run --script <script> <task>` in the workspace.
     pub fn run_script(&self, script: &str, task: &str) -> Command {
         let path = self.write("script.toml", script);

@@ -20,8 +20,7 @@ fn update(plan: Value) -> Value {
 }
 
 fn script(env: &Env, turns: Value) -> std::path::PathBuf {
-    let value: toml::Value = serde_json::from_value(json!({ "turns": turns })).unwrap();
-    env.write("script.toml", &toml::to_string(&value).unwrap())
+    env.script_file("script.toml", turns)
 }
 
 fn run(env: &Env, turns: Value) -> (std::process::Output, Vec<Value>) {
@@ -149,26 +148,11 @@ fn results_json_records_each_attempts_last_plan() {
             { "text": "done" },
         ]),
     );
-    let tasks = env.write(
-        "tasks.toml",
-        &format!(
-            "[[agents]]\nid = \"offline\"\nprovider = \"scripted\"\nenable_plan = true\nsandbox = \"danger-full-access\"\n\n[[tasks]]\nid = \"t\"\nprompt = \"go\"\nscript = \"{}\"\n",
-            path.display()
-        ),
-    );
-    let out_dir = env.dir.path().join("out");
-    let out = env
-        .cmd()
-        .args(["run", "--tasks"])
-        .arg(tasks)
-        .arg("--output-dir")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let (out, results) = env.run_tasks(&format!(
+        "[[agents]]\nid = \"offline\"\nprovider = \"scripted\"\nenable_plan = true\nsandbox = \"danger-full-access\"\n\n[[tasks]]\nid = \"t\"\nprompt = \"go\"\nscript = \"{}\"\n",
+        path.display()
+    ));
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
     let attempt = &results["tasks"][0]["attempts"][0];
     assert_eq!(
         attempt["plan"],

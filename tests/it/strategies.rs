@@ -38,8 +38,7 @@ fn outcome(events: &[Value]) -> String {
 
 /// `cogni run --json --script` with `turns` as the script.
 fn run_script(env: &Env, turns: Value, extra: &[&str]) -> (std::process::Output, Vec<Value>) {
-    let value: toml::Value = serde_json::from_value(json!({ "turns": turns })).unwrap();
-    let path = env.write("script.toml", &toml::to_string(&value).unwrap());
+    let path = env.script_file("script.toml", turns);
     let out = env
         .cmd()
         .args(["run", "--json"])
@@ -319,6 +318,9 @@ fn each_reflection_policy_and_a_critique_that_is_not_json() {
     let (out, events) = run_script(&env, turns(reflection("poor", true)), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert!(of_type(&events, "warning").is_empty(), "{events:?}");
+    let critique = of_type(&events, "reflect")[0];
+    assert_eq!(critique["reflection"]["block_apply"], true, "it asked");
+    assert_eq!(critique["blocked"], false, "and was not heeded");
 
     // Not JSON: reported, kept as text, not fatal.
     let env = Env::new();
@@ -370,9 +372,7 @@ fn the_done_token_ends_the_turn_after_the_replys_calls() {
     );
 
     // Without the JSON stream the answer on stdout has no token either.
-    let value: toml::Value =
-        serde_json::from_value(json!({ "turns": [{ "text": "Done here. [done]" }] })).unwrap();
-    let path = env.write("plain.toml", &toml::to_string(&value).unwrap());
+    let path = env.script_file("plain.toml", json!([{ "text": "Done here. [done]" }]));
     let out = env
         .cmd()
         .args(["run", "--script"])
@@ -387,33 +387,19 @@ fn the_done_token_ends_the_turn_after_the_replys_calls() {
 fn results_json_records_each_test_run_of_a_task() {
     let env = Env::new();
     in_work(&env, "check.sh", CHECK);
-    let value: toml::Value = serde_json::from_value(json!({ "turns": [
-        { "text": "done" },
-        { "text": "", "tool_calls": [{ "name": "shell", "arguments": { "command": "touch fixed.txt" } }] },
-        { "text": "fixed" },
-    ] }))
-    .unwrap();
-    let script = env.write("script.toml", &toml::to_string(&value).unwrap());
-    let tasks = env.write(
-        "tasks.toml",
-        &format!(
-            "[[agents]]\nid = \"offline\"\nprovider = \"scripted\"\n\n[[tasks]]\nid = \"t\"\nprompt = \"go\"\nscript = \"{}\"\ntest_command = \"sh check.sh\"\n",
-            script.display()
-        ),
+    let script = env.script_file(
+        "script.toml",
+        json!([
+            { "text": "done" },
+            { "text": "", "tool_calls": [{ "name": "shell", "arguments": { "command": "touch fixed.txt" } }] },
+            { "text": "fixed" },
+        ]),
     );
-    let out_dir = env.dir.path().join("out");
-    let out = env
-        .cmd()
-        .args(["run", "--tasks"])
-        .arg(tasks)
-        .arg("--output-dir")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let (out, results) = env.run_tasks(&format!(
+        "[[agents]]\nid = \"offline\"\nprovider = \"scripted\"\n\n[[tasks]]\nid = \"t\"\nprompt = \"go\"\nscript = \"{}\"\ntest_command = \"sh check.sh\"\n",
+        script.display()
+    ));
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
     crate::runner::assert_valid(&results);
     let tests = results["tasks"][0]["attempts"][0]["tests"]
         .as_array()
@@ -486,22 +472,7 @@ fn the_golden_event_stream_of_plan_step_tool_test_reflect_done() {
         .map(|e| normalize(e).to_string())
         .collect();
     let actual = lines.join("\n") + "\n";
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/golden/strategies.jsonl");
-    if std::env::var_os("COGNI_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (COGNI_UPDATE_SNAPSHOTS=1 writes it)",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual, expected,
-        "the event stream changed; if on purpose, run with COGNI_UPDATE_SNAPSHOTS=1"
-    );
+    crate::common::assert_golden("golden/strategies.jsonl", &actual);
 }
 
 #[test]
@@ -530,19 +501,7 @@ fn with_every_strategy_off_requests_are_byte_identical_to_before() {
         })
         .collect();
     let actual = bodies.join("\n---\n") + "\n";
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/golden/requests_strategies_off.txt");
-    if std::env::var_os("COGNI_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (COGNI_UPDATE_SNAPSHOTS=1 writes it)",
-            path.display()
-        )
-    });
-    assert_eq!(actual, expected);
+    crate::common::assert_golden("golden/requests_strategies_off.txt", &actual);
 }
 
 /// Today's date, the time zone, the shell's tool output timing and

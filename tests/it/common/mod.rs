@@ -9,6 +9,28 @@ pub mod wire_chat;
 pub mod wire_ollama;
 pub mod wire_responses;
 
+/// `actual` against the fixture `tests/fixtures/NAME`; with
+/// `COGNI_UPDATE_SNAPSHOTS=1` the fixture is written first.
+pub fn assert_golden(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    if std::env::var_os("COGNI_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (COGNI_UPDATE_SNAPSHOTS=1 writes it)",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual, expected,
+        "{name} changed; if on purpose, run with COGNI_UPDATE_SNAPSHOTS=1"
+    );
+}
+
 /// The names in `dir`, sorted; none when it cannot be read.
 pub fn entries(dir: &std::path::Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
