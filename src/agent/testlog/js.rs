@@ -60,9 +60,9 @@ impl Parser {
             vitest,
             crossed,
         } = self;
-        if vitest.seen {
+        if vitest.tally.seen {
             (Some(vitest.finish(crossed)), None)
-        } else if jest.seen {
+        } else if jest.tally.seen {
             (None, Some(jest.finish(crossed)))
         } else {
             (None, None)
@@ -70,17 +70,56 @@ impl Parser {
     }
 }
 
+/// What jest and vitest both report: counts, failed suites or files, and
+/// the failing tests' names from the failure headers.
 #[derive(Default)]
-struct Jest {
+struct Tally {
     seen: bool,
     passed: Option<u64>,
     failed: Option<u64>,
     skipped: Option<u64>,
-    suites_failed: u64,
+    /// Test suites (jest) or files (vitest) that failed.
+    units_failed: u64,
+    names: Names,
+}
+
+impl Tally {
+    fn counts(&mut self, passed: u64, failed: u64, skipped: u64) {
+        self.seen = true;
+        add(&mut self.passed, passed);
+        add(&mut self.failed, failed);
+        add(&mut self.skipped, skipped);
+    }
+
+    fn units_failed(&mut self, n: u64) {
+        self.units_failed = self.units_failed.saturating_add(n);
+    }
+
+    /// The names from the headers, else the crossed-out lines; a failed
+    /// `unit` without failed tests (it did not load) is noted.
+    fn finish(self, framework: Framework, crossed: Names, unit: &str) -> Found {
+        let mut found = Found::new(framework);
+        found.passed = self.passed;
+        found.failed = self.failed;
+        found.skipped = self.skipped;
+        found.failing = if self.names.is_empty() {
+            crossed.into_vec()
+        } else {
+            self.names.into_vec()
+        };
+        if self.units_failed > 0 && self.failed.unwrap_or(0) == 0 {
+            found.notes.push(plural(self.units_failed, unit, "failed"));
+        }
+        found
+    }
+}
+
+#[derive(Default)]
+struct Jest {
+    /// Names from the failure headers: `● Suite › test name`.
+    tally: Tally,
     /// The file of the last `FAIL path` line.
     file: Option<String>,
-    /// From the failure headers: `● Suite › test name`.
-    names: Names,
 }
 
 impl Jest {
@@ -98,10 +137,7 @@ impl Jest {
             }
         }
         if total {
-            self.seen = true;
-            add(&mut self.passed, passed);
-            add(&mut self.failed, failed);
-            add(&mut self.skipped, skipped);
+            self.tally.counts(passed, failed, skipped);
         }
     }
 
@@ -109,8 +145,8 @@ impl Jest {
     fn suites(&mut self, rest: &str) {
         for item in rest.split(',') {
             match count_word(item) {
-                Some((n, "failed")) => self.suites_failed = self.suites_failed.saturating_add(n),
-                Some((_, "total")) => self.seen = true,
+                Some((n, "failed")) => self.tally.units_failed(n),
+                Some((_, "total")) => self.tally.seen = true,
                 _ => {}
             }
         }
@@ -122,41 +158,22 @@ impl Jest {
         let name = rest.trim();
         if name == "Test suite failed to run" {
             if let Some(file) = &self.file {
-                self.names.push(file);
+                self.tally.names.push(file);
             }
         } else if name != "Console" {
-            self.names.push(name);
+            self.tally.names.push(name);
         }
     }
 
     fn finish(self, crossed: Names) -> Found {
-        let mut found = Found::new(Framework::Jest);
-        found.passed = self.passed;
-        found.failed = self.failed;
-        found.skipped = self.skipped;
-        found.failing = if self.names.is_empty() {
-            crossed.into_vec()
-        } else {
-            self.names.into_vec()
-        };
-        if self.suites_failed > 0 && self.failed.unwrap_or(0) == 0 {
-            found
-                .notes
-                .push(plural(self.suites_failed, "test suite", "failed"));
-        }
-        found
+        self.tally.finish(Framework::Jest, crossed, "test suite")
     }
 }
 
 #[derive(Default)]
 struct Vitest {
-    seen: bool,
-    passed: Option<u64>,
-    failed: Option<u64>,
-    skipped: Option<u64>,
-    files_failed: u64,
-    /// From the failure headers: `FAIL  file > suite > test`.
-    names: Names,
+    /// Names from the failure headers: `FAIL  file > suite > test`.
+    tally: Tally,
 }
 
 impl Vitest {
@@ -179,10 +196,7 @@ impl Vitest {
             }
         }
         if known {
-            self.seen = true;
-            add(&mut self.passed, passed);
-            add(&mut self.failed, failed);
-            add(&mut self.skipped, skipped);
+            self.tally.counts(passed, failed, skipped);
         }
     }
 
@@ -190,8 +204,8 @@ impl Vitest {
     fn files(&mut self, rest: &str) {
         for item in drop_parenthesised(rest).split('|') {
             match count_word(item) {
-                Some((n, "failed")) => self.files_failed = self.files_failed.saturating_add(n),
-                Some(_) => self.seen = true,
+                Some((n, "failed")) => self.tally.units_failed(n),
+                Some(_) => self.tally.seen = true,
                 None => {}
             }
         }
@@ -205,25 +219,11 @@ impl Vitest {
             Some(i) if name.ends_with(" ]") => &name[..i],
             _ => name,
         };
-        self.names.push(name);
+        self.tally.names.push(name);
     }
 
     fn finish(self, crossed: Names) -> Found {
-        let mut found = Found::new(Framework::Vitest);
-        found.passed = self.passed;
-        found.failed = self.failed;
-        found.skipped = self.skipped;
-        found.failing = if self.names.is_empty() {
-            crossed.into_vec()
-        } else {
-            self.names.into_vec()
-        };
-        if self.files_failed > 0 && self.failed.unwrap_or(0) == 0 {
-            found
-                .notes
-                .push(plural(self.files_failed, "test file", "failed"));
-        }
-        found
+        self.tally.finish(Framework::Vitest, crossed, "test file")
     }
 }
 
