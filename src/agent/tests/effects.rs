@@ -407,7 +407,15 @@ impl Effect for Chaos {
     }
 
     fn phases(&self) -> &'static [Phase] {
-        ALL
+        &[
+            Phase::TurnStart,
+            Phase::BeforeModel,
+            Phase::AfterModel,
+            Phase::BeforeTool,
+            Phase::AfterTool,
+            Phase::StepEnd,
+            Phase::TurnEnd,
+        ]
     }
 
     fn eval<'a>(
@@ -425,6 +433,10 @@ impl Effect for Chaos {
                 Decision::AddItems(vec![HistoryItem::text(Role::User, "note")])
             }
             (Phase::BeforeModel, 6) => Decision::Edit(HistoryEdit::Pop(1)),
+            (Phase::StepEnd | Phase::TurnEnd, 7) => {
+                Decision::Note(vec![HistoryItem::text(Role::User, "noted")])
+            }
+            (Phase::StepEnd, 8) => Decision::AddItems(vec![HistoryItem::text(Role::User, "more")]),
             _ => Decision::Continue,
         };
         Box::pin(async move { Ok(decision.into()) })
