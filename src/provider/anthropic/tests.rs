@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::protocol::ToolCallKind;
 use crate::provider::test_support::{

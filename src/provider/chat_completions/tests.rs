@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::provider::test_support::{
     assert_split_anywhere_decodes_alike, call, function_tool, output, patch_tool, request, started,

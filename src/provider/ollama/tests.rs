@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::protocol::{MessageTag, ToolCallKind, ToolFormat, ToolSpec};
 use crate::provider::test_support::{

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::provider::test_support::{
     assert_split_anywhere_decodes_alike, decode_reads, frame, output, request, started, tool_call,
