@@ -178,4 +178,6 @@ use request::*;
 pub use stream::EventParser;
 
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tests;
