@@ -204,7 +204,7 @@ impl PartialCall {
 }
 
 /// Turns Messages SSE events into [`ResponseEvent`]s, with no HTTP
-/// involved: feed it the events of [`super::sse::decode`] in order.
+/// involved: feed it the events of [`sse::decode`](crate::provider::sse::decode) in order.
 pub struct EventParser {
     freeform: Vec<String>,
     final_answer: Option<FinalAnswer>,

@@ -77,7 +77,7 @@ pub(super) struct PartialCall {
 }
 
 /// Turns Chat Completions SSE events into [`ResponseEvent`]s, with no HTTP
-/// involved: feed it the events of [`sse::decode`](super::sse::decode) in order.
+/// involved: feed it the events of [`sse::decode`](crate::provider::sse::decode) in order.
 pub struct ChunkParser {
     /// Names of the request's freeform tools, whose `input` is unwrapped.
     freeform: Vec<String>,

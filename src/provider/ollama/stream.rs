@@ -44,7 +44,7 @@ struct WireFunctionIn {
 }
 
 /// Turns `/api/chat` lines into [`ResponseEvent`]s, with no HTTP involved:
-/// feed it the lines of [`super::ndjson::decode`] in order.
+/// feed it the lines of [`ndjson::decode`](crate::provider::ndjson::decode) in order.
 pub struct LineParser {
     /// Names of the request's freeform tools, whose `input` is unwrapped.
     freeform: Vec<String>,

@@ -87,7 +87,7 @@ struct OpenCall {
 }
 
 /// Turns Responses SSE events into [`ResponseEvent`]s, with no HTTP
-/// involved: feed it the events of [`super::sse::decode`] in order.
+/// involved: feed it the events of [`sse::decode`](crate::provider::sse::decode) in order.
 pub struct EventParser {
     open: Vec<OpenCall>,
     /// Whether a complete tool call was emitted (the stop reason).
