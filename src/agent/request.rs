@@ -3,6 +3,7 @@
 //! response, usage recorded, and the local token estimate calibrated
 //! against what the provider counted.
 
+use super::effects::reflect::place_front;
 use super::effects::Reply;
 use super::prompt::build_prompt;
 use super::session::Session;
@@ -42,7 +43,12 @@ impl Session {
         let started = Instant::now();
         let view = self.request_view(sink);
         let mut stream = {
-            let items = view.items(&self.history);
+            let mut items = view.items(&self.history);
+            if self.ctx.reflection_front {
+                if let Some(moved) = place_front(&self.history, &items, view.initial) {
+                    items = moved.into();
+                }
+            }
             let prompt = build_prompt(&self.ctx, &items);
             sink.emit(AgentEvent::ModelRequest {
                 iteration,

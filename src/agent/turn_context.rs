@@ -68,6 +68,9 @@ pub struct TurnContext {
     /// `[agent] test_command` with `enable_test_run` (the system prompt
     /// says it runs when the model is done).
     pub test_command: Option<String>,
+    /// `[agent] reflection_placement = "front"` with reflection on: the
+    /// latest critique goes right after the initial context.
+    pub reflection_front: bool,
 }
 
 impl TurnContext {

@@ -3,7 +3,7 @@
 //! on per agent and per task in task files (`crate::spec::tasks`).
 
 use super::pick;
-use crate::agent::effects::reflect::{ReflectConfig, ReflectionPolicy};
+use crate::agent::effects::reflect::{ReflectConfig, ReflectionPlacement, ReflectionPolicy};
 use crate::agent::effects::test_run::{TestRunConfig, DEFAULT_TIMEOUT};
 use crate::agent::session::SessionConfig;
 use serde::Deserialize;
@@ -29,6 +29,8 @@ pub struct AgentFile {
     pub enable_reflect: Option<bool>,
     pub enable_self_diff: Option<bool>,
     pub reflection_policy: Option<ReflectionPolicy>,
+    /// Where the latest critique sits in the next request.
+    pub reflection_placement: Option<ReflectionPlacement>,
     /// The step limit (model requests per turn); the same limit as
     /// `max_iterations`, which it overrides.
     pub max_steps: Option<u32>,
@@ -48,6 +50,7 @@ impl AgentFile {
         pick(&mut self.enable_reflect, over.enable_reflect);
         pick(&mut self.enable_self_diff, over.enable_self_diff);
         pick(&mut self.reflection_policy, over.reflection_policy);
+        pick(&mut self.reflection_placement, over.reflection_placement);
         pick(&mut self.max_steps, over.max_steps);
         pick(&mut self.done_token, over.done_token);
     }
@@ -124,6 +127,9 @@ impl AgentFile {
             if let Some(on) = self.enable_self_diff {
                 reflect.self_diff = on;
             }
+            if let Some(placement) = self.reflection_placement {
+                reflect.placement = placement;
+            }
         }
         Ok(())
     }
@@ -190,7 +196,7 @@ mod tests {
     }
 
     #[test]
-    fn reflection_defaults_to_blocking_on_critical() {
+    fn reflection_defaults_to_blocking_on_critical_with_the_critique_in_front() {
         let mut s = session();
         AgentFile {
             enable_reflect: Some(true),
@@ -203,8 +209,16 @@ mod tests {
             s.reflect,
             Some(ReflectConfig {
                 policy: ReflectionPolicy::BlockOnCritical,
-                self_diff: true
+                self_diff: true,
+                placement: ReflectionPlacement::Front,
             })
         );
+        AgentFile {
+            reflection_placement: Some(ReflectionPlacement::History),
+            ..Default::default()
+        }
+        .apply(&mut s, "agent")
+        .unwrap();
+        assert_eq!(s.reflect.unwrap().placement, ReflectionPlacement::History);
     }
 }

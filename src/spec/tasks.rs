@@ -26,7 +26,7 @@
 use super::cards::{self, AgentCard};
 use super::effects::EffectSpec;
 use super::{parse_toml, resolve, Problem, SpecError};
-use crate::agent::effects::reflect::ReflectionPolicy;
+use crate::agent::effects::reflect::{ReflectionPlacement, ReflectionPolicy};
 use crate::config::AgentFile;
 use crate::protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
 use regex::Regex;
@@ -286,6 +286,7 @@ struct RawAgent {
     enable_reflect: Option<bool>,
     enable_self_diff: Option<bool>,
     reflection_policy: Option<ReflectionPolicy>,
+    reflection_placement: Option<ReflectionPlacement>,
     done_token: Option<String>,
 }
 
@@ -536,6 +537,7 @@ impl Validator<'_> {
                 enable_reflect: a.enable_reflect,
                 enable_self_diff: a.enable_self_diff,
                 reflection_policy: a.reflection_policy,
+                reflection_placement: a.reflection_placement,
                 done_token: a.done_token,
                 ..AgentFile::default()
             },

@@ -278,6 +278,88 @@ fn a_reflection_after_each_step_feeds_the_next_request() {
     assert_eq!(requests_counted, 4);
 }
 
+/// Two steps with a critique after each, then the answer: the requests
+/// the session sent (not the critiques' own).
+fn two_reflected_steps(placement: &str) -> Vec<Value> {
+    let env = Env::new();
+    user_config(
+        &env,
+        &format!("[agent]\nenable_plan = false\nenable_reflect = true\nreflection_placement = \"{placement}\"\n"),
+    );
+    let server = MockServer::start();
+    let critique = |quality: &str, issue: &str| {
+        json!({"quality": quality, "issues": [issue], "recommendations": [], "block_apply": false, "notes": ""}).to_string()
+    };
+    server.enqueue(chat::tool_calls_response(&[(
+        "call_1",
+        "shell",
+        r#"{"command":"true"}"#,
+    )]));
+    server.enqueue(chat::text_response(&critique("poor", "first-critique")));
+    server.enqueue(chat::tool_calls_response(&[(
+        "call_2",
+        "shell",
+        r#"{"command":"true"}"#,
+    )]));
+    server.enqueue(chat::text_response(&critique("fair", "second-critique")));
+    server.enqueue(chat::text_response("Done."));
+    server.enqueue(chat::text_response(&critique("good", "none")));
+    let (out, _) = run_mock(&env, &server);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6);
+    [0, 2, 4]
+        .iter()
+        .map(|&i| requests[i].body_json()["messages"].clone())
+        .collect()
+}
+
+/// Index of the message whose text contains `needle`.
+fn position(messages: &Value, needle: &str) -> Vec<usize> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.to_string().contains(needle))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn the_latest_reflection_sits_before_history_or_stays_in_place() {
+    // "front" (the default, the seed's order): system prompt, initial
+    // context, the latest critique, then history with the task.
+    let front = two_reflected_steps("front");
+    let task = position(&front[2], "fix the tests")[0];
+    assert_eq!(
+        position(&front[2], "second-critique"),
+        vec![task - 1],
+        "{}",
+        front[2]
+    );
+    assert!(
+        position(&front[2], "first-critique").is_empty(),
+        "only the latest"
+    );
+    assert_eq!(position(&front[1], "first-critique"), vec![task - 1]);
+    assert!(position(&front[0], "critique").is_empty());
+    // "history": each critique where it happened, after its step, and each
+    // request extends the one before (cacheable).
+    let history = two_reflected_steps("history");
+    let first = position(&history[2], "first-critique");
+    let second = position(&history[2], "second-critique");
+    assert_eq!(first.len(), 1);
+    assert_eq!(second.len(), 1);
+    assert!(first[0] > position(&history[2], "fix the tests")[0]);
+    assert!(second[0] > first[0]);
+    let (before, after) = (
+        history[1].as_array().unwrap(),
+        history[2].as_array().unwrap(),
+    );
+    assert_eq!(&after[..before.len()], &before[..], "append-only");
+}
+
 #[test]
 fn each_reflection_policy_and_a_critique_that_is_not_json() {
     let turns = |critique: String| {

@@ -42,9 +42,19 @@ pub enum ReflectionPolicy {
     NeverBlock,
 }
 
-impl ReflectionPolicy {
-    pub const VARIANTS: &'static [&'static str] =
-        &["block_on_critical", "warn_only", "never_block"];
+/// `[agent] reflection_placement`: where the latest critique sits in the
+/// next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReflectionPlacement {
+    /// The seed's order: system prompt, plan, previous reflection,
+    /// history, new input. Each new critique rewrites the request after
+    /// the plan, so the provider's prompt cache covers less.
+    #[default]
+    Front,
+    /// Where it happened in history: requests stay append-only and fully
+    /// cacheable.
+    History,
 }
 
 /// `[agent]` reflection settings, resolved.
@@ -53,6 +63,31 @@ pub struct ReflectConfig {
     pub policy: ReflectionPolicy,
     /// Show the model a diff of its previous and current response.
     pub self_diff: bool,
+    pub placement: ReflectionPlacement,
+}
+
+/// The request's `items` (history, or the window's view of it) with the
+/// critiques out of their places and the latest one in `history` (even
+/// one the window left out) right after the initial context (`initial`
+/// items), as `ReflectionPlacement::Front` asks. History itself keeps
+/// every critique where it happened; sessions save them there.
+pub fn place_front(
+    history: &[HistoryItem],
+    items: &[HistoryItem],
+    initial: usize,
+) -> Option<Vec<HistoryItem>> {
+    let is_reflection = |i: &HistoryItem| i.tag() == Some(MessageTag::Reflection);
+    let latest = history.iter().rev().find(|i| is_reflection(i))?;
+    let mut out = Vec::with_capacity(items.len() + 1);
+    out.extend_from_slice(&items[..initial]);
+    out.push(latest.clone());
+    out.extend(
+        items[initial..]
+            .iter()
+            .filter(|i| !is_reflection(i))
+            .cloned(),
+    );
+    Some(out)
 }
 
 /// What the model is asked, after the step.
@@ -384,8 +419,8 @@ mod tests {
     fn the_self_diff_shows_what_changed() {
         let mut effect = ReflectEffect::new(
             ReflectConfig {
-                policy: ReflectionPolicy::BlockOnCritical,
                 self_diff: true,
+                ..ReflectConfig::default()
             },
             None,
         );

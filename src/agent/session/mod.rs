@@ -6,7 +6,7 @@ use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION
 use super::effects::hooks;
 use super::effects::output::OutputSchemaEffect;
 use super::effects::plan::PlanEffect;
-use super::effects::reflect::{ReflectConfig, ReflectEffect};
+use super::effects::reflect::{ReflectConfig, ReflectEffect, ReflectionPlacement};
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::test_run::{TestLog, TestRunConfig, TestRunEffect};
 use super::effects::Effects;
@@ -196,6 +196,9 @@ pub fn start_session_with_provider(
             tests.clone(),
         )));
     }
+    let reflection_front = config
+        .reflect
+        .is_some_and(|r| r.placement == ReflectionPlacement::Front);
     if let Some(reflect) = config.reflect {
         let tests = config.test_run.is_some().then(|| tests.clone());
         effects.push(Box::new(ReflectEffect::new(reflect, tests)));
@@ -219,6 +222,7 @@ pub fn start_session_with_provider(
         context_strategy: config.context_strategy,
         done_token: config.done_token,
         test_command: config.test_run.map(|t| t.command),
+        reflection_front,
     };
     ctx.rebuild_system_prompt();
     let history = ctx.initial_context();
