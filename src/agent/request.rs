@@ -52,7 +52,10 @@ impl Session {
             let prompt = build_prompt(&self.ctx, &items);
             sink.emit(AgentEvent::ModelRequest {
                 iteration,
-                prompt: self.ctx.verbose.then(|| prompt.to_json()),
+                prompt: self
+                    .ctx
+                    .verbose
+                    .then(|| prompt.to_json(self.ctx.model_family.tool_call_mode)),
             });
             self.provider.stream(&prompt.request(&self.ctx))
         };

@@ -4,7 +4,7 @@
 use super::{exit, setup, ModelsArgs};
 use crate::config::ConfigFile;
 use crate::protocol::EditTool;
-use crate::provider::model_family::catalog;
+use crate::provider::model_family::{catalog, ToolCallMode};
 use crate::provider::models::list_models;
 use std::io::Write;
 
@@ -22,8 +22,8 @@ pub fn run(args: ModelsArgs) -> u8 {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "{:<34} {:>9} {:>8} {:<8} {:<20} reasoning",
-        "catalog (name prefix)", "context", "output", "parallel", "edit tool"
+        "{:<34} {:>9} {:>8} {:<8} {:<6} {:<22} reasoning",
+        "catalog (name prefix)", "context", "output", "parallel", "calls", "edit tool"
     );
     for (name, family) in catalog(&session.model_families) {
         let edit = match family.edit_tool {
@@ -39,7 +39,7 @@ pub fn run(args: ModelsArgs) -> u8 {
         };
         let _ = writeln!(
             out,
-            "{name:<34} {:>9} {:>8} {:<8} {edit:<20} {reasoning}",
+            "{name:<34} {:>9} {:>8} {:<8} {:<6} {edit:<22} {reasoning}",
             family.context_window,
             family
                 .max_output_tokens
@@ -48,6 +48,10 @@ pub fn run(args: ModelsArgs) -> u8 {
                 "yes"
             } else {
                 "no"
+            },
+            match family.tool_call_mode {
+                ToolCallMode::Native => "native",
+                ToolCallMode::Text => "text",
             },
         );
     }

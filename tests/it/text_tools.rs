@@ -293,3 +293,101 @@ fn a_bad_tool_call_mode_is_a_config_error_naming_the_key() {
     assert!(err.contains("`native`") && err.contains("`text`"), "{err}");
     assert_eq!(server.request_count(), 0);
 }
+
+#[test]
+fn a_fenced_call_runs_over_the_anthropic_and_responses_wires_too() {
+    use crate::common::{wire_anthropic as anthropic, wire_responses as responses};
+    let reply =
+        "Reading.\n```json\n{\"tool\": \"read_file\", \"arguments\": {\"path\": \"b.txt\"}}\n```\n";
+    for wire in ["anthropic", "responses"] {
+        let server = MockServer::start();
+        let (first, second) = match wire {
+            "anthropic" => (
+                anthropic::text_response(reply),
+                anthropic::text_response("Beta says bye."),
+            ),
+            _ => (
+                responses::text_response(reply),
+                responses::text_response("Beta says bye."),
+            ),
+        };
+        server.enqueue(first);
+        server.enqueue(second);
+        let env = text_env(&server, wire, "");
+        let events = run_json(&env, "what does b.txt say?");
+        let calls = tool_calls(&events);
+        assert_eq!(calls.len(), 1, "{wire}: {calls:?}");
+        assert_eq!(
+            (calls[0].0.as_str(), calls[0].1.as_str()),
+            ("read_file", "completed")
+        );
+        assert!(
+            calls[0].2.contains("beta says bye"),
+            "{wire}: {}",
+            calls[0].2
+        );
+        let text = streamed_text(&events);
+        assert_eq!(text, "Reading.\nBeta says bye.", "{wire}");
+        no_raw_block(&text);
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{wire}");
+        let (a, b) = (requests[0].body_json(), requests[1].body_json());
+        for body in [a, b] {
+            assert!(body.get("tools").is_none(), "{wire}: no API tools: {body}");
+        }
+        // The tool section is in the instructions, the same both times.
+        let instructions = |body: &Value| match wire {
+            "anthropic" => body["system"].to_string(),
+            _ => body["instructions"].to_string(),
+        };
+        assert!(instructions(a).contains("# Tool calls"), "{wire}: {a}");
+        assert_eq!(instructions(a), instructions(b), "{wire}");
+        // The output goes back as the user's text, not a tool result.
+        let sent = b.to_string();
+        assert!(sent.contains("Output of `read_file`:"), "{wire}: {sent}");
+        assert!(sent.contains("beta says bye"), "{wire}");
+        for native in ["tool_use", "tool_result", "function_call"] {
+            assert!(!sent.contains(native), "{wire}: {native} in {sent}");
+        }
+        server.assert_invariants();
+    }
+}
+
+#[test]
+fn models_shows_the_mode_and_verbose_logs_the_request_as_sent() {
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Hello."));
+    let env = text_env(&server, "chat", "verbose_max_bytes = 1000000");
+    let out = env.cmd().args(["models", "--offline"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let table = stdout_of(&out);
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row: {table}"))
+            .split_whitespace()
+            .nth(4)
+            .unwrap()
+            .to_string()
+    };
+    assert!(table.lines().next().unwrap().contains(" calls "), "{table}");
+    assert_eq!(row("tiny"), "text");
+    assert_eq!(row("llama*"), "native");
+
+    let out = env.cmd().args(["run", "--verbose", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    let logged: Vec<Value> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("[verbose] model request #1: "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 1, "{err}");
+    let prompt = &logged[0];
+    assert_eq!(prompt["tools"], serde_json::json!([]), "{prompt}");
+    let (sent, _) = chat_messages(&server, 0);
+    assert!(sent.contains("# Tool calls"), "{sent}");
+    assert_eq!(prompt["instructions"].as_str().unwrap(), sent);
+}

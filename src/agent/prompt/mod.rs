@@ -10,7 +10,8 @@ mod tests;
 
 use super::turn_context::TurnContext;
 use crate::protocol::{Content, HistoryItem, ToolFormat, ToolOutput, ToolSpec};
-use crate::provider::ModelRequest;
+use crate::provider::model_family::ToolCallMode;
+use crate::provider::{text_tools, ModelRequest};
 use crate::tools::shell;
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -99,14 +100,25 @@ impl Prompt<'_> {
         }
     }
 
-    /// The prompt as JSON, for verbose logs.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "instructions": self.instructions,
-            "input_items": self.input_items,
-            "tools": self.tools,
-            "parallel_tool_calls": self.parallel_tool_calls,
-            "output_schema": self.output_schema,
-        })
+    /// The prompt as JSON, for verbose logs: as the provider sends it,
+    /// with the tool section of `tool_call_mode = "text"` in place.
+    pub fn to_json(&self, mode: ToolCallMode) -> serde_json::Value {
+        match mode {
+            ToolCallMode::Native => serde_json::json!({
+                "instructions": self.instructions,
+                "input_items": self.input_items,
+                "tools": self.tools,
+                "parallel_tool_calls": self.parallel_tool_calls,
+                "output_schema": self.output_schema,
+            }),
+            // What `TextTools` sends in its place.
+            ToolCallMode::Text => serde_json::json!({
+                "instructions": text_tools::instructions(&self.instructions, self.tools, self.output_schema),
+                "input_items": text_tools::history_as_text(&self.input_items),
+                "tools": [],
+                "parallel_tool_calls": false,
+                "output_schema": null,
+            }),
+        }
     }
 }
