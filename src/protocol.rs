@@ -695,6 +695,36 @@ pub enum AgentEvent {
     /// The plan changed (`update_plan`).
     #[serde(rename = "plan")]
     Plan { plan: Plan },
+    /// A delegated agent started on a task (`delegate_to_agent`,
+    /// `spawn_agents`). `agent` is its path from the root agent
+    /// (`["main", "reviewer#2"]`); `call_id` the parent's call.
+    #[serde(rename = "subagent.started")]
+    SubagentStarted {
+        agent: Vec<String>,
+        call_id: String,
+        task: String,
+    },
+    /// A delegated agent finished: its outcome (`error` when it could not
+    /// run), what it spent (its own delegations included), its time.
+    #[serde(rename = "subagent.finished")]
+    SubagentFinished {
+        agent: Vec<String>,
+        call_id: String,
+        outcome: String,
+        usage: Usage,
+        cost_usd: Option<f64>,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// An event of a delegated agent, nested under the parent's call that
+    /// started it.
+    #[serde(rename = "subagent")]
+    Subagent {
+        agent: Vec<String>,
+        call_id: String,
+        event: Box<AgentEvent>,
+    },
     /// The test command ran (`enable_test_run`): one event per attempt.
     #[serde(rename = "test")]
     Test {

@@ -4,6 +4,7 @@
 //! order.
 
 use super::approval::{self, Precheck};
+use super::delegate::is_delegation_tool;
 use super::effects::Point;
 use super::limits::Watch;
 use super::outcome::{AgentError, ToolCallRecord};
@@ -336,6 +337,11 @@ impl Session {
         sink: &dyn EventSink,
         approvals: &mut Vec<ApprovalStatus>,
     ) -> ToolResult {
+        if is_delegation_tool(&call.name) && self.toolset.registry.spec(&call.name).is_none() {
+            // A delegated agent asks for approval of its own calls, with
+            // this session's approver; starting it needs none.
+            return self.delegate(call, sink).await;
+        }
         if self.toolset.registry.spec(&call.name).is_none() {
             // No such tool (or a call that could not be read): nothing runs,
             // so there is nothing to approve; the answer says what is wrong.

@@ -57,21 +57,34 @@ impl Halt {
 /// requested between turns applies to nothing.
 #[derive(Debug, Clone, Default)]
 pub struct StopHandle {
-    current: Arc<Mutex<CancellationToken>>,
+    current: Arc<Mutex<(CancellationToken, bool)>>,
 }
 
 impl StopHandle {
     pub fn stop(&self) {
-        if let Ok(token) = self.current.lock() {
-            token.cancel();
+        if let Ok(current) = self.current.lock() {
+            current.0.cancel();
         }
     }
 
-    /// A new token for a turn that starts now.
+    /// Stop the running turn and every later one (a delegated agent whose
+    /// sibling failed: a turn that has not started yet must not run).
+    pub fn close(&self) {
+        if let Ok(mut current) = self.current.lock() {
+            current.1 = true;
+            current.0.cancel();
+        }
+    }
+
+    /// A new token for a turn that starts now (already stopped once
+    /// closed).
     pub(crate) fn fresh(&self) -> CancellationToken {
         let token = CancellationToken::new();
         if let Ok(mut current) = self.current.lock() {
-            *current = token.clone();
+            if current.1 {
+                token.cancel();
+            }
+            current.0 = token.clone();
         }
         token
     }

@@ -5,6 +5,7 @@
 pub(crate) mod approval;
 pub mod compact;
 pub mod context;
+pub mod delegate;
 mod dispatch;
 pub mod effects;
 mod history;

@@ -1,5 +1,6 @@
 //! Front doors: argument parsing, `cogni run`, renderers.
 
+mod agents;
 mod approve;
 mod models;
 mod persist;
@@ -56,6 +57,8 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// List the models the provider serves and the built-in model catalog.
     Models(ModelsArgs),
+    /// List the agents a session can delegate to, and where each comes from.
+    Agents(AgentsArgs),
     /// Check the sandbox (`cogni sandbox check`) or run one command in it (`cogni sandbox -- CMD`).
     Sandbox(sandbox::SandboxArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
@@ -131,6 +134,12 @@ pub struct ModelsArgs {
     pub offline: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    #[command(flatten)]
+    pub common: ConfigArgs,
+}
+
 /// Where the configuration comes from; shared by every command.
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
@@ -195,6 +204,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
 
+    /// Run as this agent (a card, or `[agents.NAME]`; see `cogni agents`).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+
     /// Attach a file, or a directory's summary, to the task (repeatable;
     /// all together within max_context_bytes).
     #[arg(long = "context", value_name = "PATH")]
@@ -251,6 +264,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Sessions(args)) => ExitCode::from(persist::list(args)),
         Some(Command::Models(args)) => ExitCode::from(models::run(args)),
+        Some(Command::Agents(args)) => ExitCode::from(agents::run(args)),
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),

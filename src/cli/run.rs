@@ -82,7 +82,20 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let loaded = setup::load(&args.common, &launch_dir, cwd, flags)?;
     let home = loaded.home;
     let loaded = loaded.config;
+    let catalog = super::agents::catalog(&loaded, &home);
+    for problem in &catalog.problems {
+        eprintln!("cogni: warning: {problem}");
+    }
+    let base = loaded.session.clone();
     let mut session_config = loaded.session;
+    if let Some(name) = &args.agent {
+        let card = catalog
+            .cards
+            .iter()
+            .find(|c| &c.name == name)
+            .ok_or_else(|| format!("--agent {name}: no such agent; `cogni agents` lists them"))?;
+        super::agents::apply(&mut session_config, card);
+    }
     session_config.verbose = args.verbose;
     session_config.output_schema = output_schema;
     let redact = persist::redactor([&session_config]);
@@ -103,6 +116,10 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         loaded.max_context_bytes,
     )?;
     let mut session = start_session(session_config).map_err(|e| e.to_string())?;
+    session.set_delegation(
+        super::agents::registry(&base, &catalog.cards),
+        loaded.delegation,
+    );
     let file = persist.attach(&mut session, redact.clone())?;
     Ok((
         session,

@@ -15,7 +15,9 @@ mod run;
 mod soul;
 mod trust;
 
+use crate::agent::delegate::DelegationLimits;
 use crate::agent::{AuthMode, CompactionConfig, Features, Sampling, SessionConfig};
+use crate::spec::cards::AgentDef;
 use crate::protocol::{
     ApprovalPolicy, ContextStrategyKind, EditTool, ResourceLimits, SandboxMode, SandboxPolicy,
 };
@@ -150,6 +152,21 @@ pub struct ConfigFile {
     pub run: Option<run::RunFile>,
     /// `[[hooks.EVENT]]`: user commands at lifecycle events.
     pub hooks: Option<hooks::HooksFile>,
+    /// `[agents.NAME]`: agents to delegate to, as agent cards define them
+    /// (docs/agents.md).
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentDef>,
+    /// `[delegation]`: limits for delegated agents.
+    pub delegation: Option<DelegationFile>,
+}
+
+/// `[delegation]`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelegationFile {
+    pub max_delegation_depth: Option<u32>,
+    pub max_concurrent_agents: Option<u32>,
+    pub max_agents_per_session: Option<u32>,
 }
 
 /// Later `Some` wins.
@@ -336,6 +353,13 @@ impl ConfigFile {
         if let Some(o) = over.hooks {
             self.hooks.get_or_insert_with(Default::default).merge(o);
         }
+        self.agents.extend(over.agents);
+        if let Some(o) = over.delegation {
+            let d = self.delegation.get_or_insert_with(Default::default);
+            pick(&mut d.max_delegation_depth, o.max_delegation_depth);
+            pick(&mut d.max_concurrent_agents, o.max_concurrent_agents);
+            pick(&mut d.max_agents_per_session, o.max_agents_per_session);
+        }
     }
 
     /// The `COGNI_*` environment layer.
@@ -415,6 +439,13 @@ pub struct Config {
     pub max_context_bytes: usize,
     /// `[agent] auto_context`.
     pub auto_context: bool,
+    /// `[agents.NAME]` of every layer (a trusted project's included).
+    pub agents: BTreeMap<String, AgentDef>,
+    /// `[delegation]`.
+    pub delegation: DelegationLimits,
+    /// The working directory is trusted: its own cards, skills and config
+    /// count in full.
+    pub project_trusted: bool,
 }
 
 /// Default cap on `@path` attachments per REPL message.
@@ -438,9 +469,10 @@ pub fn load(sources: Sources<'_>) -> Result<Config, ConfigError> {
     }
     let mut layer_warnings = Vec::new();
     let project_file = sources.cwd.join("cogni.toml");
+    let project_trusted = trust::is_trusted(&sources.home, &merged, &sources.cwd)?;
     if project_file.is_file() {
         let mut project = ConfigFile::load(&project_file)?;
-        if !trust::is_trusted(&sources.home, &merged, &sources.cwd)? {
+        if !project_trusted {
             let ignored = trust::restrict_untrusted(&mut project, &merged, &sources.cwd);
             if !ignored.is_empty() {
                 layer_warnings.push(trust::warning(&project_file, &ignored));
@@ -456,6 +488,7 @@ pub fn load(sources: Sources<'_>) -> Result<Config, ConfigError> {
     let mut config = resolve(merged, &sources.home, &sources.cwd, sources.env)?;
     layer_warnings.append(&mut config.warnings);
     config.warnings = layer_warnings;
+    config.project_trusted = project_trusted;
     Ok(config)
 }
 
@@ -595,6 +628,32 @@ pub fn resolve(
             .as_ref()
             .and_then(|a| a.auto_context)
             .unwrap_or(false),
+        delegation: delegation_limits(c.delegation.unwrap_or_default())?,
+        agents: c.agents,
+        project_trusted: false,
+    })
+}
+
+/// `[delegation]` checked, over the defaults.
+fn delegation_limits(d: DelegationFile) -> Result<DelegationLimits, ConfigError> {
+    let defaults = DelegationLimits::default();
+    let at_least_one = |key: &str, v: Option<u32>, default: u32| match v {
+        Some(0) => err(format!("delegation.{key}: must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    Ok(DelegationLimits {
+        max_depth: d.max_delegation_depth.unwrap_or(defaults.max_depth),
+        max_concurrent: at_least_one(
+            "max_concurrent_agents",
+            d.max_concurrent_agents,
+            defaults.max_concurrent,
+        )?,
+        max_agents: at_least_one(
+            "max_agents_per_session",
+            d.max_agents_per_session,
+            defaults.max_agents,
+        )?,
     })
 }
 

@@ -152,6 +152,13 @@ pub(super) fn restrict_untrusted(
     if project.trusted_projects.take().is_some() {
         ignore("trusted_projects".into());
     }
+    // Agents the model may run, and how far it may go.
+    for name in std::mem::take(&mut project.agents).into_keys() {
+        ignore(format!("agents.{name}"));
+    }
+    if project.delegation.take().is_some() {
+        ignore("delegation".into());
+    }
     for (id, p) in project.model_providers.iter_mut() {
         let fields: [(&str, bool); 9] = [
             ("base_url", p.base_url.take().is_some()),

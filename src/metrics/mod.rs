@@ -3,9 +3,11 @@
 //! Provider usage is the truth; local estimates (see [`tokens`]) are used
 //! only when a provider reports none, and are marked as estimated.
 
+pub mod ledger;
 pub mod tokens;
 
 use crate::protocol::Price;
+pub use ledger::{AgentTotals, Ledger};
 use crate::protocol::Usage;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -49,6 +51,11 @@ impl Totals {
 pub struct Snapshot {
     pub turn: Totals,
     pub session: Totals,
+    /// With delegated agents: the session's spend by agent path (this
+    /// agent's own and each descendant's); `turn` and `session` include
+    /// theirs.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub agents: BTreeMap<String, AgentTotals>,
 }
 
 /// Accumulates metrics; the engine owns one per session.
@@ -59,6 +66,12 @@ pub struct Metrics {
     session: Totals,
     turn: Totals,
     price: Option<Price>,
+    /// The agent's path (`main`, `main/reviewer#1`), its key in `agents`.
+    agent: String,
+    /// What its delegated agents spent; its parent's node when it is one.
+    ledger: Ledger,
+    /// `ledger`'s totals when the turn started.
+    turn_base: AgentTotals,
 }
 
 impl Default for Metrics {
@@ -70,6 +83,9 @@ impl Default for Metrics {
             session: Totals::default(),
             turn: Totals::default(),
             price: None,
+            agent: crate::agent::session::DEFAULT_AGENT.to_string(),
+            ledger: Ledger::default(),
+            turn_base: AgentTotals::default(),
         }
     }
 }
@@ -101,12 +117,31 @@ impl Metrics {
         self.price = price;
     }
 
+    /// Count as agent `path` whose delegated agents report to `ledger`
+    /// (a child of its parent's node, for a delegated agent).
+    pub fn attach(&mut self, path: String, ledger: Ledger) {
+        self.agent = path;
+        self.turn_base = ledger.total();
+        self.ledger = ledger;
+    }
+
+    /// The node this session's delegated agents report to.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The agent's path.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
     pub fn start_turn(&mut self) {
         self.turn = Totals {
             cost_usd: self.price.map(|_| 0.0),
             ..Totals::default()
         };
         self.turn_start = Instant::now();
+        self.turn_base = self.ledger.total();
     }
 
     fn both(&mut self, f: impl Fn(&mut Totals)) {
@@ -130,6 +165,9 @@ impl Metrics {
             }
             t.model_ms += ms(took);
         });
+        if let Some(parent) = self.ledger.parent() {
+            parent.record(&self.agent, usage, cost);
+        }
     }
 
     pub fn record_tool(&mut self, name: &str, took: Duration, failed: bool) {
@@ -155,20 +193,56 @@ impl Metrics {
         self.both(|t| t.retries += 1);
     }
 
+    /// This turn's tokens, its delegated agents' included.
     pub fn turn_usage(&self) -> Usage {
-        self.turn.usage
+        let mut usage = self.turn.usage;
+        usage.add(&self.ledger.total().since(&self.turn_base).usage);
+        usage
     }
 
+    /// This turn's cost, its delegated agents' included.
     pub fn turn_cost(&self) -> Option<f64> {
-        self.turn.cost_usd
+        let delegated = self.ledger.total().since(&self.turn_base);
+        with_delegated(self.turn.cost_usd, &delegated)
     }
 
     pub fn snapshot(&self) -> Snapshot {
+        let delegated = self.ledger.total();
         let mut turn = self.turn.clone();
         turn.wall_ms = ms(self.turn_start.elapsed());
         let mut session = self.session.clone();
         session.wall_ms = ms(self.session_start.elapsed());
-        Snapshot { turn, session }
+        let mut agents = BTreeMap::new();
+        if delegated.model_requests > 0 {
+            let in_turn = delegated.since(&self.turn_base);
+            turn.usage.add(&in_turn.usage);
+            turn.cost_usd = with_delegated(turn.cost_usd, &in_turn);
+            agents.insert(
+                self.agent.clone(),
+                AgentTotals {
+                    usage: session.usage,
+                    model_requests: session.model_requests,
+                    cost_usd: session.cost_usd,
+                },
+            );
+            session.usage.add(&delegated.usage);
+            session.cost_usd = with_delegated(session.cost_usd, &delegated);
+            agents.extend(self.ledger.by_agent());
+        }
+        Snapshot {
+            turn,
+            session,
+            agents,
+        }
+    }
+}
+
+/// `own` cost plus the delegated agents' (unknown when either is).
+fn with_delegated(own: Option<f64>, delegated: &AgentTotals) -> Option<f64> {
+    match (own, delegated.cost_usd) {
+        (Some(own), Some(theirs)) => Some(own + theirs),
+        (own, _) if delegated.usage.total() == 0 => own,
+        _ => None,
     }
 }
 

@@ -3,7 +3,8 @@
 //! [`crate::tools::exec`]: own process group, timeout that kills the group,
 //! bounded capture.
 
-use crate::tools::exec::{self, CapturedStream, ExecRequest, DEFAULT_IO_DRAIN, DEFAULT_KILL_GRACE};
+pub use crate::tools::git::{git, lossy, tail};
+use crate::tools::exec::{self, ExecRequest, DEFAULT_IO_DRAIN, DEFAULT_KILL_GRACE};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -14,8 +15,6 @@ pub const OUTPUT_TAIL_BYTES: usize = 4096;
 /// Bytes of each stream kept in memory while a command runs.
 const CAPTURE_BYTES: usize = 256 * 1024;
 
-/// How long git may take for the small queries the runner makes.
-const GIT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where and how commands run.
 #[derive(Debug, Clone)]
@@ -80,62 +79,6 @@ async fn run(
             output_tail: String::new(),
         },
     }
-}
-
-/// `git ARGS` in `dir`; its trimmed stdout, or what went wrong.
-pub async fn git(
-    dir: &Path,
-    args: &[&str],
-    env: &BTreeMap<String, String>,
-) -> Result<String, String> {
-    let mut argv = vec!["git".to_string()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let request = ExecRequest {
-        argv,
-        cwd: dir.to_path_buf(),
-        env: env.clone(),
-        timeout: GIT_TIMEOUT,
-        capture_limit_bytes: CAPTURE_BYTES,
-        kill_grace: DEFAULT_KILL_GRACE,
-        io_drain: DEFAULT_IO_DRAIN,
-        // The task file's own commands, like any CI step: not the agent's.
-        sandbox: None,
-        stdin: None,
-    };
-    let out = exec::run(request)
-        .await
-        .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
-    if out.termination.success() && !out.timed_out {
-        Ok(lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            tail(lossy(&out.stderr).trim(), 500)
-        ))
-    }
-}
-
-/// A captured stream as text, with a marker where the middle was dropped.
-fn lossy(stream: &CapturedStream) -> String {
-    let mut text = String::from_utf8_lossy(&stream.head).into_owned();
-    if stream.gap.bytes > 0 {
-        text.push_str(&format!("\n[... {} bytes omitted ...]\n", stream.gap.bytes));
-    }
-    text.push_str(&String::from_utf8_lossy(&stream.tail));
-    text
-}
-
-/// The last `max` bytes of `text`, cut on a character boundary.
-pub fn tail(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("[...]{}", &text[start..])
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! other (or the repository).
 
 use super::command::git;
+pub(crate) use crate::tools::git::remove_dir;
+use crate::tools::git::{worktree_add, worktree_remove};
 use crate::spec::tasks::WorkspaceMode;
 use ignore::WalkBuilder;
 use std::collections::BTreeMap;
@@ -13,10 +15,6 @@ use std::path::{Path, PathBuf};
 
 /// Most threads copying files at once.
 const COPY_THREADS: usize = 4;
-
-/// Git does not like several worktrees of one repository being added or
-/// removed at the same moment; the runner takes turns.
-static WORKTREE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A workspace for one attempt; [`Workspace::remove`] cleans it up.
 #[derive(Debug)]
@@ -81,14 +79,7 @@ impl Workspace {
                         s.strip_prefix(&top).ok().map(Path::to_path_buf)
                     })
                     .unwrap_or_default();
-                let dest_arg = dest.to_string_lossy();
-                let _turn = WORKTREE_LOCK.lock().await;
-                git(
-                    &repo,
-                    &["worktree", "add", "--detach", "--quiet", &dest_arg, "HEAD"],
-                    env,
-                )
-                .await?;
+                worktree_add(&repo, dest, "HEAD", env).await?;
                 Ok(Workspace {
                     cwd: dest.join(inside),
                     kind: Kind::Worktree {
@@ -108,13 +99,7 @@ impl Workspace {
             Kind::InPlace => Ok(None),
             Kind::Copy { root } => Ok(Some(tokio::spawn(remove_dir(root)))),
             Kind::Worktree { repo, root } => {
-                let root_arg = root.to_string_lossy().into_owned();
-                let _turn = WORKTREE_LOCK.lock().await;
-                let removed = git(&repo, &["worktree", "remove", "--force", &root_arg], env).await;
-                if removed.is_err() {
-                    remove_dir(root).await?;
-                    git(&repo, &["worktree", "prune"], env).await?;
-                }
+                worktree_remove(&repo, &root, env).await?;
                 Ok(None)
             }
         }
@@ -124,16 +109,6 @@ impl Workspace {
 /// A workspace being removed in the background.
 pub type Removal = tokio::task::JoinHandle<Result<(), String>>;
 
-pub(crate) async fn remove_dir(dir: PathBuf) -> Result<(), String> {
-    let shown = dir.display().to_string();
-    tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("cannot remove {shown}: {e}"))
-}
 
 /// What [`copy_tree`] copied.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -16,21 +16,34 @@
 //! Review the diff for bugs and missing tests.
 //! ```
 
+use crate::agent::delegate::{AgentOptions, Inherit, Isolation};
 use crate::protocol::ContextStrategyKind;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Default, Deserialize)]
+/// A card's front matter, or a `[agents.NAME]` table of config.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct FrontMatter {
-    name: Option<String>,
-    description: Option<String>,
-    model: Option<String>,
-    instructions: Option<String>,
-    tools: Option<Vec<String>>,
-    mode: Option<String>,
-    effects: Option<Vec<toml::Value>>,
-    context_strategy: Option<ContextStrategyKind>,
+pub struct AgentDef {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub model: Option<String>,
+    pub instructions: Option<String>,
+    pub tools: Option<Vec<String>>,
+    pub mode: Option<String>,
+    pub effects: Option<Vec<toml::Value>>,
+    pub context_strategy: Option<ContextStrategyKind>,
+    /// Delegated: the parent's tools after its own (`true`, the default),
+    /// none (`false`), or only those named.
+    pub inherit_tools: Option<Inherit>,
+    /// Never offered to it, its own or inherited.
+    pub disallowed_tools: Option<Vec<String>>,
+    /// `none` or `worktree`: a delegated agent that writes works in its own
+    /// git worktree and returns a diff.
+    pub isolation: Option<Isolation>,
+    /// Lower limits for the delegations it makes.
+    pub max_delegation_depth: Option<u32>,
+    pub max_concurrent_agents: Option<u32>,
 }
 
 /// One agent card.
@@ -47,6 +60,9 @@ pub struct AgentCard {
     pub effects: Vec<super::effects::EffectSpec>,
     /// `context_strategy`: how the agent's requests stay within the window.
     pub context_strategy: Option<ContextStrategyKind>,
+    /// How it takes part in delegation.
+    pub options: AgentOptions,
+    /// The card's file, or the config file of its `[agents.NAME]`.
     pub path: PathBuf,
 }
 
@@ -59,12 +75,16 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
         .to_string();
     let fail = |m: String| format!("agent card {}: {m}", path.display());
     let (front, body) = super::front_matter::split(text).map_err(fail)?;
-    let meta: FrontMatter = toml::from_str(front).map_err(|e| fail(e.message().to_string()))?;
+    let meta: AgentDef = toml::from_str(front).map_err(|e| fail(e.message().to_string()))?;
+    from_def(&stem, meta, body, path).map_err(fail)
+}
+
+/// A card from its front matter (or `[agents.NAME]` table) and body;
+/// `name` names it when the definition does not.
+pub fn from_def(name: &str, meta: AgentDef, body: &str, path: &Path) -> Result<AgentCard, String> {
     if let Some(mode) = &meta.mode {
         if !["plan", "act", "auto"].contains(&mode.as_str()) {
-            return Err(fail(format!(
-                "mode `{mode}` is not one of: plan, act, auto"
-            )));
+            return Err(format!("mode `{mode}` is not one of: plan, act, auto"));
         }
     }
     let instructions = [meta.instructions.as_deref(), Some(body.trim())]
@@ -76,17 +96,23 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
     let effects = super::effects::EffectSpec::parse_all(
         meta.effects.as_deref().unwrap_or_default(),
         "effects",
-    )
-    .map_err(fail)?;
+    )?;
     Ok(AgentCard {
         effects,
         context_strategy: meta.context_strategy,
-        name: meta.name.unwrap_or(stem),
+        name: meta.name.unwrap_or_else(|| name.to_string()),
         description: meta.description.unwrap_or_default(),
         model: meta.model,
         instructions,
         tools: meta.tools,
         mode: meta.mode,
+        options: AgentOptions {
+            inherit: meta.inherit_tools.unwrap_or_default(),
+            disallowed: meta.disallowed_tools.unwrap_or_default(),
+            isolation: meta.isolation.unwrap_or_default(),
+            max_delegation_depth: meta.max_delegation_depth,
+            max_concurrent_agents: meta.max_concurrent_agents,
+        },
         path: path.to_path_buf(),
     })
 }
@@ -117,12 +143,23 @@ pub fn markdown_files(dirs: &[PathBuf]) -> Vec<(String, PathBuf)> {
     out
 }
 
-/// Every card in `.cogni/agents/` under `cwd` and in `home/agents/`, and
-/// the problems with the ones that could not be read.
-pub fn load(cwd: &Path, home: &Path) -> (Vec<AgentCard>, Vec<String>) {
-    let dirs = [cwd.join(".cogni/agents"), home.join("agents")];
-    let mut cards: Vec<AgentCard> = Vec::new();
+/// Every card in `.cogni/agents/` under `cwd` (only when the directory is
+/// `trusted`) and in `home/agents/`, the project's first, and the problems
+/// with the ones that could not be read (and the project's cards that were
+/// left out).
+pub fn load(cwd: &Path, home: &Path, trusted: bool) -> (Vec<AgentCard>, Vec<String>) {
+    let project = cwd.join(".cogni/agents");
     let mut problems = Vec::new();
+    let mut dirs = vec![home.join("agents")];
+    if trusted {
+        dirs.insert(0, project);
+    } else if !markdown_files(std::slice::from_ref(&project)).is_empty() {
+        problems.push(format!(
+            "{}: the project's agent cards are ignored until the directory is trusted (`cogni trust`)",
+            project.display()
+        ));
+    }
+    let mut cards: Vec<AgentCard> = Vec::new();
     for (_, path) in markdown_files(&dirs) {
         match std::fs::read_to_string(&path)
             .map_err(|e| format!("agent card {}: {e}", path.display()))

@@ -8,6 +8,7 @@ pub mod edit_file;
 pub mod env;
 pub mod exec;
 pub mod fs;
+pub mod git;
 pub mod glob;
 pub mod grep;
 pub mod jobs;
@@ -259,6 +260,16 @@ impl ToolRegistry {
     /// Run one call. Never panics and always returns exactly one result:
     /// an unknown tool or undecodable arguments become an error result and
     /// nothing runs.
+    /// The tools in order, with their specs.
+    pub fn entries(&self) -> impl Iterator<Item = (&ToolSpec, &Arc<dyn Tool>)> {
+        self.tools.iter().map(|(spec, tool)| (spec, tool))
+    }
+
+    /// Keep only the tools whose name `keep` accepts.
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.tools.retain(|(spec, _)| keep(&spec.name));
+    }
+
     pub async fn dispatch(&self, call: &ToolCall, ctx: &ToolContext) -> ToolResult {
         if call.name == INVALID_CALL {
             return ToolResult::error(invalid_call_error(&call.arguments));

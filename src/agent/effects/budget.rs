@@ -68,6 +68,10 @@ impl Effect for BudgetEffect {
         self.0.kind()
     }
 
+    fn budget(&self) -> Option<Budget> {
+        Some(self.0)
+    }
+
     fn phases(&self) -> &'static [Phase] {
         &[Phase::BeforeModel, Phase::BeforeTool]
     }

@@ -364,6 +364,11 @@ pub trait Effect: Send + Sync {
     fn deadline(&self) -> Option<Duration> {
         None
     }
+
+    /// The budget it enforces, if it is one (carved for delegated agents).
+    fn budget(&self) -> Option<budget::Budget> {
+        None
+    }
 }
 
 /// The effects of a session, in registration order.
@@ -450,6 +455,11 @@ impl Effects {
     /// True when some effect runs at `phase`.
     pub(crate) fn wants(&self, phase: Phase) -> bool {
         self.list.iter().any(|e| e.phases().contains(&phase))
+    }
+
+    /// The budgets in force, in order.
+    pub(crate) fn budgets(&self) -> Vec<budget::Budget> {
+        self.list.iter().filter_map(|e| e.budget()).collect()
     }
 
     /// The earliest deadline any effect sets.

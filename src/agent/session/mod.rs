@@ -1,6 +1,7 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
 use super::context::EnvironmentContext;
+use super::delegate::{self, AgentRegistry, Delegation, DelegationLimits};
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
 use super::effects::hooks;
@@ -20,7 +21,7 @@ use super::toolset::Toolset;
 use super::turn_context::{Features, Sampling, TurnContext};
 use super::window::SlidingWindow;
 use crate::metrics::tokens::Estimator;
-use crate::metrics::Metrics;
+use crate::metrics::{Ledger, Metrics};
 use crate::protocol::{
     ApprovalPolicy, Approver, ContextStrategyKind, HistoryItem, HistoryObserver, MessageTag,
     NonInteractive, Plan, Role, SandboxPolicy, TestRun,
@@ -124,6 +125,8 @@ pub(crate) struct Extensions {
     /// Estimated tokens of the instructions and tools, with what they were
     /// counted for (prompt length, tool count, estimator).
     pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
+    /// Its place in a tree of delegating agents (with a registry).
+    pub(crate) delegation: Option<Delegation>,
 }
 
 /// Start a session: select the model, load its family, build tools, the
@@ -241,7 +244,11 @@ pub fn start_session_with_provider(
         provider,
         wire,
         meter: Meter {
-            metrics: Metrics::with_price(ctx_price),
+            metrics: {
+                let mut metrics = Metrics::with_price(ctx_price);
+                metrics.attach(config.agent.clone(), Ledger::default());
+                metrics
+            },
             limits: TurnLimits::default(),
             stop: StopHandle::default(),
         },
@@ -255,6 +262,7 @@ pub fn start_session_with_provider(
             plan,
             first_plan: config.enable_plan,
             tests,
+            delegation: None,
         },
         pending: PendingInputs::default(),
         turns: 0,
@@ -453,9 +461,12 @@ impl Session {
             ..fresh.toolset.ctx
         };
         let lifecycle = self.extensions.lifecycle;
+        let delegation = self.extensions.delegation.take();
         self.extensions = fresh.extensions;
         // Still the same session: it started (and has not ended) once.
         self.extensions.lifecycle = lifecycle;
+        self.extensions.delegation = delegation;
+        self.refresh_tools();
         register_budgets(&mut self.extensions.effects, &self.meter.limits);
         self.environment = fresh.environment;
         self.history.tokens.stale = true;
@@ -494,8 +505,28 @@ impl Session {
 
     /// Replace the registry (e.g. to add tools beyond the built-ins).
     pub fn set_tools(&mut self, tools: ToolRegistry) {
-        self.ctx.tools = tools.specs();
         self.toolset.registry = tools;
+        self.refresh_tools();
+    }
+
+    /// Let this session delegate to the agents of `registry` (the root of
+    /// a tree: `[delegation]` limits apply to every agent below it). The
+    /// delegation tools are offered when someone other than this agent is
+    /// registered.
+    pub fn set_delegation(&mut self, registry: Arc<AgentRegistry>, limits: DelegationLimits) {
+        self.extensions.delegation = Some(Delegation::root(registry, limits, &self.agent));
+        self.refresh_tools();
+    }
+
+    /// The tools offered: the registry's, then the delegation tools.
+    fn refresh_tools(&mut self) {
+        let mut specs = self.toolset.registry.specs();
+        if let Some(d) = &self.extensions.delegation {
+            if d.offers_tools(&self.agent) {
+                specs.extend(delegate::specs());
+            }
+        }
+        self.ctx.tools = specs;
         self.ctx.rebuild_system_prompt();
     }
 }

@@ -669,15 +669,11 @@ async fn memory(r: &mut Repl, args: &str) -> Flow {
 }
 
 async fn agent(r: &mut Repl, args: &str) -> Flow {
-    let cwd = r.original.cwd.clone();
-    let (cards, problems) = agents::load(&cwd, &r.home);
-    for p in problems {
-        r.sink.error(&format!("warning: {p}"));
-    }
+    let cards = r.agents.clone();
     if args.is_empty() {
         if cards.is_empty() {
             r.sink.say(
-                "no agent cards (add markdown files to .cogni/agents/ or $COGNI_HOME/agents/)",
+                "no agents (add cards to .cogni/agents/ or $COGNI_HOME/agents/, or [agents.NAME] to config)",
             );
         }
         for c in &cards {

@@ -21,7 +21,9 @@ use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
 use super::ReplArgs;
+use crate::agent::delegate::DelegationLimits;
 use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
+use crate::spec::cards::AgentCard;
 use crate::config::ConfigFile;
 use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
 use crate::store::{Redactor, SessionFile, Store};
@@ -122,6 +124,9 @@ pub(super) struct Repl {
     stop: Arc<Mutex<StopHandle>>,
     approver: Arc<approver::ReplApprover>,
     save_failure_reported: bool,
+    /// Agents to switch to (`/agent`) and delegate to.
+    agents: Vec<AgentCard>,
+    delegation: DelegationLimits,
 }
 
 /// Run the REPL; returns the exit code.
@@ -152,6 +157,8 @@ fn prepare(
     };
     let loaded = super::setup::load(&args.common, &launch_dir, cwd.clone(), flags)?;
     let home = loaded.home;
+    let catalog = super::agents::catalog(&loaded.config, &home);
+    let delegation = loaded.config.delegation;
     let mut config = loaded.config.session;
     let redact = persist::redactor([&config]);
     super::setup::init_logging(&home, redact.clone());
@@ -176,9 +183,13 @@ fn prepare(
     let approver = Arc::new(approver::ReplApprover::new(stop.clone(), sink.caps()));
     session.set_approver(approver.clone());
     let (registry, problems) = Registry::load(&cwd, &home);
-    for p in problems {
+    for p in problems.iter().chain(&catalog.problems) {
         sink.error(&format!("warning: {p}"));
     }
+    session.set_delegation(
+        super::agents::registry(&config, &catalog.cards),
+        delegation,
+    );
     let registry = Arc::new(registry);
     let completions = Completions {
         commands: Arc::new(Mutex::new(registry.completion_names())),
@@ -202,6 +213,8 @@ fn prepare(
         stop,
         approver,
         save_failure_reported: false,
+        agents: catalog.cards,
+        delegation,
     };
     Ok((repl, completions))
 }
@@ -494,6 +507,10 @@ impl Repl {
         config.model_override = None;
         persist.prepare(&mut config)?;
         let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
+        session.set_delegation(
+            super::agents::registry(&self.original, &self.agents),
+            self.delegation,
+        );
         let file = persist.attach(&mut session, self.redact.clone())?;
         self.session.end(EndReason::Switched, &self.sink).await;
         self.current = config;

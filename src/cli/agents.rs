@@ -1,0 +1,120 @@
+//! The agents a session can delegate to (docs/agents.md): cards from
+//! `.cogni/agents/` (once the directory is trusted), `[agents.NAME]` of
+//! config, cards from `$COGNI_HOME/agents/`, in that order of precedence;
+//! the registry every front door gives its session; `cogni agents`.
+
+use super::{exit, setup, AgentsArgs};
+use crate::agent::delegate::{AgentRegistry, Factory};
+use crate::agent::SessionConfig;
+use crate::config::{Config, ConfigFile};
+use crate::protocol::SandboxMode;
+use crate::spec::cards::{self, AgentCard};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Every agent, with the problems met finding them.
+pub struct Catalog {
+    pub cards: Vec<AgentCard>,
+    pub problems: Vec<String>,
+}
+
+/// Where a card came from, for listings.
+pub fn source(card: &AgentCard) -> String {
+    card.path.display().to_string()
+}
+
+/// The agents for a session in `cwd` with `config`.
+pub fn catalog(config: &Config, home: &Path) -> Catalog {
+    let cwd = &config.session.cwd;
+    let (loaded, mut problems) = cards::load(cwd, home, config.project_trusted);
+    let project_dir = cwd.join(".cogni/agents");
+    let (project, user): (Vec<AgentCard>, Vec<AgentCard>) = loaded
+        .into_iter()
+        .partition(|c| c.path.starts_with(&project_dir));
+    let mut all = project;
+    for (name, def) in &config.agents {
+        let origin = PathBuf::from(format!("config [agents.{name}]"));
+        match cards::from_def(name, def.clone(), "", &origin) {
+            Ok(card) if all.iter().any(|c| c.name == card.name) => {}
+            Ok(card) => all.push(card),
+            Err(e) => problems.push(format!("[agents.{name}]: {e}")),
+        }
+    }
+    for card in user {
+        if !all.iter().any(|c| c.name == card.name) {
+            all.push(card);
+        }
+    }
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    Catalog {
+        cards: all,
+        problems,
+    }
+}
+
+/// Run as `card` without a terminal: its model, instructions and tools,
+/// and for a card in plan mode a read-only sandbox.
+pub fn apply(config: &mut SessionConfig, card: &AgentCard) {
+    setup::apply_card(config, card);
+    if card.mode.as_deref() == Some("plan") {
+        config.sandbox_policy.mode = SandboxMode::ReadOnly;
+    }
+}
+
+/// A registry of `cards`: each makes a fresh session config from `base`
+/// (the configuration before any card) with the card applied.
+pub fn registry(base: &SessionConfig, cards: &[AgentCard]) -> Arc<AgentRegistry> {
+    let registry = AgentRegistry::default();
+    for card in cards {
+        let (base, card_for) = (base.clone(), card.clone());
+        let factory: Factory = Arc::new(move || {
+            let mut config = base.clone();
+            apply(&mut config, &card_for);
+            Ok(config)
+        });
+        registry.register(
+            &card.name,
+            &card.description,
+            &source(card),
+            card.options.clone(),
+            factory,
+        );
+    }
+    Arc::new(registry)
+}
+
+/// `cogni agents`.
+pub fn run(args: AgentsArgs) -> u8 {
+    let loaded = match setup::dirs(&args.common)
+        .and_then(|(launch, cwd)| setup::load(&args.common, &launch, cwd, ConfigFile::default()))
+    {
+        Ok(loaded) => loaded,
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            return exit::USAGE;
+        }
+    };
+    let catalog = catalog(&loaded.config, &loaded.home);
+    let mut out = std::io::stdout().lock();
+    if catalog.cards.is_empty() {
+        let _ = writeln!(
+            out,
+            "no agents: add cards to .cogni/agents/ or $COGNI_HOME/agents/, or [agents.NAME] to config"
+        );
+    }
+    for card in &catalog.cards {
+        let _ = writeln!(
+            out,
+            "{:<20} {}\n{:<20} from {}",
+            card.name,
+            card.description,
+            "",
+            source(card)
+        );
+    }
+    for problem in &catalog.problems {
+        eprintln!("cogni: warning: {problem}");
+    }
+    exit::DONE
+}
