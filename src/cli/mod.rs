@@ -204,10 +204,6 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
 
-    /// Run as this agent (a card, or `[agents.NAME]`; see `cogni agents`).
-    #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
-
     /// Attach a file, or a directory's summary, to the task (repeatable;
     /// all together within max_context_bytes).
     #[arg(long = "context", value_name = "PATH")]

@@ -267,6 +267,48 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             "2",
             &format!("context window: the first {dropped_items} items are left out of requests now (~{estimated_tokens} tokens sent)"),
         ),
+        AgentEvent::SubagentStarted { agent, task, .. } => format!(
+            "{} {} started: {}",
+            paint("36", "↳"),
+            agent_name(agent),
+            one_line(task, 100)
+        ),
+        AgentEvent::SubagentFinished {
+            agent,
+            outcome,
+            usage,
+            cost_usd,
+            duration_ms,
+            error,
+            ..
+        } => {
+            let mark = if outcome == "done" {
+                paint("32", "✓")
+            } else {
+                paint("31", "✗")
+            };
+            let cost = cost_usd
+                .filter(|c| *c > 0.0)
+                .map(|c| format!(" · ${c:.4}"))
+                .unwrap_or_default();
+            let why = error
+                .as_deref()
+                .map(|e| format!(": {}", one_line(e, 120)))
+                .unwrap_or_default();
+            format!(
+                "{} {mark} {} {outcome} · {} tokens{cost} · {}{why}",
+                paint("36", "↳"),
+                agent_name(agent),
+                usage.total(),
+                crate::runner::report::format_ms(*duration_ms)
+            )
+        }
+        // A delegated agent's questions and warnings, under its name.
+        AgentEvent::Subagent { agent, event, .. }
+            if matches!(**event, AgentEvent::Approval { .. } | AgentEvent::Warning { .. }) =>
+        {
+            format!("  {} {}", agent_name(agent), status_line(color, event)?)
+        }
         AgentEvent::TurnCompleted {
             usage, iterations, ..
         } => paint(
@@ -282,6 +324,11 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
         _ => return None,
     };
     Some(text)
+}
+
+/// A delegated agent's name: the last part of its path.
+pub(super) fn agent_name(path: &[String]) -> &str {
+    path.last().map_or("agent", String::as_str)
 }
 
 /// A test run: its mark, status, summary, time, and the failing tests.
@@ -495,6 +542,25 @@ pub(super) fn strip_event_controls(event: AgentEvent) -> AgentEvent {
             }
         }
         AgentEvent::TurnCompleted { final_text, .. } => strip(final_text),
+        AgentEvent::SubagentStarted { agent, task, .. } => {
+            agent.iter_mut().for_each(strip);
+            strip(task);
+        }
+        AgentEvent::SubagentFinished { agent, error, .. } => {
+            agent.iter_mut().for_each(strip);
+            if let Some(error) = error.as_mut() {
+                strip(error);
+            }
+        }
+        AgentEvent::Subagent { agent, event, .. } => {
+            agent.iter_mut().for_each(strip);
+            **event = strip_event_controls(std::mem::replace(
+                &mut **event,
+                AgentEvent::Warning {
+                    message: String::new(),
+                },
+            ));
+        }
         AgentEvent::TurnFailed { error, .. } => strip(error),
         AgentEvent::SessionStarted {
             model, provider, ..

@@ -88,7 +88,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     }
     let base = loaded.session.clone();
     let mut session_config = loaded.session;
-    if let Some(name) = &args.agent {
+    if let Some(name) = &args.batch.agent {
         let card = catalog
             .cards
             .iter()

@@ -39,7 +39,9 @@ pub struct TaskArgs {
     #[arg(value_name = "SELECTOR", requires = "tasks")]
     pub selectors: Vec<String>,
 
-    /// With --tasks: run every selected task with this agent (ID@AGENT still wins).
+    /// Run as this agent (a card or `[agents.NAME]`: `cogni agents` lists
+    /// them). With --tasks: run every selected task with this task-file
+    /// agent (ID@AGENT still wins).
     #[arg(long, value_name = "ID", requires = "tasks")]
     pub agent: Option<String>,
 

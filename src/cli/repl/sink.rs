@@ -5,7 +5,7 @@
 use super::markdown::MarkdownStream;
 use super::term::{self, Caps};
 use crate::cli::render::{
-    one_line, paint, plan_lines, status_line, strip_event_controls, tool_result,
+    agent_name, one_line, paint, plan_lines, status_line, strip_event_controls, tool_result,
 };
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
 use std::io::Write;
@@ -262,6 +262,26 @@ impl EventSink for ReplSink {
                         "\x1b[1A\r\x1b[K{}\n",
                         term::fit(&text, term::width())
                     ));
+                }
+            }
+            // A delegated agent's tool calls, indented under its name.
+            AgentEvent::Subagent {
+                agent,
+                event: inner,
+                ..
+            } if matches!(
+                **inner,
+                AgentEvent::ItemStarted {
+                    item: Item::ToolCall { .. }
+                } | AgentEvent::ItemCompleted {
+                    item: Item::ToolCall { .. }
+                }
+            ) =>
+            {
+                if let Some(text) = status_line(self.caps.color, inner) {
+                    self.clear_spinner(&mut s);
+                    let text = format!("    │ {} {}", agent_name(agent), text.trim_start());
+                    write_out(&format!("{}\n", term::fit(&text, term::width())));
                 }
             }
             event => {
