@@ -17,11 +17,11 @@ mod trust;
 
 use crate::agent::delegate::DelegationLimits;
 use crate::agent::{AuthMode, CompactionConfig, Features, Sampling, SessionConfig};
-use crate::spec::cards::AgentDef;
 use crate::protocol::{
     ApprovalPolicy, ContextStrategyKind, EditTool, ResourceLimits, SandboxMode, SandboxPolicy,
 };
 use crate::provider::model_family::FamilyOverride;
+use crate::spec::cards::AgentDef;
 use crate::tools::env::ShellEnvPolicy;
 use crate::tools::memory::{self, MemoryFiles};
 use crate::tools::ToolConfig;

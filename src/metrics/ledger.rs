@@ -144,8 +144,14 @@ mod tests {
         let root = Ledger::default();
         let child = root.child();
         let grandchild = child.child();
-        child.parent().unwrap().record("main/a#1", &tokens(10), Some(0.1));
-        grandchild.parent().unwrap().record("main/a#1/b#2", &tokens(5), Some(0.05));
+        child
+            .parent()
+            .unwrap()
+            .record("main/a#1", &tokens(10), Some(0.1));
+        grandchild
+            .parent()
+            .unwrap()
+            .record("main/a#1/b#2", &tokens(5), Some(0.05));
         assert_eq!(root.total().usage.input_tokens, 15);
         assert_eq!(root.total().model_requests, 2);
         assert_eq!(child.total().usage.input_tokens, 5);

@@ -7,8 +7,8 @@ pub mod ledger;
 pub mod tokens;
 
 use crate::protocol::Price;
-pub use ledger::{AgentTotals, Ledger};
 use crate::protocol::Usage;
+pub use ledger::{AgentTotals, Ledger};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -3,8 +3,8 @@
 //! [`crate::tools::exec`]: own process group, timeout that kills the group,
 //! bounded capture.
 
-pub use crate::tools::git::{git, lossy, tail};
 use crate::tools::exec::{self, ExecRequest, DEFAULT_IO_DRAIN, DEFAULT_KILL_GRACE};
+pub use crate::tools::git::{git, lossy, tail};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -14,7 +14,6 @@ pub const OUTPUT_TAIL_BYTES: usize = 4096;
 
 /// Bytes of each stream kept in memory while a command runs.
 const CAPTURE_BYTES: usize = 256 * 1024;
-
 
 /// Where and how commands run.
 #[derive(Debug, Clone)]

@@ -3,9 +3,9 @@
 //! other (or the repository).
 
 use super::command::git;
+use crate::spec::tasks::WorkspaceMode;
 pub(crate) use crate::tools::git::remove_dir;
 use crate::tools::git::{worktree_add, worktree_remove};
-use crate::spec::tasks::WorkspaceMode;
 use ignore::WalkBuilder;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -108,7 +108,6 @@ impl Workspace {
 
 /// A workspace being removed in the background.
 pub type Removal = tokio::task::JoinHandle<Result<(), String>>;
-
 
 /// What [`copy_tree`] copied.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

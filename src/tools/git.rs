@@ -121,4 +121,3 @@ pub fn tail(text: &str, max: usize) -> String {
     }
     format!("[...]{}", &text[start..])
 }
-

@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area.
 
+mod agents;
 mod anthropic_provider;
 mod apply_patch_fixtures;
 mod approval_tty;

@@ -15,9 +15,7 @@ mod run;
 mod sink;
 mod worktree;
 
-pub use registry::{
-    AgentEntry, AgentOptions, AgentRegistry, Factory, Inherit, Isolation, Spawned,
-};
+pub use registry::{AgentEntry, AgentOptions, AgentRegistry, Factory, Inherit, Isolation, Spawned};
 
 use crate::protocol::{ToolFormat, ToolSpec};
 use std::sync::atomic::AtomicU32;
@@ -72,7 +70,11 @@ pub(crate) struct Delegation {
 
 impl Delegation {
     /// The root of a tree.
-    pub(crate) fn root(registry: Arc<AgentRegistry>, limits: DelegationLimits, agent: &str) -> Self {
+    pub(crate) fn root(
+        registry: Arc<AgentRegistry>,
+        limits: DelegationLimits,
+        agent: &str,
+    ) -> Self {
         Delegation {
             tree: Arc::new(Tree {
                 registry,

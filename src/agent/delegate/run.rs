@@ -142,7 +142,9 @@ impl Session {
                 },
                 SPAWN => match serde_json::from_str::<Runs>(raw) {
                     Ok(Runs { runs }) if runs.is_empty() => {
-                        return ToolResult::error("`runs` is empty: give at least one {agent, task}")
+                        return ToolResult::error(
+                            "`runs` is empty: give at least one {agent, task}",
+                        )
                     }
                     Ok(Runs { runs }) => {
                         let reports = self.run_children(&delegation, &runs, &call.id, sink).await;
@@ -180,9 +182,9 @@ impl Session {
         let share = runs.len().min(delegation.max_concurrent as usize) as u32;
         let mut children: Vec<BoxFuture<'_, Report>> = Vec::with_capacity(runs.len());
         for run in runs {
-            children.push(Box::pin(self.run_sibling(
-                delegation, run, share, call_id, sink, &siblings,
-            )));
+            children.push(Box::pin(
+                self.run_sibling(delegation, run, share, call_id, sink, &siblings),
+            ));
         }
         futures::stream::iter(children)
             .buffered(delegation.max_concurrent as usize)
@@ -237,17 +239,18 @@ impl Session {
         let mut path = delegation.path.clone();
         path.push(id.clone());
         let started = Instant::now();
-        let emit_finish = |outcome: &str, usage: Usage, cost: Option<f64>, error: Option<String>| {
-            sink.emit(AgentEvent::SubagentFinished {
-                agent: path.clone(),
-                call_id: call_id.to_string(),
-                outcome: outcome.to_string(),
-                usage,
-                cost_usd: cost,
-                duration_ms: started.elapsed().as_millis() as u64,
-                error,
-            });
-        };
+        let emit_finish =
+            |outcome: &str, usage: Usage, cost: Option<f64>, error: Option<String>| {
+                sink.emit(AgentEvent::SubagentFinished {
+                    agent: path.clone(),
+                    call_id: call_id.to_string(),
+                    outcome: outcome.to_string(),
+                    usage,
+                    cost_usd: cost,
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    error,
+                });
+            };
         sink.emit(AgentEvent::SubagentStarted {
             agent: path.clone(),
             call_id: call_id.to_string(),
@@ -414,10 +417,10 @@ impl Session {
                 tools.register(tool.clone());
             }
         }
-        child.meter.metrics.attach(
-            path.join("/"),
-            self.meter.metrics.ledger().child(),
-        );
+        child
+            .meter
+            .metrics
+            .attach(path.join("/"), self.meter.metrics.ledger().child());
         let lower = |own: Option<u32>, inherited: u32| own.map_or(inherited, |o| o.min(inherited));
         child.extensions.delegation = Some(Delegation {
             tree: delegation.tree.clone(),
@@ -437,21 +440,28 @@ impl Session {
         let share = share.max(1);
         let metrics = &self.meter.metrics;
         let turn = metrics.snapshot().turn;
-        let left = self.extensions.effects.budgets().into_iter().map(|b| match b {
-            Budget::Tokens(max) => {
-                Budget::Tokens(max.saturating_sub(metrics.turn_usage().total()) / u64::from(share))
-            }
-            Budget::CostUsd(max) => Budget::CostUsd(
-                (max - metrics.turn_cost().unwrap_or(max)).max(0.0) / f64::from(share),
-            ),
-            Budget::Time(max) => {
-                Budget::Time(max.saturating_sub(Duration::from_millis(turn.wall_ms)))
-            }
-            Budget::Steps(max) => Budget::Steps(max.saturating_sub(turn.model_requests) / share),
-            Budget::ToolCalls(max) => {
-                Budget::ToolCalls(max.saturating_sub(turn.tool_calls()) / share)
-            }
-        });
+        let left = self
+            .extensions
+            .effects
+            .budgets()
+            .into_iter()
+            .map(|b| match b {
+                Budget::Tokens(max) => Budget::Tokens(
+                    max.saturating_sub(metrics.turn_usage().total()) / u64::from(share),
+                ),
+                Budget::CostUsd(max) => Budget::CostUsd(
+                    (max - metrics.turn_cost().unwrap_or(max)).max(0.0) / f64::from(share),
+                ),
+                Budget::Time(max) => {
+                    Budget::Time(max.saturating_sub(Duration::from_millis(turn.wall_ms)))
+                }
+                Budget::Steps(max) => {
+                    Budget::Steps(max.saturating_sub(turn.model_requests) / share)
+                }
+                Budget::ToolCalls(max) => {
+                    Budget::ToolCalls(max.saturating_sub(turn.tool_calls()) / share)
+                }
+            });
         let mut limits = TurnLimits::default();
         for budget in left.chain(child.extensions.effects.budgets()) {
             tighten(&mut limits, budget);

@@ -23,9 +23,9 @@ use super::signals::{self, Interrupt, Interrupts};
 use super::ReplArgs;
 use crate::agent::delegate::DelegationLimits;
 use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
-use crate::spec::cards::AgentCard;
 use crate::config::ConfigFile;
 use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
+use crate::spec::cards::AgentCard;
 use crate::store::{Redactor, SessionFile, Store};
 use commands::{Flow, Registry};
 use editor::{Completions, Editor, Input, Prompt};
@@ -186,10 +186,7 @@ fn prepare(
     for p in problems.iter().chain(&catalog.problems) {
         sink.error(&format!("warning: {p}"));
     }
-    session.set_delegation(
-        super::agents::registry(&config, &catalog.cards),
-        delegation,
-    );
+    session.set_delegation(super::agents::registry(&config, &catalog.cards), delegation);
     let registry = Arc::new(registry);
     let completions = Completions {
         commands: Arc::new(Mutex::new(registry.completion_names())),
