@@ -23,10 +23,14 @@ pub enum HookEvent {
     PreCompact,
     Stop,
     SessionEnd,
+    /// A delegated agent starts (its session's start).
+    SubagentStart,
+    /// A delegated agent is about to finish (its turn's end).
+    SubagentStop,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 7] = [
+    pub const ALL: [HookEvent; 9] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -34,6 +38,8 @@ impl HookEvent {
         HookEvent::PreCompact,
         HookEvent::Stop,
         HookEvent::SessionEnd,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
     ];
 
     /// The name in config and in the hook's JSON (Claude Code's).
@@ -46,6 +52,8 @@ impl HookEvent {
             HookEvent::PreCompact => "PreCompact",
             HookEvent::Stop => "Stop",
             HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
         }
     }
 
@@ -60,7 +68,18 @@ impl HookEvent {
             HookEvent::SessionStart => Some("source: startup or resume"),
             HookEvent::PreCompact => Some("trigger: manual or auto"),
             HookEvent::SessionEnd => Some("reason"),
+            HookEvent::SubagentStart | HookEvent::SubagentStop => Some("agent name"),
             HookEvent::UserPromptSubmit | HookEvent::Stop => None,
+        }
+    }
+
+    /// The events of a delegated agent's session (the others fire in the
+    /// root agent's, except tool and prompt events, which fire in both).
+    pub fn in_delegated(self, delegated: bool) -> bool {
+        match self {
+            HookEvent::SubagentStart | HookEvent::SubagentStop => delegated,
+            HookEvent::SessionStart | HookEvent::Stop | HookEvent::SessionEnd => !delegated,
+            _ => true,
         }
     }
 

@@ -545,3 +545,56 @@ fn agents_come_from_cards_and_config_and_a_projects_only_once_trusted() {
         stderr_of(&out)
     );
 }
+
+#[test]
+fn subagent_start_and_stop_hooks_fire_in_the_child_and_stop_in_the_parent() {
+    let env = Env::new();
+    card(&home(&env), "helper", "description = \"Helps\"", "Help.");
+    let log = env.dir.path().join("hooks.jsonl");
+    let hook = format!(
+        "sh -c 'cat >> {}; echo >> {}'",
+        log.display(),
+        log.display()
+    );
+    std::fs::write(
+        home(&env).join("config.toml"),
+        format!(
+            "[[hooks.SubagentStart]]\nmatcher = \"help.*\"\ncommand = \"{hook}\"\n\
+             [[hooks.SubagentStop]]\ncommand = \"{hook}\"\n\
+             [[hooks.Stop]]\ncommand = \"{hook}\"\n"
+        ),
+    )
+    .unwrap();
+    let (out, events) = run_script(
+        &env,
+        json!([
+            call(
+                "delegate_to_agent",
+                json!({"agent": "helper", "task": "help"})
+            ),
+            text("helped"),
+            text("ok"),
+        ]),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ran: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = ran
+        .iter()
+        .map(|e| e["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["SubagentStart", "SubagentStop", "Stop"], "{ran:?}");
+    assert_eq!(ran[0]["agent_type"], "helper");
+    assert_eq!(ran[1]["stop_hook_active"], false);
+    // Each run is a hook event, the child's nested.
+    let nested_hooks = events
+        .iter()
+        .filter(|e| e["type"] == "subagent" && e["event"]["type"] == "hook")
+        .count();
+    assert_eq!(nested_hooks, 2);
+}

@@ -393,6 +393,7 @@ impl Session {
         config.cwd = cwd.unwrap_or_else(|| self.ctx.cwd.clone());
         config.output_schema = None;
         config.verbose = self.ctx.verbose;
+        config.delegated = true;
         // The same provider: its client (and a script's place) is shared.
         let provider = if config.provider.id == self.wire.id() {
             self.wire.clone()

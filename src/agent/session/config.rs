@@ -84,6 +84,9 @@ pub struct SessionConfig {
     pub hooks: Vec<HookSpec>,
     /// The agent's name, for effects, hooks and logs (`main` by default).
     pub agent: String,
+    /// A delegated agent's session: SubagentStart and SubagentStop hooks
+    /// fire in it instead of SessionStart, Stop and SessionEnd.
+    pub delegated: bool,
     /// SOUL.md, skills, memory and the clock of the system prompt.
     pub prompt: PromptConfig,
     /// `[model_aliases]`: alias -> model; a selected model named by an
@@ -122,6 +125,7 @@ impl SessionConfig {
             run: RunConfig::default(),
             hooks: Vec::new(),
             agent: DEFAULT_AGENT.to_string(),
+            delegated: false,
             prompt: PromptConfig::default(),
             model_aliases: BTreeMap::new(),
         }

@@ -312,7 +312,13 @@ fn build_effects(
             compaction = t;
         }
     }
-    for hook in hooks::build(&config.hooks) {
+    let hooks: Vec<HookSpec> = config
+        .hooks
+        .iter()
+        .filter(|h| h.event.in_delegated(config.delegated))
+        .cloned()
+        .collect();
+    for hook in hooks::build(&hooks) {
         effects.push(hook);
     }
     Ok((effects, compaction))

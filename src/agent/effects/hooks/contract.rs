@@ -40,6 +40,13 @@ pub enum EventData<'a> {
     SessionEnd {
         reason: &'static str,
     },
+    SubagentStart {
+        agent: &'a str,
+    },
+    SubagentStop {
+        agent: &'a str,
+        stop_hook_active: bool,
+    },
 }
 
 impl EventData<'_> {
@@ -52,6 +59,8 @@ impl EventData<'_> {
             EventData::PreCompact { .. } => HookEvent::PreCompact,
             EventData::Stop { .. } => HookEvent::Stop,
             EventData::SessionEnd { .. } => HookEvent::SessionEnd,
+            EventData::SubagentStart { .. } => HookEvent::SubagentStart,
+            EventData::SubagentStop { .. } => HookEvent::SubagentStop,
         }
     }
 
@@ -64,6 +73,9 @@ impl EventData<'_> {
             }
             EventData::PreCompact { trigger } => Some(trigger),
             EventData::SessionEnd { reason } => Some(reason),
+            EventData::SubagentStart { agent } | EventData::SubagentStop { agent, .. } => {
+                Some(agent)
+            }
             EventData::UserPromptSubmit { .. } | EventData::Stop { .. } => None,
         }
     }
@@ -115,6 +127,11 @@ pub fn input(session: Session<'_>, data: &EventData<'_>) -> Value {
         EventData::PreCompact { trigger } => json!({ "trigger": trigger }),
         EventData::Stop { stop_hook_active } => json!({ "stop_hook_active": stop_hook_active }),
         EventData::SessionEnd { reason } => json!({ "reason": reason }),
+        EventData::SubagentStart { agent } => json!({ "agent_type": agent }),
+        EventData::SubagentStop {
+            agent,
+            stop_hook_active,
+        } => json!({ "agent_type": agent, "stop_hook_active": stop_hook_active }),
     };
     if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
         v.extend(extra);

@@ -46,6 +46,8 @@ fn phases(event: HookEvent) -> &'static [Phase] {
         HookEvent::PreCompact => &[Phase::BeforeCompact],
         HookEvent::Stop => &[Phase::TurnEnd],
         HookEvent::SessionEnd => &[Phase::SessionEnd],
+        HookEvent::SubagentStart => &[Phase::SessionStart],
+        HookEvent::SubagentStop => &[Phase::TurnEnd],
     }
 }
 
@@ -111,9 +113,19 @@ impl Plan {
 }
 
 impl Hook {
-    /// The event's data at `point`, when this hook runs there.
-    fn data<'a>(&self, point: &Point<'a>) -> Option<EventData<'a>> {
+    /// The event's data at `point` of `agent`'s session, when this hook
+    /// runs there.
+    fn data<'a>(&self, point: &Point<'a>, agent: &'a str) -> Option<EventData<'a>> {
         let data = match *point {
+            Point::SessionStart { .. } if self.spec.event == HookEvent::SubagentStart => {
+                EventData::SubagentStart { agent }
+            }
+            Point::TurnEnd { .. } if self.spec.event == HookEvent::SubagentStop => {
+                EventData::SubagentStop {
+                    agent,
+                    stop_hook_active: false,
+                }
+            }
             Point::SessionStart { resumed } => EventData::SessionStart {
                 source: if resumed { "resume" } else { "startup" },
             },
@@ -225,7 +237,8 @@ impl Hook {
                 HookEvent::UserPromptSubmit
                 | HookEvent::PreToolUse
                 | HookEvent::PostToolUse
-                | HookEvent::Stop => Plan::new(
+                | HookEvent::Stop
+                | HookEvent::SubagentStop => Plan::new(
                     "stop",
                     Decision::Stop(Stop::by(&self.name, TurnOutcome::Blocked, why.clone())),
                 )
@@ -297,11 +310,14 @@ impl Hook {
                     ..result.clone()
                 })
             }
-            EventData::Stop { .. } => Decision::AddItems(vec![HistoryItem::text(
-                Role::User,
-                format!("A Stop hook did not let the turn end yet: {reason}"),
-            )]),
+            EventData::Stop { .. } | EventData::SubagentStop { .. } => {
+                Decision::AddItems(vec![HistoryItem::text(
+                    Role::User,
+                    format!("A {event} hook did not let the turn end yet: {reason}"),
+                )])
+            }
             EventData::SessionStart { .. }
+            | EventData::SubagentStart { .. }
             | EventData::PreCompact { .. }
             | EventData::SessionEnd { .. } => {
                 let mut plan = Plan::new("block", Decision::Continue).because(reason.clone());
@@ -444,13 +460,17 @@ impl Effect for Hook {
         cx: &'a IterationContext<'a>,
     ) -> BoxFuture<'a, Result<Outcome, EffectError>> {
         Box::pin(async move {
-            let Some(mut data) = self.data(&cx.point) else {
+            let Some(mut data) = self.data(&cx.point, cx.agent) else {
                 return Ok(Decision::Continue.into());
             };
             if !self.matches(&data) {
                 return Ok(Decision::Continue.into());
             }
-            if let EventData::Stop { stop_hook_active } = &mut data {
+            if let EventData::Stop { stop_hook_active }
+            | EventData::SubagentStop {
+                stop_hook_active, ..
+            } = &mut data
+            {
                 *stop_hook_active = self.kept_going.load(Ordering::Relaxed) == cx.turn + 1;
             }
             let session = contract::Session {
@@ -491,7 +511,11 @@ impl Effect for Hook {
                     decision = Decision::Block(no);
                 }
             }
-            if matches!(data, EventData::Stop { .. }) && matches!(decision, Decision::AddItems(_)) {
+            if matches!(
+                data,
+                EventData::Stop { .. } | EventData::SubagentStop { .. }
+            ) && matches!(decision, Decision::AddItems(_))
+            {
                 self.kept_going.store(cx.turn + 1, Ordering::Relaxed);
             }
             Ok(decision.into())
