@@ -125,6 +125,11 @@ impl Metrics {
         self.ledger = ledger;
     }
 
+    /// Count as agent `path` from now on (the session runs another agent).
+    pub fn rename(&mut self, path: &str) {
+        path.clone_into(&mut self.agent);
+    }
+
     /// The node this session's delegated agents report to.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger

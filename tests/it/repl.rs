@@ -375,6 +375,9 @@ fn agent_cards_switch_model_instructions_and_mode() {
         "+++\ndescription = \"Reviews, never edits\"\nmodel = \"gpt-4.1-mini\"\ntools = [\"read_file\", \"grep\"]\nmode = \"plan\"\n+++\nYou review code for bugs.\n",
     )
     .unwrap();
+    // A project's own cards count once the directory is trusted.
+    let trusted = env.cmd().args(["trust", "."]).output().unwrap();
+    assert_eq!(trusted.status.code(), Some(0));
     let server = MockServer::start();
     server.enqueue(chat::text_response("Looks fine."));
     let mut pty = repl(&env, &server, &[]);

@@ -88,6 +88,13 @@ impl Delegation {
         }
     }
 
+    /// This session now runs agent `name` (`/agent`).
+    pub(crate) fn rename(&mut self, name: &str) {
+        if let Some(last) = self.path.last_mut() {
+            *last = name.to_string();
+        }
+    }
+
     /// The tools are offered when this agent may delegate and there is
     /// someone to delegate to.
     pub(crate) fn offers_tools(&self, caller: &str) -> bool {

@@ -467,7 +467,13 @@ impl Session {
             ..fresh.toolset.ctx
         };
         let lifecycle = self.extensions.lifecycle;
-        let delegation = self.extensions.delegation.take();
+        let mut delegation = self.extensions.delegation.take();
+        // Another card: another agent, which may delegate to the one it was.
+        self.agent = fresh.agent;
+        self.meter.metrics.rename(&self.agent);
+        if let Some(d) = &mut delegation {
+            d.rename(&self.agent);
+        }
         self.extensions = fresh.extensions;
         // Still the same session: it started (and has not ended) once.
         self.extensions.lifecycle = lifecycle;
