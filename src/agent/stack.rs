@@ -10,7 +10,7 @@
 //! matches the real policies. Checkpoints are snapshots, so a rollback
 //! restores the history exactly, also past a compaction.
 
-use super::compact::compacted_history;
+use super::compact::{compacted_history, loaded_skills};
 use super::session::Session;
 use crate::protocol::{Content, HistoryItem, MessageTag, Role};
 use crate::provider::ProviderError;
@@ -149,14 +149,20 @@ impl Session {
                 .metrics
                 .record_model_request(&usage, None, started.elapsed());
         }
+        // The instructions and the skills loaded stay.
+        let skills = loaded_skills(&self.history);
         let keep: Vec<bool> = self
             .history
             .iter()
             .map(|i| {
                 matches!(
                     i.tag(),
-                    Some(MessageTag::DeveloperInstructions | MessageTag::UserInstructions)
-                )
+                    Some(
+                        MessageTag::DeveloperInstructions
+                            | MessageTag::UserInstructions
+                            | MessageTag::Skill
+                    )
+                ) || matches!(&i.content, Content::ToolOutput(o) if skills.contains(o.call_id.as_str()))
             })
             .collect();
         let environment = self.ctx.environment();
