@@ -402,12 +402,29 @@ text = "summary two"
         assert_eq!(s.history(), saved.as_slice());
         assert_paired(s.history());
 
+        // A skill named and one the model loaded outlive the summary.
+        s.append(vec![
+            HistoryItem::tagged(Role::User, MessageTag::Skill, "<skill name=\"a\">"),
+            HistoryItem::tool_call(ToolCall {
+                id: "s".into(),
+                name: "skill".into(),
+                arguments: "{}".into(),
+                kind: ToolCallKind::Function,
+            }),
+            HistoryItem::tool_output(ToolOutput {
+                call_id: "s".into(),
+                content: "<skill name=\"b\">".into(),
+                is_error: false,
+            }),
+        ]);
         s.summarize().await.unwrap();
         let texts: Vec<_> = s.history().iter().filter_map(|i| i.as_text()).collect();
-        assert_eq!(texts.len(), 3, "{texts:?}");
+        assert_eq!(texts.len(), 5, "{texts:?}");
         assert_eq!(texts[0], "dev");
         assert!(texts[1].starts_with("<environment_context>"));
         assert!(texts[2].contains("summary two"));
+        assert_eq!(texts[3..], ["<skill name=\"a\">", "<skill name=\"b\">"]);
+        assert_paired(s.history());
         assert_eq!(s.initial_len(), 2);
     }
 
