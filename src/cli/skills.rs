@@ -2,6 +2,7 @@
 //! working directory, where each came from, their problems, what the
 //! system prompt's listing leaves out and what was not loaded.
 
+use super::render::one_line;
 use super::{exit, setup, SkillsArgs};
 use crate::config::ConfigFile;
 use crate::tools::paths::display;
@@ -23,15 +24,6 @@ pub fn run(args: SkillsArgs) -> u8 {
     let enabled = loaded.config.session.features.skills_enabled;
     print!("{}", report(&loaded.config.skills, enabled, &cwd));
     exit::DONE
-}
-
-/// At most `n` characters of `text` on one line, `...` when cut.
-fn cut(text: &str, n: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= n {
-        return line;
-    }
-    format!("{}...", line.chars().take(n).collect::<String>().trim_end())
 }
 
 /// The report, paths shown from `cwd`.
@@ -66,7 +58,7 @@ pub(super) fn report(skills: &Skills, enabled: bool, cwd: &Path) -> String {
             display(cwd, &skill.dir)
         );
         if !skill.description.is_empty() {
-            let _ = writeln!(out, "    {}", cut(&skill.description, 100));
+            let _ = writeln!(out, "    {}", one_line(&skill.description, 100));
         }
         if !skill.allowed_tools.is_empty() {
             let _ = writeln!(out, "    allowed-tools: {}", skill.allowed_tools.join(" "));

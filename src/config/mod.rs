@@ -529,10 +529,17 @@ pub fn resolve(
     let features = c.features.unwrap_or_default();
     let defaults = Features::default();
     let skills_enabled = features.skills_enabled.unwrap_or(defaults.skills_enabled);
-    let trusted = trust::Trusted::load(home, c.trusted_projects.as_deref().unwrap_or_default())?;
+    let roots = skills::roots(cwd, home, env("HOME").as_deref().map(Path::new));
+    // Trust is read only when a project has skills to gate.
+    let trusted = if roots.iter().any(|r| r.scope == skills::Scope::Project) {
+        let projects = c.trusted_projects.as_deref().unwrap_or_default();
+        Some(trust::Trusted::load(home, projects)?)
+    } else {
+        None
+    };
     let skills = Arc::new(Skills::load(
-        skills::roots(cwd, home, env("HOME").as_deref().map(Path::new)),
-        |dir| trusted.covers(dir),
+        roots,
+        |dir| trusted.as_ref().is_some_and(|t| t.covers(dir)),
         c.skills
             .as_ref()
             .and_then(|s| s.max_listing_bytes)

@@ -5,7 +5,8 @@
 //! skills ignored with a warning, `cogni skills` and `/skills`.
 
 use crate::cli::{stderr_of, stdout_of, Env};
-use crate::common::mock::{chat, tool_names, MockResponse, MockServer};
+use crate::common::mock::chat::{self, system_prompt};
+use crate::common::mock::{tool_names, MockResponse, MockServer};
 use serde_json::Value;
 use std::path::Path;
 
@@ -53,15 +54,26 @@ fn skills(env: &Env) {
     );
 }
 
-/// `cogni run --json --model gpt-4.1 ARGS` against `server` as OpenAI.
-fn run(env: &Env, server: &MockServer, args: &[&str]) -> std::process::Output {
-    env.cmd()
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
-        .args(["run", "--json", "--model", "gpt-4.1"])
-        .args(args)
-        .output()
-        .unwrap()
+/// A workspace with [`skills`], configured (on or off, trusted or not,
+/// `extra`), after one `cogni run --json TASK` against a mock answering
+/// `responses` in order; the run must succeed.
+fn run(
+    enabled: bool,
+    trusted: bool,
+    extra: &str,
+    responses: Vec<MockResponse>,
+    task: &str,
+) -> (Env, MockServer, std::process::Output) {
+    let env = Env::new();
+    configure(&env, enabled, trusted, extra);
+    skills(&env);
+    let server = MockServer::start();
+    for response in responses {
+        server.enqueue(response);
+    }
+    let out = env.run_json_against(&server, &[task]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    (env, server, out)
 }
 
 fn events(out: &std::process::Output) -> Vec<Value> {
@@ -77,13 +89,6 @@ fn warnings(out: &std::process::Output) -> Vec<String> {
         .filter(|e| e["type"] == "warning")
         .map(|e| e["message"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn system_prompt(body: &Value) -> String {
-    body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The text of each message after the system prompt, as `role: text`.
@@ -102,13 +107,13 @@ fn conversation(body: &Value) -> Vec<String> {
 
 #[test]
 fn a_named_skill_joins_the_request_after_the_prompt_and_the_listing_has_names_only() {
-    let env = Env::new();
-    configure(&env, true, true, "");
-    skills(&env);
-    let server = MockServer::start();
-    server.enqueue(chat::text_response("filled"));
-    let out = run(&env, &server, &["fill this form with $pdf, please"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (_env, server, out) = run(
+        true,
+        true,
+        "",
+        vec![chat::text_response("filled")],
+        "fill this form with $pdf, please",
+    );
     let body = server.requests()[0].body_json().clone();
 
     let prompt = system_prompt(&body);
@@ -158,17 +163,19 @@ fn a_named_skill_joins_the_request_after_the_prompt_and_the_listing_has_names_on
 
 #[test]
 fn the_skill_tool_returns_the_procedure_and_lists_files_without_reading_them() {
-    let env = Env::new();
-    configure(&env, true, true, "");
-    skills(&env);
-    let server = MockServer::start();
-    server.enqueue(chat::tool_calls_response(&[
-        ("call_1", "skill", r#"{"name": "release"}"#),
-        ("call_2", "skill", r#"{"name": "nope"}"#),
-    ]));
-    server.enqueue(chat::text_response("released"));
-    let out = run(&env, &server, &["cut a release"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (_env, server, _) = run(
+        true,
+        true,
+        "",
+        vec![
+            chat::tool_calls_response(&[
+                ("call_1", "skill", r#"{"name": "release"}"#),
+                ("call_2", "skill", r#"{"name": "nope"}"#),
+            ]),
+            chat::text_response("released"),
+        ],
+        "cut a release",
+    );
     let messages = server.requests()[1].messages();
     let output = |id: &str| -> String {
         messages
@@ -211,23 +218,25 @@ text = "done"
 
 #[test]
 fn a_loaded_skill_survives_compaction() {
-    let env = Env::new();
-    configure(&env, true, true, "[compaction]\ntoken_limit = 4000\n");
-    skills(&env);
-    let server = MockServer::start();
     // The tool call reports more tokens than the limit: history is
     // compacted before the next request.
-    server.enqueue(MockResponse::sse([
-        chat::role(),
-        chat::tool_call(0, "call_1", "skill", r#"{"name": "release"}"#),
-        chat::finish("tool_calls"),
-        chat::usage(9000, 5, 0),
-        chat::done(),
-    ]));
-    server.enqueue(chat::text_response("the summary"));
-    server.enqueue(chat::text_response("released"));
-    let out = run(&env, &server, &["cut a release with $pdf"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (_env, server, out) = run(
+        true,
+        true,
+        "[compaction]\ntoken_limit = 4000\n",
+        vec![
+            MockResponse::sse([
+                chat::role(),
+                chat::tool_call(0, "call_1", "skill", r#"{"name": "release"}"#),
+                chat::finish("tool_calls"),
+                chat::usage(9000, 5, 0),
+                chat::done(),
+            ]),
+            chat::text_response("the summary"),
+            chat::text_response("released"),
+        ],
+        "cut a release with $pdf",
+    );
     assert!(
         events(&out).iter().any(|e| e["type"] == "compaction"),
         "compacted"
@@ -249,13 +258,7 @@ fn a_loaded_skill_survives_compaction() {
 
 #[test]
 fn untrusted_project_skills_are_ignored_with_a_warning() {
-    let env = Env::new();
-    configure(&env, true, false, "");
-    skills(&env);
-    let server = MockServer::start();
-    server.enqueue(chat::text_response("ok"));
-    let out = run(&env, &server, &["use $pdf"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (env, server, out) = run(true, false, "", vec![chat::text_response("ok")], "use $pdf");
     let body = server.requests()[0].body_json().clone();
     let prompt = system_prompt(&body);
     assert!(prompt.contains("- release: Cut a release."), "{prompt}");
@@ -279,13 +282,13 @@ fn untrusted_project_skills_are_ignored_with_a_warning() {
 
 #[test]
 fn a_full_listing_is_said_by_a_warning_and_by_cogni_skills() {
-    let env = Env::new();
-    configure(&env, true, true, "[skills]\nmax_listing_bytes = 60\n");
-    skills(&env);
-    let server = MockServer::start();
-    server.enqueue(chat::text_response("ok"));
-    let out = run(&env, &server, &["go"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (env, server, out) = run(
+        true,
+        true,
+        "[skills]\nmax_listing_bytes = 60\n",
+        vec![chat::text_response("ok")],
+        "go",
+    );
     let prompt = system_prompt(server.requests()[0].body_json());
     assert!(prompt.contains("- pdf: "), "{prompt}");
     assert!(!prompt.contains("release"), "{prompt}");
@@ -389,13 +392,7 @@ fn cogni_skills_lists_sources_precedence_and_problems() {
 
 #[test]
 fn skills_off_send_no_section_no_tool_and_no_procedure() {
-    let env = Env::new();
-    configure(&env, false, true, "");
-    skills(&env);
-    let server = MockServer::start();
-    server.enqueue(chat::text_response("ok"));
-    let out = run(&env, &server, &["use $pdf"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (_env, server, out) = run(false, true, "", vec![chat::text_response("ok")], "use $pdf");
     let body = server.requests()[0].body_json().clone();
     assert!(!system_prompt(&body).contains("# Skills"));
     assert!(!tool_names(&body).contains(&"skill"));
@@ -410,15 +407,7 @@ fn the_repl_lists_skills() {
     let env = Env::new();
     configure(&env, true, true, "");
     skills(&env);
-    let script = env.write("script.toml", "[[turns]]\ntext = \"ok\"\n");
-    let out = env
-        .cmd()
-        .args(["repl", "--script"])
-        .arg(script)
-        .env("COLUMNS", "200")
-        .write_stdin("/skills\n")
-        .output()
-        .unwrap();
+    let out = env.repl_with("/skills\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let text = stdout_of(&out);
     assert!(text.contains("skills are on"), "{text}");
