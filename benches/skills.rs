@@ -4,6 +4,8 @@
 //!
 //! `cargo bench --bench skills`
 
+// The tree's needle constants are for the grep benchmarks.
+#[allow(dead_code)]
 #[path = "support/tree.rs"]
 mod tree;
 
