@@ -260,7 +260,7 @@ impl Skill {
     }
 
     /// The files under the skill's folder (SKILL.md aside), sorted, at
-    /// most [`MAX_FILES_LISTED`]; and how many more there are.
+    /// most 200; and how many more there are.
     pub fn files(&self) -> (Vec<PathBuf>, usize) {
         let mut builder = super::super::walk::builder(&self.dir);
         builder
