@@ -176,7 +176,13 @@ fn the_skill_tool_returns_the_procedure_and_lists_files_without_reading_them() {
         ],
         "cut a release",
     );
-    let messages = server.requests()[1].messages();
+    let requests = server.requests();
+    assert_eq!(
+        system_prompt(requests[0].body_json()),
+        system_prompt(requests[1].body_json()),
+        "the listing does not change within a session"
+    );
+    let messages = requests[1].messages();
     let output = |id: &str| -> String {
         messages
             .iter()
