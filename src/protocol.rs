@@ -34,6 +34,9 @@ pub enum MessageTag {
     /// A failed run of the test command (`enable_test_run`), for the
     /// next request.
     TestReport,
+    /// A skill's procedure the user named (`$name`), after their message;
+    /// kept through compaction.
+    Skill,
 }
 
 /// One entry of the conversation (the spec's `HistoryItem`): a role and a
@@ -776,6 +779,10 @@ pub enum AgentEvent {
     },
     #[serde(rename = "warning")]
     Warning { message: String },
+    /// The user named a skill (`$name`): its procedure joined the
+    /// conversation after their message (docs/skills.md).
+    #[serde(rename = "skill")]
+    Skill { name: String, path: PathBuf },
     #[serde(rename = "metrics")]
     Metrics { snapshot: serde_json::Value },
     #[serde(rename = "turn.completed")]

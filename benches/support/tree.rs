@@ -36,7 +36,7 @@ fn content(i: usize) -> String {
              let v = map.entry(x).or_insert({f});\n    *v += u64::from(x) * {i};\n    *v\n}}\n"
         );
     }
-    if i % NEEDLE_EVERY == 0 {
+    if i.is_multiple_of(NEEDLE_EVERY) {
         let _ = writeln!(text, "// needle_{i}: found me");
     }
     text

@@ -52,6 +52,7 @@ use crate::protocol::{
     AgentEvent, Content, EventSink, HistoryItem, MessageTag, Role, StopReason, ToolCall, Usage,
 };
 use crate::provider::{ModelRequest, Provider, ProviderError, ResponseEvent};
+use crate::tools::skills::SKILL_TOOL;
 use crate::tools::truncate::{head_tail, Limits};
 use futures::StreamExt;
 use std::collections::HashSet;
@@ -414,6 +415,28 @@ fn response_at(items: &[HistoryItem], at: usize) -> Vec<usize> {
     unit
 }
 
+/// Ids of the `skill` calls that loaded a skill. Compaction keeps their
+/// outputs as [`MessageTag::Skill`] items (the calls themselves go), like
+/// the skills the user named: a skill's procedure outlives a summary.
+pub(crate) fn loaded_skills(history: &[HistoryItem]) -> HashSet<&str> {
+    let calls: HashSet<&str> = history
+        .iter()
+        .filter_map(|i| match &i.content {
+            Content::ToolCall(c) if c.name == SKILL_TOOL => Some(c.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    history
+        .iter()
+        .filter_map(|i| match &i.content {
+            Content::ToolOutput(o) if !o.is_error && calls.contains(o.call_id.as_str()) => {
+                Some(o.call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Partition of history for compaction: which items are kept verbatim.
 /// `only_reads` tells calls whose loss the summary covers.
 pub(crate) fn items_to_keep(
@@ -431,6 +454,7 @@ pub(crate) fn items_to_keep(
             _ => None,
         })
         .collect();
+    let skills = loaded_skills(history);
     // Reasoning since the latest request that opens a response with a kept
     // call: the response's reasoning items, then its calls.
     let mut kept_reasoning = vec![false; history.len()];
@@ -457,7 +481,8 @@ pub(crate) fn items_to_keep(
                 Some(
                     MessageTag::DeveloperInstructions
                     | MessageTag::UserInstructions
-                    | MessageTag::Plan,
+                    | MessageTag::Plan
+                    | MessageTag::Skill,
                 ) => true,
                 // Replaced by a fresh block; earlier summaries are re-summarised.
                 Some(MessageTag::Environment | MessageTag::Summary) => false,
@@ -467,7 +492,9 @@ pub(crate) fn items_to_keep(
                 }
             },
             Content::ToolCall(c) => kept_calls.contains(c.id.as_str()),
-            Content::ToolOutput(o) => kept_calls.contains(o.call_id.as_str()),
+            Content::ToolOutput(o) => {
+                kept_calls.contains(o.call_id.as_str()) || skills.contains(o.call_id.as_str())
+            }
             Content::Reasoning(_) => kept_reasoning[idx],
         })
         .collect()
@@ -475,13 +502,23 @@ pub(crate) fn items_to_keep(
 
 /// Build the compacted history: kept instructions, the environment, the
 /// summary, then the other kept items in their original order, outputs cut
-/// to head and tail.
+/// to head and tail; a kept output of a `skill` call whose call is not
+/// kept becomes a [`MessageTag::Skill`] item, whole.
 pub(crate) fn compacted_history(
     history: &[HistoryItem],
     keep: &[bool],
     environment: String,
     summary: &str,
 ) -> Vec<HistoryItem> {
+    let skills = loaded_skills(history);
+    let kept_calls: HashSet<&str> = history
+        .iter()
+        .zip(keep)
+        .filter_map(|(i, k)| match &i.content {
+            Content::ToolCall(c) if *k => Some(c.id.as_str()),
+            _ => None,
+        })
+        .collect();
     let (instructions, rest): (Vec<_>, Vec<_>) = history
         .iter()
         .zip(keep)
@@ -510,6 +547,14 @@ pub(crate) fn compacted_history(
     ));
     out.extend(rest.into_iter().map(|mut item| {
         if let Content::ToolOutput(output) = &mut item.content {
+            let id = output.call_id.as_str();
+            if skills.contains(id) && !kept_calls.contains(id) {
+                return HistoryItem::tagged(
+                    Role::User,
+                    MessageTag::Skill,
+                    std::mem::take(&mut output.content),
+                );
+            }
             output.content = head_tail(&output.content, KEPT_OUTPUT);
         }
         item

@@ -21,16 +21,24 @@ impl EndReason {
 }
 
 impl Session {
-    /// Before the first turn: the `session_start` effects, once. Items they
-    /// add join history before the first prompt.
+    /// Before the first turn, once: what the skills found want the user to
+    /// know (left out of the listing, untrusted, problems) as warnings,
+    /// then the `session_start` effects. Items they add join history
+    /// before the first prompt.
     pub(crate) async fn start_once(
         &mut self,
         run: &TurnRun,
         sink: &dyn EventSink,
     ) -> Result<(), AgentError> {
-        if std::mem::replace(&mut self.extensions.lifecycle.started, true)
-            || !self.extensions.effects.wants(Phase::SessionStart)
-        {
+        if std::mem::replace(&mut self.extensions.lifecycle.started, true) {
+            return Ok(());
+        }
+        if let Some(skills) = &self.toolset.ctx.config.skills {
+            for message in skills.warnings() {
+                sink.emit(AgentEvent::Warning { message });
+            }
+        }
+        if !self.extensions.effects.wants(Phase::SessionStart) {
             return Ok(());
         }
         let resumed = self.extensions.lifecycle.resumed;

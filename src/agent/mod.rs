@@ -29,7 +29,7 @@ pub use context::EnvironmentContext;
 pub use effects::EndReason;
 pub use limits::{Limit, StopHandle, TurnLimits};
 pub use outcome::{AgentError, ToolCallRecord, TurnResult};
-pub use prompt::builder::{ProjectSoul, SkillEntry, SystemPromptBuilder};
+pub use prompt::builder::{ProjectSoul, SystemPromptBuilder};
 pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};
 pub use prompt::system::{PromptConfig, SystemPrompt};
 pub use prompt::{build_prompt, Prompt};

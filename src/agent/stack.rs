@@ -10,7 +10,7 @@
 //! matches the real policies. Checkpoints are snapshots, so a rollback
 //! restores the history exactly, also past a compaction.
 
-use super::compact::compacted_history;
+use super::compact::{compacted_history, loaded_skills};
 use super::session::Session;
 use crate::protocol::{Content, HistoryItem, MessageTag, Role};
 use crate::provider::ProviderError;
@@ -149,14 +149,20 @@ impl Session {
                 .metrics
                 .record_model_request(&usage, None, started.elapsed());
         }
+        // The instructions and the skills loaded stay.
+        let skills = loaded_skills(&self.history);
         let keep: Vec<bool> = self
             .history
             .iter()
             .map(|i| {
                 matches!(
                     i.tag(),
-                    Some(MessageTag::DeveloperInstructions | MessageTag::UserInstructions)
-                )
+                    Some(
+                        MessageTag::DeveloperInstructions
+                            | MessageTag::UserInstructions
+                            | MessageTag::Skill
+                    )
+                ) || matches!(&i.content, Content::ToolOutput(o) if skills.contains(o.call_id.as_str()))
             })
             .collect();
         let environment = self.ctx.environment();
@@ -396,12 +402,29 @@ text = "summary two"
         assert_eq!(s.history(), saved.as_slice());
         assert_paired(s.history());
 
+        // A skill named and one the model loaded outlive the summary.
+        s.append(vec![
+            HistoryItem::tagged(Role::User, MessageTag::Skill, "<skill name=\"a\">"),
+            HistoryItem::tool_call(ToolCall {
+                id: "s".into(),
+                name: "skill".into(),
+                arguments: "{}".into(),
+                kind: ToolCallKind::Function,
+            }),
+            HistoryItem::tool_output(ToolOutput {
+                call_id: "s".into(),
+                content: "<skill name=\"b\">".into(),
+                is_error: false,
+            }),
+        ]);
         s.summarize().await.unwrap();
         let texts: Vec<_> = s.history().iter().filter_map(|i| i.as_text()).collect();
-        assert_eq!(texts.len(), 3, "{texts:?}");
+        assert_eq!(texts.len(), 5, "{texts:?}");
         assert_eq!(texts[0], "dev");
         assert!(texts[1].starts_with("<environment_context>"));
         assert!(texts[2].contains("summary two"));
+        assert_eq!(texts[3..], ["<skill name=\"a\">", "<skill name=\"b\">"]);
+        assert_paired(s.history());
         assert_eq!(s.initial_len(), 2);
     }
 

@@ -24,8 +24,8 @@ use super::outcome::{AgentError, ToolCallRecord, TurnResult};
 use super::request::ModelResponse;
 use super::session::Session;
 use crate::protocol::{
-    AgentEvent, Content, ContextStrategyKind, EventSink, HistoryItem, Role, StopReason, ToolCall,
-    TurnOutcome,
+    AgentEvent, Content, ContextStrategyKind, EventSink, HistoryItem, MessageTag, Role, StopReason,
+    ToolCall, TurnOutcome,
 };
 use crate::tools::ToolResult;
 use std::time::Instant;
@@ -128,6 +128,27 @@ impl Session {
         result
     }
 
+    /// A message of the user's, followed by the procedure of each skill it
+    /// names as `$name` (the spec's "skill injections from the user
+    /// text"; with skills on), each announced by a `skill` event.
+    fn user_message(&self, text: &str, sink: &dyn EventSink) -> Vec<HistoryItem> {
+        let mut items = vec![HistoryItem::text(Role::User, text)];
+        if let Some(skills) = &self.toolset.ctx.config.skills {
+            for skill in skills.mentioned(text) {
+                sink.emit(AgentEvent::Skill {
+                    name: skill.name.clone(),
+                    path: skill.dir.join("SKILL.md"),
+                });
+                items.push(HistoryItem::tagged(
+                    Role::User,
+                    MessageTag::Skill,
+                    skill.render(&self.ctx.cwd),
+                ));
+            }
+        }
+        items
+    }
+
     async fn turn_loop(
         &mut self,
         user_text: &str,
@@ -155,18 +176,18 @@ impl Session {
             // The prompt never joins the history (a hook refused it).
             return Ok(self.stopped(stop, String::new(), run, sink));
         }
-        let mut first = vec![HistoryItem::text(Role::User, user_text)];
+        let mut first = self.user_message(user_text, sink);
         first.extend(started.items);
         self.append(first);
         let mut empty_retried = false;
         loop {
-            let pending = self.pending.drain();
-            self.append(
-                pending
-                    .into_iter()
-                    .map(|text| HistoryItem::text(Role::User, text))
-                    .collect(),
-            );
+            let pending: Vec<HistoryItem> = self
+                .pending
+                .drain()
+                .iter()
+                .flat_map(|text| self.user_message(text, sink))
+                .collect();
+            self.append(pending);
             self.append(std::mem::take(&mut run.queued));
             if std::mem::take(&mut self.history.tokens.stale) {
                 self.history.tokens.context = self.estimate_context(sink);

@@ -151,7 +151,7 @@ impl TurnContext {
             tools: (self.model_family.tools_in_prompt
                 && self.model_family.tool_call_mode == ToolCallMode::Native)
                 .then_some(&self.tools[..]),
-            skills: &p.config.skills,
+            skills: p.config.skills.as_deref(),
             model_aliases: &p.model_aliases,
             cwd: &self.cwd,
             repo_root: p.repo_root.as_deref(),

@@ -10,6 +10,7 @@ mod run;
 mod sandbox;
 mod setup;
 mod signals;
+mod skills;
 mod tasks;
 mod trust;
 
@@ -61,6 +62,8 @@ pub enum Command {
     Agents(AgentsArgs),
     /// Check the sandbox (`cogni sandbox check`) or run one command in it (`cogni sandbox -- CMD`).
     Sandbox(sandbox::SandboxArgs),
+    /// List the skills found (project and user), where each comes from, their problems and what the system prompt's listing leaves out.
+    Skills(SkillsArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
     Trust(trust::TrustArgs),
     /// Check a task file without running anything.
@@ -120,6 +123,12 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
+    #[command(flatten)]
+    pub common: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SkillsArgs {
     #[command(flatten)]
     pub common: ConfigArgs,
 }
@@ -262,6 +271,7 @@ pub fn main() -> ExitCode {
         Some(Command::Models(args)) => ExitCode::from(models::run(args)),
         Some(Command::Agents(args)) => ExitCode::from(agents::run(args)),
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),
+        Some(Command::Skills(args)) => ExitCode::from(skills::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),

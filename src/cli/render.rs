@@ -139,7 +139,7 @@ pub(super) fn tool_result(color: bool, item: &Item) -> Option<(String, String)> 
 }
 
 /// The one-line report of a tool call, retry, approval decision, warning,
-/// compaction or finished turn; `None` for other events. Shared by the
+/// skill named, compaction or finished turn; `None` for other events. Shared by the
 /// `cogni run` renderer and the REPL.
 pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
     let paint = |code: &str, text: &str| paint(color, code, text);
@@ -182,6 +182,13 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             format!("  {mark} {tool} {} ({reason})", one_line(summary, 80))
         }
         AgentEvent::Warning { message } => paint("33", &format!("warning: {message}")),
+        AgentEvent::Skill { name, path } => paint(
+            "36",
+            &format!(
+                "skill: {name} loaded ({})",
+                strip_terminal_controls(&path.display().to_string())
+            ),
+        ),
         // Failures come as warnings; quiet runs are not shown.
         AgentEvent::Hook {
             hook,
@@ -533,6 +540,7 @@ pub(super) fn strip_event_controls(event: AgentEvent) -> AgentEvent {
             strip(reason);
         }
         AgentEvent::Warning { message } => strip(message),
+        AgentEvent::Skill { name, .. } => strip(name),
         AgentEvent::Hook {
             command, reason, ..
         } => {

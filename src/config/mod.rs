@@ -24,10 +24,12 @@ use crate::provider::model_family::FamilyOverride;
 use crate::spec::cards::AgentDef;
 use crate::tools::env::ShellEnvPolicy;
 use crate::tools::memory::{self, MemoryFiles};
+use crate::tools::skills::{self, Skills};
 use crate::tools::ToolConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use agent::AgentFile;
@@ -103,6 +105,14 @@ pub struct MemoryFile {
     pub max_bytes: Option<usize>,
 }
 
+/// `[skills]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsFile {
+    /// The system prompt's skills listing's cap in bytes.
+    pub max_listing_bytes: Option<usize>,
+}
+
 /// One configuration layer. Every field is optional so layers can be merged.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConfigFile {
@@ -146,6 +156,8 @@ pub struct ConfigFile {
     pub context_strategy: Option<ContextStrategyKind>,
     /// `[memory]`: notes that outlive sessions (docs/memory.md).
     pub memory: Option<MemoryFile>,
+    /// `[skills]`: the listing of skills (docs/skills.md).
+    pub skills: Option<SkillsFile>,
     /// `[agent]`: strategies of the built-in agent.
     pub agent: Option<AgentFile>,
     /// `[run]`: middleware (timeout, output guardrail).
@@ -331,6 +343,10 @@ impl ConfigFile {
             pick(&mut m.enabled, o.enabled);
             pick(&mut m.max_bytes, o.max_bytes);
         }
+        if let Some(o) = over.skills {
+            let m = self.skills.get_or_insert_with(Default::default);
+            pick(&mut m.max_listing_bytes, o.max_listing_bytes);
+        }
         if let Some(o) = over.run {
             self.run.get_or_insert_with(Default::default).merge(o);
         }
@@ -446,6 +462,9 @@ pub struct Config {
     /// The working directory is trusted: its own cards, skills and config
     /// count in full.
     pub project_trusted: bool,
+    /// The skills found for the working directory, also when
+    /// `features.skills_enabled` is off (`cogni skills` lists them).
+    pub skills: Arc<Skills>,
 }
 
 /// Default cap on `@path` attachments per REPL message.
@@ -469,7 +488,9 @@ pub fn load(sources: Sources<'_>) -> Result<Config, ConfigError> {
     }
     let mut layer_warnings = Vec::new();
     let project_file = sources.cwd.join("cogni.toml");
-    let project_trusted = trust::is_trusted(&sources.home, &merged, &sources.cwd)?;
+    // Trust is read only when the project has something to gate.
+    let gated = project_file.is_file() || sources.cwd.join(".cogni/agents").is_dir();
+    let project_trusted = gated && trust::is_trusted(&sources.home, &merged, &sources.cwd)?;
     if project_file.is_file() {
         let mut project = ConfigFile::load(&project_file)?;
         if !project_trusted {
@@ -540,6 +561,25 @@ pub fn resolve(
         .unwrap_or(agents_md::DEFAULT_MAX_BYTES);
     let user_instructions = load_user_instructions(home, cwd, doc_cap);
     let memory_config = c.memory.unwrap_or_default();
+    let features = c.features.unwrap_or_default();
+    let defaults = Features::default();
+    let skills_enabled = features.skills_enabled.unwrap_or(defaults.skills_enabled);
+    let roots = skills::roots(cwd, home, env("HOME").as_deref().map(Path::new));
+    // Trust is read only when a project has skills to gate.
+    let trusted = if roots.iter().any(|r| r.scope == skills::Scope::Project) {
+        let projects = c.trusted_projects.as_deref().unwrap_or_default();
+        Some(trust::Trusted::load(home, projects)?)
+    } else {
+        None
+    };
+    let skills = Arc::new(Skills::load(
+        roots,
+        |dir| trusted.as_ref().is_some_and(|t| t.covers(dir)),
+        c.skills
+            .as_ref()
+            .and_then(|s| s.max_listing_bytes)
+            .unwrap_or(skills::DEFAULT_MAX_LISTING_BYTES),
+    ));
     let prompt = crate::agent::PromptConfig {
         soul: soul::load_global(home, doc_cap)?,
         project_soul: soul::load_project(cwd, doc_cap)?,
@@ -551,17 +591,19 @@ pub fn resolve(
                 max_bytes: memory_config.max_bytes.unwrap_or(memory::DEFAULT_MAX_BYTES),
             }
         }),
+        skills: skills_enabled
+            .then(|| skills.listing().to_string())
+            .filter(|l| !l.is_empty()),
         ..Default::default()
     };
     model_aliases::validate(&c.model_aliases)?;
 
-    let features = c.features.unwrap_or_default();
-    let defaults = Features::default();
     let mut tool_config = tool_config(c.tools.unwrap_or_default())?;
     // The provider's key never reaches a child process, whatever its name.
     if let Some(var) = &provider.env_key {
         tool_config.shell_env.exclude.push(var.clone());
     }
+    tool_config.skills = skills_enabled.then(|| skills.clone());
     let compaction = c.compaction.unwrap_or_default();
     let compaction_defaults = CompactionConfig::default();
 
@@ -581,7 +623,7 @@ pub fn resolve(
     session.base_instructions_override = base_instructions_override;
     session.features = Features {
         parallel_tools: features.parallel_tools.unwrap_or(defaults.parallel_tools),
-        skills_enabled: features.skills_enabled.unwrap_or(defaults.skills_enabled),
+        skills_enabled,
     };
     session.tool_config = tool_config;
     session.auth_mode = auth_mode;
@@ -631,6 +673,7 @@ pub fn resolve(
         delegation: delegation_limits(c.delegation.unwrap_or_default())?,
         agents: c.agents,
         project_trusted: false,
+        skills,
     })
 }
 

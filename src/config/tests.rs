@@ -463,3 +463,53 @@ fn an_untrusted_project_may_tighten() {
 }
 
 mod hooks;
+
+#[test]
+fn skills_reach_the_session_only_when_enabled_and_project_skills_only_when_trusted() {
+    let d = dirs();
+    for (dir, name) in [
+        (d.cwd.join(".cogni/skills"), "project-one"),
+        (d.home.join("skills"), "user-one"),
+    ] {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(
+            dir.join(name).join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: Does {name}.\n---\nSteps.\n"),
+        )
+        .unwrap();
+    }
+    // Off: found (for `cogni skills`), not given to the session.
+    let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
+    assert_eq!(c.skills.all().len(), 1, "the project is not trusted");
+    assert!(c.session.tool_config.skills.is_none());
+    assert!(c.session.prompt.skills.is_none());
+
+    std::fs::write(
+        d.home.join("config.toml"),
+        format!(
+            "trusted_projects = [\"{}\"]\n[features]\nskills_enabled = true\n[skills]\nmax_listing_bytes = 40\n",
+            d.cwd.display()
+        ),
+    )
+    .unwrap();
+    let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
+    let names: Vec<&str> = c.skills.all().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["project-one", "user-one"]);
+    assert_eq!(
+        c.session.prompt.skills.as_deref(),
+        Some("- project-one: Does project-one.\n")
+    );
+    assert_eq!(c.skills.left_out(), ["user-one"]);
+    assert!(Arc::ptr_eq(
+        c.session.tool_config.skills.as_ref().unwrap(),
+        &c.skills
+    ));
+
+    let err = ConfigFile::parse(Path::new("c.toml"), "[skills]\nmax_bytes = 1\n").unwrap_err();
+    assert!(
+        err.0
+            .contains("unknown field `max_bytes`, expected `max_listing_bytes`"),
+        "{}",
+        err.0
+    );
+}

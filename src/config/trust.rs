@@ -72,20 +72,33 @@ impl TrustStore {
     }
 }
 
+/// The directories the user trusts: the store's and the user config's
+/// `trusted_projects`, canonical.
+pub(super) struct Trusted(Vec<PathBuf>);
+
+impl Trusted {
+    pub(super) fn load(home: &Path, trusted_projects: &[PathBuf]) -> Result<Self, ConfigError> {
+        let store = TrustStore::load(home)?;
+        let listed = store.dirs().iter().chain(trusted_projects);
+        Ok(Trusted(
+            listed
+                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .collect(),
+        ))
+    }
+
+    /// Whether `dir` is one of them or inside one (false when it does not
+    /// exist).
+    pub(super) fn covers(&self, dir: &Path) -> bool {
+        std::fs::canonicalize(dir).is_ok_and(|dir| self.0.iter().any(|d| dir.starts_with(d)))
+    }
+}
+
 /// Whether `cwd` is trusted by the store or by the user config's
 /// `trusted_projects`.
 pub(super) fn is_trusted(home: &Path, user: &ConfigFile, cwd: &Path) -> Result<bool, ConfigError> {
-    let Ok(cwd) = std::fs::canonicalize(cwd) else {
-        return Ok(false);
-    };
-    let store = TrustStore::load(home)?;
-    let listed = store
-        .dirs()
-        .iter()
-        .chain(user.trusted_projects.iter().flatten());
-    Ok(listed
-        .filter_map(|d| std::fs::canonicalize(d).ok())
-        .any(|d| cwd.starts_with(d)))
+    let projects = user.trusted_projects.as_deref().unwrap_or_default();
+    Ok(Trusted::load(home, projects)?.covers(cwd))
 }
 
 fn rank(mode: SandboxMode) -> u8 {

@@ -138,7 +138,7 @@ pub(crate) const MAX_LINE_BYTES: usize = 17 * 1024 * 1024;
 /// The error for a line over `max_line` bytes.
 pub(crate) fn line_too_long<E>(max_line: usize) -> SseError<E> {
     const MIB: usize = 1024 * 1024;
-    if max_line % MIB == 0 {
+    if max_line.is_multiple_of(MIB) {
         SseError::Decode(format!("a line exceeded {} MiB", max_line / MIB))
     } else {
         SseError::Decode(format!("a line exceeded {max_line} bytes"))

@@ -144,7 +144,7 @@ impl EffectSpec {
                         ));
                     }
                 }
-                positive("token_limit", token_limit.map_or(true, |n| n > 0))
+                positive("token_limit", token_limit.is_none_or(|n| n > 0))
             }
             EffectSpec::TokenLimit { tokens } => positive("tokens", *tokens > 0),
             EffectSpec::CostLimit { usd } => positive("usd", usd.is_finite() && *usd > 0.0),
@@ -181,7 +181,7 @@ impl EffectSpec {
                         return Err(format!("{path}.command: is empty"));
                     }
                 }
-                positive("timeout_ms", timeout_ms.map_or(true, |t| t > 0))
+                positive("timeout_ms", timeout_ms.is_none_or(|t| t > 0))
             }
         }
     }

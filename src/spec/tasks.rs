@@ -703,7 +703,7 @@ impl Validator<'_> {
         positive("max_tokens", b.max_tokens != Some(0));
         positive("max_steps", b.max_steps != Some(0));
         positive("max_tool_calls", b.max_tool_calls != Some(0));
-        let finite = |v: Option<f64>| v.map_or(true, |v| v.is_finite() && v > 0.0);
+        let finite = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
         positive("max_cost_usd", finite(b.max_cost_usd));
         if let Some(Err(problem)) = b.max_seconds.map(seconds) {
             self.problem(format!("{at}.max_seconds"), problem);

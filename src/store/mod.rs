@@ -218,7 +218,7 @@ impl Store {
             let modified = std::fs::metadata(self.path(&id))
                 .and_then(|m| m.modified())
                 .map_err(io_error(&self.dir))?;
-            if newest.as_ref().map_or(true, |(t, _)| modified > *t) {
+            if newest.as_ref().is_none_or(|(t, _)| modified > *t) {
                 newest = Some((modified, id));
             }
         }

@@ -20,6 +20,7 @@ pub mod plan;
 pub mod read_file;
 pub mod safety;
 pub mod shell;
+pub mod skills;
 pub mod truncate;
 mod walk;
 pub mod write_file;
@@ -73,6 +74,9 @@ pub struct ToolConfig {
     /// ask to run a command without the sandbox (set from the approval
     /// policy by the engine).
     pub shell_escalation: bool,
+    /// The session's skills when `features.skills_enabled` is on (set by
+    /// the configuration); with at least one, the `skill` tool is offered.
+    pub skills: Option<Arc<skills::Skills>>,
 }
 
 impl Default for ToolConfig {
@@ -92,6 +96,7 @@ impl Default for ToolConfig {
             shell_env: env::ShellEnvPolicy::default(),
             edit_tool: None,
             shell_escalation: false,
+            skills: None,
         }
     }
 }
@@ -228,6 +233,9 @@ impl ToolRegistry {
             EditTool::ApplyPatchFreeform => registry.register(apply_patch::apply_patch_tool(true)),
             EditTool::EditFile => registry.register(Arc::new(edit_file::EditFileTool)),
             EditTool::None => {}
+        }
+        if let Some(skills) = config.skills.as_ref().filter(|s| !s.is_empty()) {
+            registry.register(Arc::new(skills::tool::SkillTool::new(skills.clone())));
         }
         Ok(registry)
     }

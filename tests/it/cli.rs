@@ -64,6 +64,35 @@ impl Env {
         (out, results)
     }
 
+    /// `cogni run --json --model gpt-4.1 ARGS` against the mock `server`
+    /// as OpenAI.
+    pub fn run_json_against(
+        &self,
+        server: &crate::common::mock::MockServer,
+        args: &[&str],
+    ) -> std::process::Output {
+        self.cmd()
+            .env("OPENAI_BASE_URL", server.base_url())
+            .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
+            .args(["run", "--json", "--model", "gpt-4.1"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// `cogni repl` with a script that answers "ok", 200 columns wide,
+    /// reading `input` (slash commands) from a pipe.
+    pub fn repl_with(&self, input: &str) -> std::process::Output {
+        let script = self.write("script.toml", "[[turns]]\ntext = \"ok\"\n");
+        self.cmd()
+            .args(["repl", "--script"])
+            .arg(script)
+            .env("COLUMNS", "200")
+            .write_stdin(input)
+            .output()
+            .unwrap()
+    }
+
     /// `cogni run --script <script> <task>` in the workspace.
     pub fn run_script(&self, script: &str, task: &str) -> Command {
         let path = self.write("script.toml", script);

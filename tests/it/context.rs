@@ -114,17 +114,6 @@ fn a_bad_context_strategy_is_a_config_error_naming_the_choices() {
     assert!(err.contains("sliding_window"), "{err}");
 }
 
-/// `cogni run --model gpt-4.1 ARGS` against `server` as OpenAI.
-fn run_against(env: &Env, server: &MockServer, args: &[&str]) -> std::process::Output {
-    env.cmd()
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
-        .args(["run", "--json", "--model", "gpt-4.1"])
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// The text of the request's last user message.
 fn last_user_text(server: &MockServer) -> String {
     let body = server.requests()[0].body_json().clone();
@@ -155,8 +144,7 @@ fn context_files_and_directories_are_attached_and_reported() {
     std::fs::write(env.work().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
     let server = MockServer::start();
     server.enqueue(chat::text_response("ok"));
-    let out = run_against(
-        &env,
+    let out = env.run_json_against(
         &server,
         &["--context", "notes.txt", "--context", "src", "summarise"],
     );
@@ -201,7 +189,7 @@ fn auto_context_attaches_the_files_the_prompt_names_then_the_readme() {
     std::fs::write(env.work().join("README.md"), "# The project\n").unwrap();
     let server = MockServer::start();
     server.enqueue(chat::text_response("ok"));
-    let out = run_against(&env, &server, &["Fix the bug in src/lib.rs please"]);
+    let out = env.run_json_against(&server, &["Fix the bug in src/lib.rs please"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let paths: Vec<String> = context_event(&out)["files"]
         .as_array()

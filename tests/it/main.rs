@@ -22,5 +22,6 @@ mod runner;
 mod sandbox;
 mod sessions;
 mod shell;
+mod skills;
 mod strategies;
 mod text_tools;

@@ -4,18 +4,8 @@
 //! nothing in the request.
 
 use crate::cli::{stderr_of, Env};
-use crate::common::mock::{chat, tool_names, MockServer};
-
-/// `cogni run --model gpt-4.1 ARGS` against `server` as OpenAI.
-fn run(env: &Env, server: &MockServer, args: &[&str]) -> std::process::Output {
-    env.cmd()
-        .env("OPENAI_BASE_URL", server.base_url())
-        .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
-        .args(["run", "--json", "--model", "gpt-4.1"])
-        .args(args)
-        .output()
-        .unwrap()
-}
+use crate::common::mock::chat::{self, system_prompt};
+use crate::common::mock::{tool_names, MockServer};
 
 fn setup(env: &Env, enabled: bool) {
     std::fs::write(
@@ -36,13 +26,6 @@ fn setup(env: &Env, enabled: bool) {
     .unwrap();
 }
 
-fn system_prompt(body: &serde_json::Value) -> String {
-    body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[test]
 fn notes_feed_the_prompt_most_relevant_first_and_remember_appends_one() {
     let env = Env::new();
@@ -54,11 +37,7 @@ fn notes_feed_the_prompt_most_relevant_first_and_remember_appends_one() {
         r#"{"note": "the linter is clippy with -D warnings"}"#,
     )]));
     server.enqueue(chat::text_response("noted"));
-    let out = run(
-        &env,
-        &server,
-        &["--approval", "never", "Fix the failing tests"],
-    );
+    let out = env.run_json_against(&server, &["--approval", "never", "Fix the failing tests"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let requests = server.requests();
     let first = system_prompt(requests[0].body_json());
@@ -100,7 +79,7 @@ fn remember_is_asked_under_untrusted_and_a_run_without_a_terminal_says_no() {
         r#"{"note": "something"}"#,
     )]));
     server.enqueue(chat::text_response("ok"));
-    let out = run(&env, &server, &["--approval", "untrusted", "go"]);
+    let out = env.run_json_against(&server, &["--approval", "untrusted", "go"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     // The call was asked and answered no at once, not run unasked.
     let statuses: Vec<String> = String::from_utf8_lossy(&out.stdout)
@@ -120,7 +99,7 @@ fn memory_off_sends_no_section_and_no_tool() {
     setup(&env, false);
     let server = MockServer::start();
     server.enqueue(chat::text_response("ok"));
-    let out = run(&env, &server, &["go"]);
+    let out = env.run_json_against(&server, &["go"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let body = server.requests()[0].body_json().clone();
     assert!(!system_prompt(&body).contains("# Memory"));
@@ -131,15 +110,7 @@ fn memory_off_sends_no_section_and_no_tool() {
 fn the_memory_command_shows_adds_and_forgets() {
     let env = Env::new();
     setup(&env, true);
-    let script = env.write("script.toml", "[[turns]]\ntext = \"ok\"\n");
-    let out = env
-        .cmd()
-        .args(["repl", "--script"])
-        .arg(script)
-        .env("COLUMNS", "200")
-        .write_stdin("/memory add build with make release\n/memory forget 1\n/memory\n")
-        .output()
-        .unwrap();
+    let out = env.repl_with("/memory add build with make release\n/memory forget 1\n/memory\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

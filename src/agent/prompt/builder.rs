@@ -6,7 +6,7 @@
 //!    appended (or replacing it); the apply_patch instructions when the
 //!    family needs them and no `apply_patch` tool is offered;
 //! 2. tools: one line per tool, for families that read tools from the prompt;
-//! 3. skills;
+//! 3. skills: the listing of names and descriptions (docs/skills.md);
 //! 4. model aliases, when more than one is configured;
 //! 5. workspace: the working directory and the git repository root;
 //! 6. sandbox: mode, writable roots, protected paths, network;
@@ -48,13 +48,6 @@ pub struct ProjectSoul {
     pub replace: bool,
 }
 
-/// One skill as the skills section lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkillEntry {
-    pub name: String,
-    pub description: String,
-}
-
 /// What the identity section is made of.
 #[derive(Debug, Clone, Copy)]
 pub struct Identity<'a> {
@@ -76,7 +69,8 @@ pub struct SystemPromptBuilder<'a> {
     pub identity: Identity<'a>,
     /// `Some` when the model family reads its tools from the prompt.
     pub tools: Option<&'a [ToolSpec]>,
-    pub skills: &'a [SkillEntry],
+    /// The skills' listing, `- name: description` lines (docs/skills.md).
+    pub skills: Option<&'a str>,
     pub model_aliases: &'a BTreeMap<String, String>,
     pub cwd: &'a Path,
     pub repo_root: Option<&'a Path>,
@@ -176,21 +170,16 @@ pub fn tools(tools: &[ToolSpec]) -> Option<String> {
     Some(out)
 }
 
-/// `# Skills`, one line per skill (empty until skills are loaded).
-pub fn skills(skills: &[SkillEntry]) -> Option<String> {
-    if skills.is_empty() {
-        return None;
-    }
-    let mut out = String::from("# Skills");
-    for skill in skills {
-        let _ = write!(
-            out,
-            "\n- {}: {}",
-            skill.name,
-            first_sentence(&skill.description)
-        );
-    }
-    Some(out)
+/// `# Skills`: how skills are loaded, then the listing (one line per
+/// skill, chosen within its budget when the session started).
+pub fn skills(listing: Option<&str>) -> Option<String> {
+    non_blank(listing).map(|l| {
+        format!(
+            "# Skills\nSkills are procedures for particular tasks. When one fits the task, load it with the `{}` tool before you start and follow it (a skill the user names as $NAME is loaded already).\n{}",
+            crate::tools::skills::SKILL_TOOL,
+            l.trim_start()
+        )
+    })
 }
 
 /// `# Model aliases`, only when more than one is configured.
@@ -394,21 +383,16 @@ mod tests {
 
     #[test]
     fn skills_section_renders_only_with_skills() {
-        assert_eq!(skills(&[]), None);
-        let text = skills(&[
-            SkillEntry {
-                name: "pdf".into(),
-                description: "Fill PDF forms. Needs poppler.".into(),
-            },
-            SkillEntry {
-                name: "release".into(),
-                description: "Cut a release".into(),
-            },
-        ])
-        .unwrap();
-        assert_eq!(
-            text,
-            "# Skills\n- pdf: Fill PDF forms.\n- release: Cut a release"
+        assert_eq!(skills(None), None);
+        assert_eq!(skills(Some("")), None);
+        let text = skills(Some("- pdf: Fill PDF forms. Needs poppler.\n- release\n")).unwrap();
+        assert!(
+            text.starts_with("# Skills\nSkills are procedures"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("loaded already).\n- pdf: Fill PDF forms. Needs poppler.\n- release"),
+            "{text}"
         );
     }
 

@@ -6,7 +6,7 @@
 //! tools (`Session::set_tools`) or the date (checked at the start of each
 //! turn; the date, never a clock time).
 
-use super::builder::{ProjectSoul, SkillEntry};
+use super::builder::ProjectSoul;
 use super::clock::{Clock, SystemClock, Today};
 use crate::tools::memory::MemoryFiles;
 use std::collections::BTreeMap;
@@ -22,8 +22,9 @@ pub struct PromptConfig {
     pub soul: Option<String>,
     /// The project's `.cogni/SOUL.md`.
     pub project_soul: Option<ProjectSoul>,
-    /// Skills to list (filled by the skills feature; none lists nothing).
-    pub skills: Vec<SkillEntry>,
+    /// The skills' listing (`features.skills_enabled`; docs/skills.md),
+    /// chosen within its budget when the configuration was loaded.
+    pub skills: Option<String>,
     /// Memory to show (none shows nothing); with `memory_files` it is
     /// chosen from them for the session's first prompt.
     pub memory: Option<String>,
@@ -38,7 +39,7 @@ impl Default for PromptConfig {
         PromptConfig {
             soul: None,
             project_soul: None,
-            skills: Vec::new(),
+            skills: None,
             memory: None,
             memory_files: None,
             clock: Arc::new(SystemClock),

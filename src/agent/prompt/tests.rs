@@ -2,7 +2,7 @@
 //! budget, and when a session builds it again (start, environment, tools,
 //! date roll-over) and when it does not (every other request).
 
-use super::builder::{Identity, ProjectSoul, SkillEntry, SystemPromptBuilder, SECTION_ORDER};
+use super::builder::{Identity, ProjectSoul, SystemPromptBuilder, SECTION_ORDER};
 use super::clock::{FixedClock, Today};
 use crate::agent::{start_session_with_provider, Session, SessionConfig};
 use crate::protocol::{ApprovalPolicy, SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
@@ -52,7 +52,7 @@ pub(super) fn tool(name: &str, description: &str) -> ToolSpec {
 /// Inputs for every section, fixed.
 struct Everything {
     tools: Vec<ToolSpec>,
-    skills: Vec<SkillEntry>,
+    skills: String,
     aliases: BTreeMap<String, String>,
     project: ProjectSoul,
     sandbox: SandboxPolicy,
@@ -66,10 +66,7 @@ impl Everything {
                 tool("shell", "Run a shell command. Output is capped."),
                 tool("read_file", "Read a text file with line numbers."),
             ],
-            skills: vec![SkillEntry {
-                name: "release".into(),
-                description: "Cut a release: bump, tag, publish.".into(),
-            }],
+            skills: "- release: Cut a release: bump, tag, publish.\n".into(),
             aliases: [("fast", "gpt-4.1-mini"), ("deep", "o3")]
                 .into_iter()
                 .map(|(a, m)| (a.to_string(), m.to_string()))
@@ -97,7 +94,7 @@ impl Everything {
                 apply_patch_instructions: false,
             },
             tools: Some(&self.tools),
-            skills: &self.skills,
+            skills: Some(&self.skills),
             model_aliases: &self.aliases,
             cwd: Path::new("/work/repo/app"),
             repo_root: Some(Path::new("/work/repo")),
@@ -148,7 +145,7 @@ fn sections_come_in_order_and_only_with_content() {
     let none = BTreeMap::new();
     let bare = SystemPromptBuilder {
         tools: None,
-        skills: &[],
+        skills: None,
         model_aliases: &none,
         memory: None,
         done_token: None,

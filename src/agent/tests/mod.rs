@@ -1184,6 +1184,48 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
     assert_calls_answered(&out);
 }
 
+#[test]
+fn compaction_keeps_the_skills_loaded_whole() {
+    let body = format!("<skill name=\"pdf\">\n{}</skill>", "step\n".repeat(1000));
+    let history = vec![
+        HistoryItem::tagged(Role::User, MessageTag::Environment, "<env/>"),
+        HistoryItem::text(Role::User, "fill the form with $lint"),
+        HistoryItem::tagged(Role::User, MessageTag::Skill, "<skill name=\"lint\">"),
+        call("s1", "skill"),
+        output("s1", &body),
+        call("s2", "skill"),
+        HistoryItem::tool_output(ToolOutput {
+            call_id: "s2".into(),
+            content: "there is no skill `x`".into(),
+            is_error: true,
+        }),
+        call("r1", "look"),
+        output("r1", "big file"),
+        HistoryItem::text(Role::User, "next"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| c.name == "look" || c.name == "skill");
+    let out = compact::compacted_history(&history, &keep, "<env2/>".into(), "S");
+    let kept: Vec<(Option<MessageTag>, &str)> = out
+        .iter()
+        .map(|i| (i.tag(), i.as_text().unwrap_or("(not text)")))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            (Some(MessageTag::Environment), "<env2/>"),
+            (
+                Some(MessageTag::Summary),
+                "Summary of the conversation so far (earlier messages were compacted):\nS"
+            ),
+            (Some(MessageTag::Skill), "<skill name=\"lint\">"),
+            // The tool's output, whole, without its call.
+            (Some(MessageTag::Skill), body.as_str()),
+            (None, "next"),
+        ]
+    );
+    assert_calls_answered(&out);
+}
+
 /// Whether `input` is a compaction's summary request.
 fn is_summary_request(input: &[HistoryItem]) -> bool {
     input.last().and_then(HistoryItem::as_text) == Some(compact::SUMMARY_REQUEST)

@@ -185,6 +185,12 @@ fn builtins() -> Vec<Builtin> {
             run: handler!(memory),
         },
         Builtin {
+            name: "skills",
+            usage: "",
+            help: "the skills found, their problems, what the listing leaves out",
+            run: handler!(skills),
+        },
+        Builtin {
             name: "agent",
             usage: "[NAME]",
             help: "list agent cards or switch to one",
@@ -609,6 +615,19 @@ async fn plan(r: &mut Repl, _: &str) -> Flow {
         None => r
             .sink
             .say("planning is off: set `[agent] enable_plan = true` in cogni.toml (docs/plan.md)"),
+    }
+    Flow::Continue
+}
+
+async fn skills(r: &mut Repl, _: &str) -> Flow {
+    match &r.current.tool_config.skills {
+        Some(skills) => {
+            let text = crate::cli::skills::report(skills, true, &r.session.context().cwd);
+            r.sink.say(text.trim_end());
+        }
+        None => r.sink.say(
+            "skills are off: set `skills_enabled = true` under [features] in cogni.toml (docs/skills.md); `cogni skills` lists the skills found",
+        ),
     }
     Flow::Continue
 }

@@ -222,7 +222,7 @@ impl ServerError {
 
     /// The status is one of `statuses`, or the error came inside a stream.
     pub fn status_in(&self, statuses: &[u16]) -> bool {
-        self.status.map_or(true, |s| statuses.contains(&s))
+        self.status.is_none_or(|s| statuses.contains(&s))
     }
 }
 

@@ -62,7 +62,7 @@ impl<'a> Lines<'a> {
 
     /// True for an empty file too: lines added to it end normally.
     fn ends_with_newline(&self) -> bool {
-        self.eol.last().map_or(true, |e| !e.is_empty())
+        self.eol.last().is_none_or(|e| !e.is_empty())
     }
 }
 

@@ -333,7 +333,7 @@ impl Body<'_, '_> {
                     ));
                 }
                 // Empty lines between `+` lines were meant as empty `+` lines.
-                out.extend(std::iter::repeat("").take(blanks));
+                out.extend(std::iter::repeat_n("", blanks));
                 blanks = 0;
                 out.push(text);
             } else if raw.starts_with('\\') {

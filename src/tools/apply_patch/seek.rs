@@ -343,7 +343,7 @@ pub fn closest_window(hay: &Haystack<'_>, pattern: &[&str]) -> Option<Closest> {
             .enumerate()
             .map(|(j, w)| similarity(hay.view(Fuzz::Unicode, start + j), w))
             .sum();
-        if score > 0.0 && best.map_or(true, |(s, _)| score > s) {
+        if score > 0.0 && best.is_none_or(|(s, _)| score > s) {
             best = Some((score, start));
         }
     }

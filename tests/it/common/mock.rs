@@ -984,6 +984,14 @@ pub mod chat {
         format!(": {text}\n\n")
     }
 
+    /// The system prompt of a request body (its first message).
+    pub fn system_prompt(body: &Value) -> String {
+        body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// A full answer: role, the text in a few pieces, `stop`, usage, `[DONE]`.
     pub fn text_response(answer: &str) -> MockResponse {
         let mut events = vec![role()];

@@ -219,7 +219,7 @@ pub fn rule_broken(body: &Value) -> Option<String> {
                 && block
                     .get("signature")
                     .and_then(Value::as_str)
-                    .map_or(true, str::is_empty)
+                    .is_none_or(str::is_empty)
             {
                 return Some(format!(
                     "messages.{at}.content.{n}.thinking.signature: Field required"

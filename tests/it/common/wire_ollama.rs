@@ -80,7 +80,7 @@ pub fn rule_broken(body: &Value) -> Option<String> {
     if body
         .get("model")
         .and_then(Value::as_str)
-        .map_or(true, str::is_empty)
+        .is_none_or(str::is_empty)
     {
         return Some("model is required".into());
     }
