@@ -75,8 +75,68 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
         .to_string();
     let fail = |m: String| format!("agent card {}: {m}", path.display());
     let (front, body) = super::front_matter::split(text).map_err(fail)?;
-    let meta: AgentDef = toml::from_str(front).map_err(|e| fail(e.message().to_string()))?;
+    let meta = match toml::from_str::<AgentDef>(front) {
+        Ok(meta) => meta,
+        // `---` blocks may be YAML, as Claude Code's sub-agent files are.
+        Err(toml_error) if text.trim_start_matches('\u{feff}').starts_with("---") => {
+            from_yaml(front).map_err(|yaml_error| {
+                fail(format!(
+                    "the front matter is neither TOML ({}) nor YAML ({yaml_error})",
+                    toml_error.message().trim()
+                ))
+            })?
+        }
+        Err(e) => return Err(fail(e.message().to_string())),
+    };
     from_def(&stem, meta, body, path).map_err(fail)
+}
+
+/// YAML front matter in Claude Code's sub-agent format (`name`,
+/// `description`, `tools` as a comma-separated list of its tool names,
+/// `model`, where `inherit` means the parent's) or with cogni's keys.
+fn from_yaml(front: &str) -> Result<AgentDef, String> {
+    let mut map: serde_json::Map<String, serde_json::Value> = super::front_matter::yaml(front)?;
+    // Shown by Claude Code only.
+    map.remove("color");
+    if map.get("model").and_then(|m| m.as_str()) == Some("inherit") {
+        map.remove("model");
+    }
+    if let Some(tools) = map.remove("tools") {
+        let names: Vec<String> = match &tools {
+            serde_json::Value::String(list) => list.split(',').map(str::to_string).collect(),
+            serde_json::Value::Array(items) => items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect(),
+            other => return Err(format!("tools: expected a list of names, found {other}")),
+        };
+        let mut tools: Vec<String> = Vec::new();
+        for name in names.iter().filter_map(|n| claude_tool(n.trim())) {
+            if !tools.iter().any(|t| t == name) {
+                tools.push(name.to_string());
+            }
+        }
+        map.insert("tools".into(), tools.into());
+    }
+    serde_json::from_value(serde_json::Value::Object(map)).map_err(|e| e.to_string())
+}
+
+/// cogni's name for a tool a Claude Code sub-agent file names (its own
+/// names pass through); `None` for tools cogni has no counterpart of
+/// (delegation tools are offered on their own).
+fn claude_tool(name: &str) -> Option<&str> {
+    Some(match name {
+        "Read" | "NotebookRead" => "read_file",
+        "Write" => "write_file",
+        "Edit" | "MultiEdit" | "NotebookEdit" => "apply_patch",
+        "Bash" => "shell",
+        "Grep" => "grep",
+        "Glob" => "glob",
+        "LS" => "list_dir",
+        "" => return None,
+        other if other.starts_with(|c: char| c.is_ascii_uppercase()) => return None,
+        other => other,
+    })
 }
 
 /// A card from its front matter (or `[agents.NAME]` table) and body;
@@ -194,6 +254,36 @@ mod tests {
         assert_eq!(dashed.name, "b");
         let plain = parse(Path::new("c.md"), "Just instructions").unwrap();
         assert_eq!(plain.instructions, "Just instructions");
+    }
+
+    #[test]
+    fn claude_codes_yaml_sub_agent_files_are_cards_too() {
+        let card = parse(
+            Path::new("/x/code-reviewer.md"),
+            "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash, WebFetch\nmodel: inherit\ncolor: blue\n---\nYou are a reviewer.\n",
+        )
+        .unwrap();
+        assert_eq!(card.name, "code-reviewer");
+        assert_eq!(card.description, "Reviews code");
+        assert_eq!(card.model, None, "inherit: the parent's");
+        assert_eq!(
+            card.tools.as_deref().unwrap(),
+            ["read_file", "grep", "glob", "shell"]
+        );
+        assert_eq!(card.instructions, "You are a reviewer.");
+        let listed = parse(
+            Path::new("w.md"),
+            "---\ndescription: Writes\ntools: [read_file, Edit]\nisolation: worktree\nmodel: gpt-4.1\n---\n",
+        )
+        .unwrap();
+        assert_eq!(
+            listed.tools.as_deref().unwrap(),
+            ["read_file", "apply_patch"]
+        );
+        assert_eq!(listed.options.isolation, Isolation::Worktree);
+        assert_eq!(listed.model.as_deref(), Some("gpt-4.1"));
+        let bad = parse(Path::new("b.md"), "---\nname: x\nmodle: y\n---\n").unwrap_err();
+        assert!(bad.contains("modle") && bad.contains("b.md"), "{bad}");
     }
 
     #[test]
