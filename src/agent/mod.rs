@@ -36,7 +36,7 @@ pub use prompt::{build_prompt, Prompt};
 pub use request::ContextUsage;
 pub use session::{
     check_session_config, select_model, start_session, start_session_with_provider, AuthMode,
-    CompactionConfig, PendingInputs, Session, SessionConfig, SessionError,
+    CompactionConfig, Delegating, PendingInputs, Session, SessionConfig, SessionError,
 };
 pub use stack::StackError;
 pub use turn_context::{Features, Sampling, TurnContext};

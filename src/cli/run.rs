@@ -5,7 +5,7 @@ use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
 use super::{setup, signals, RunArgs};
-use crate::agent::{start_session, AgentError, EndReason, Session};
+use crate::agent::{start_session, AgentError, Delegating, EndReason, Session};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, ContextFile, EventSink, SandboxMode, TurnOutcome};
 use crate::store::{Redactor, SessionFile, Store};
@@ -115,11 +115,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         loaded.auto_context,
         loaded.max_context_bytes,
     )?;
+    session_config.delegation = Some(Delegating {
+        registry: super::agents::registry(&base, &catalog.cards),
+        limits: loaded.delegation,
+    });
     let mut session = start_session(session_config).map_err(|e| e.to_string())?;
-    session.set_delegation(
-        super::agents::registry(&base, &catalog.cards),
-        loaded.delegation,
-    );
     let file = persist.attach(&mut session, redact.clone())?;
     Ok((
         session,

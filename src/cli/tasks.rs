@@ -9,7 +9,7 @@
 //! file, selector or config.
 
 use super::{exit, persist, setup, signals, ConfigArgs, RunArgs};
-use crate::agent::{check_session_config, SessionConfig, TurnLimits};
+use crate::agent::{check_session_config, Delegating, SessionConfig, TurnLimits};
 use crate::config::ConfigFile;
 use crate::protocol::SandboxMode;
 use crate::provider::model_family::FamilyOverride;
@@ -227,7 +227,16 @@ fn agent_config(
     };
     let at = |e: String| format!("agent `{}`: {e}", agent.id);
     let loaded = setup::load(&common, launch_dir, cwd.to_path_buf(), flags).map_err(at)?;
+    let catalog = super::agents::catalog(&loaded.config, &loaded.home);
+    for problem in &catalog.problems {
+        eprintln!("cogni: warning: {problem}");
+    }
+    let delegation = Some(Delegating {
+        registry: super::agents::registry(&loaded.config.session, &catalog.cards),
+        limits: loaded.config.delegation,
+    });
     let mut config = loaded.config.session;
+    config.delegation = delegation;
     if let Some(card) = &agent.card {
         let mut card = card.clone();
         if common.model.is_some() {

@@ -5,12 +5,12 @@
 //! even for a child that is cancelled half-way.
 
 use crate::protocol::Usage;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// One agent's spend.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentTotals {
     pub usage: Usage,
     pub model_requests: u32,

@@ -214,7 +214,9 @@ impl Attempt<'_> {
         let turn = session.run_turn(&prompt, &sink).await;
         session.end(EndReason::after(&turn), &sink).await;
         result.agent_ms = millis(started.elapsed());
-        let totals = session.metrics().snapshot().turn;
+        let snapshot = session.metrics().snapshot();
+        result.agents = snapshot.agents;
+        let totals = snapshot.turn;
         result.tokens = Tokens {
             input: totals.usage.input_tokens,
             output: totals.usage.output_tokens,

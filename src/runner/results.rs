@@ -3,6 +3,7 @@
 //! docs/results.md, with a JSON Schema in docs/results.schema.json. Fields
 //! are only ever added within a version.
 
+use crate::metrics::AgentTotals;
 use crate::protocol::{utc_date_time, Limit, Plan, TestRun};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -207,6 +208,10 @@ pub struct AttemptResult {
     /// Each run of the test command (`test_command`, with the test loop).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<TestRun>,
+    /// With delegated agents: tokens and cost by agent path (the attempt's
+    /// agent and each it started); `tokens` and `cost_usd` include them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agents: BTreeMap<String, AgentTotals>,
 }
 
 impl AttemptResult {
@@ -227,6 +232,7 @@ impl AttemptResult {
             model_requests: 0,
             steps: 0,
             tool_calls: BTreeMap::new(),
+            agents: BTreeMap::new(),
             files_read: Vec::new(),
             files_written: Vec::new(),
             compactions: 0,

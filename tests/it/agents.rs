@@ -598,3 +598,35 @@ fn subagent_start_and_stop_hooks_fire_in_the_child_and_stop_in_the_parent() {
         .count();
     assert_eq!(nested_hooks, 2);
 }
+
+#[test]
+fn a_task_attempt_delegates_and_results_json_breaks_spend_down_by_agent() {
+    let env = Env::new();
+    card(&home(&env), "helper", "description = \"Helps\"", "Help.");
+    let script = env.script_file(
+        "task-script.toml",
+        json!([
+            call(
+                "delegate_to_agent",
+                json!({"agent": "helper", "task": "help"})
+            ),
+            text("helped"),
+            text("done"),
+        ]),
+    );
+    let (out, results) = env.run_tasks(&format!(
+        "[[agents]]\nid = \"offline\"\nprovider = \"scripted\"\n\n[[tasks]]\nid = \"t\"\nprompt = \"go\"\nscript = \"{}\"\n",
+        script.display()
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    crate::runner::assert_valid(&results);
+    let attempt = &results["tasks"][0]["attempts"][0];
+    let agents = attempt["agents"].as_object().expect("agents");
+    assert!(agents.contains_key("offline"), "{agents:?}");
+    assert!(agents.contains_key("offline/helper#1"), "{agents:?}");
+    let sum: u64 = agents
+        .values()
+        .map(|a| a["usage"]["input_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(attempt["tokens"]["input"].as_u64().unwrap(), sum);
+}

@@ -88,7 +88,7 @@ pub struct Spawned {
 }
 
 /// Agents by name; thread-safe, shared by a session tree.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct AgentRegistry {
     entries: RwLock<BTreeMap<String, AgentEntry>>,
 }

@@ -35,6 +35,14 @@ impl Default for CompactionConfig {
     }
 }
 
+/// A registry to delegate to, and the limits of the tree below the
+/// session.
+#[derive(Debug, Clone)]
+pub struct Delegating {
+    pub registry: Arc<AgentRegistry>,
+    pub limits: DelegationLimits,
+}
+
 /// Inputs to `start_session` (the spec's `SessionConfig`).
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
@@ -84,6 +92,8 @@ pub struct SessionConfig {
     pub hooks: Vec<HookSpec>,
     /// The agent's name, for effects, hooks and logs (`main` by default).
     pub agent: String,
+    /// The agents this session may delegate to (docs/agents.md).
+    pub delegation: Option<Delegating>,
     /// A delegated agent's session: SubagentStart and SubagentStop hooks
     /// fire in it instead of SessionStart, Stop and SessionEnd.
     pub delegated: bool,
@@ -125,6 +135,7 @@ impl SessionConfig {
             run: RunConfig::default(),
             hooks: Vec::new(),
             agent: DEFAULT_AGENT.to_string(),
+            delegation: None,
             delegated: false,
             prompt: PromptConfig::default(),
             model_aliases: BTreeMap::new(),

@@ -139,10 +139,11 @@ pub fn start_session(config: SessionConfig) -> Result<Session, SessionError> {
 
 /// [`start_session`] with a given provider (tests, embedding).
 pub fn start_session_with_provider(
-    config: SessionConfig,
+    mut config: SessionConfig,
     provider: Arc<dyn Provider>,
 ) -> Result<Session, SessionError> {
     validate(&config)?;
+    let delegating = config.delegation.take();
     let model = select_model(&config)?;
     let output_schema = match &config.output_schema {
         Some(schema) => Some(Arc::new(
@@ -231,7 +232,7 @@ pub fn start_session_with_provider(
     let history = ctx.initial_context();
     let ctx_price = ctx.model_family.price;
     let tool_ctx = ToolContext::new(ctx.cwd.clone(), ctx.sandbox_policy.clone(), tool_config);
-    Ok(Session {
+    let mut session = Session {
         environment: ctx.environment(),
         ctx,
         history: History::new(history),
@@ -268,7 +269,11 @@ pub fn start_session_with_provider(
         turns: 0,
         agent: config.agent,
         id: new_session_id(),
-    })
+    };
+    if let Some(d) = delegating {
+        session.set_delegation(d.registry, d.limits);
+    }
+    Ok(session)
 }
 
 /// The effects a session starts with, in this order: configured budgets,

@@ -417,7 +417,8 @@ async fn jobs(r: &mut Repl, arg: &str) -> Flow {
 }
 
 async fn metrics(r: &mut Repl, _: &str) -> Flow {
-    let s = r.session.metrics().snapshot().session;
+    let snapshot = r.session.metrics().snapshot();
+    let s = snapshot.session;
     let mut text = format!(
         "tokens: {} in ({} cached) · {} out{}\nmodel requests: {} · model time {} ms · retries {} · compactions {}",
         s.usage.input_tokens,
@@ -443,6 +444,21 @@ async fn metrics(r: &mut Repl, _: &str) -> Flow {
             "\n  {name}: {} calls, {} failed, {} ms total, {} ms max",
             t.calls, t.failures, t.total_ms, t.max_ms
         );
+    }
+    if !snapshot.agents.is_empty() {
+        text.push_str("\nby agent:");
+        for (path, a) in &snapshot.agents {
+            let _ = write!(
+                text,
+                "\n  {path}: {} in · {} out · {} requests{}",
+                a.usage.input_tokens,
+                a.usage.output_tokens,
+                a.model_requests,
+                a.cost_usd
+                    .map(|c| format!(" · ${c:.4}"))
+                    .unwrap_or_default()
+            );
+        }
     }
     r.sink.say(&text);
     Flow::Continue
