@@ -155,11 +155,6 @@ fn unknown_event(name: &str, at: &str) -> String {
         .map(|e| e.name())
         .collect::<Vec<_>>()
         .join(", ");
-    if matches!(name, "SubagentStart" | "SubagentStop") {
-        return format!(
-            "{at}: cogni has no {name} hooks yet (they come with delegation); known events: {known}"
-        );
-    }
     format!("{at}: unknown hook event `{name}`; known events: {known}")
 }
 
@@ -344,10 +339,6 @@ mod tests {
             (
                 "[[hooks.PreToolUs]]\ncommand = \"x\"",
                 "hooks.PreToolUs: unknown hook event `PreToolUs`; known events: SessionStart, UserPromptSubmit, PreToolUse",
-            ),
-            (
-                "[[hooks.SubagentStop]]\ncommand = \"x\"",
-                "hooks.SubagentStop: cogni has no SubagentStop hooks yet",
             ),
             (
                 "[[hooks.Stop]]\ncommand = \"a\"\n[[hooks.Stop]]\ncommand = \"b\"\nmatcher = \"x\"",

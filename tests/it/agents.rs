@@ -630,3 +630,46 @@ fn a_task_attempt_delegates_and_results_json_breaks_spend_down_by_agent() {
         .sum();
     assert_eq!(attempt["tokens"]["input"].as_u64().unwrap(), sum);
 }
+
+#[test]
+fn depth_is_counted_from_the_root_through_nested_children() {
+    let env = Env::new();
+    for name in ["a", "b", "c"] {
+        card(&home(&env), name, &format!("description = \"{name}\""), "x");
+    }
+    // A card cannot raise the limit for what it starts.
+    card(
+        &home(&env),
+        "a",
+        "description = \"a\"\nmax_delegation_depth = 9",
+        "x",
+    );
+    let (out, events) = run_script(
+        &env,
+        json!([
+            call("delegate_to_agent", json!({"agent": "a", "task": "1"})),
+            call("delegate_to_agent", json!({"agent": "b", "task": "2"})),
+            call("delegate_to_agent", json!({"agent": "c", "task": "3"})),
+            text("b done"),
+            text("a done"),
+            text("main done"),
+        ]),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let started: Vec<&Value> = of_type(&events, "subagent.started");
+    assert_eq!(started.len(), 2, "c never starts");
+    assert_eq!(started[1]["agent"], json!(["main", "a#1", "b#2"]));
+    // b's own call, nested with its full path, refused at depth 2 of 2.
+    let refused = events
+        .iter()
+        .find(|e| {
+            e["type"] == "subagent"
+                && e["agent"] == json!(["main", "a#1", "b#2"])
+                && e["event"]["type"] == "item.completed"
+        })
+        .expect("b's call");
+    let output = refused["event"]["item"]["output"].as_str().unwrap();
+    assert!(output.contains("max_delegation_depth"), "{output}");
+    assert_eq!(output_of(&events, "delegate_to_agent")["answer"], "a done");
+}
