@@ -1,6 +1,7 @@
 //! Front doors: argument parsing, `cogni run`, renderers.
 
 mod approve;
+mod merge;
 mod models;
 mod persist;
 mod render;
@@ -64,6 +65,8 @@ pub enum Command {
     Validate(tasks::ValidateArgs),
     /// Compare two task runs (results.json files or run directories).
     Compare(tasks::CompareArgs),
+    /// Merge the results of a run's shards (`run --tasks --shard K/N`) into one run.
+    Merge(merge::MergeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +258,7 @@ pub fn main() -> ExitCode {
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
+        Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),
         None => {
             use std::io::IsTerminal;
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {

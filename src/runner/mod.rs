@@ -11,9 +11,11 @@ mod attempt;
 mod checks;
 mod command;
 pub mod compare;
+pub mod merge;
 pub mod report;
 pub mod results;
 mod select;
+pub mod shard;
 pub mod workspace;
 
 pub use results::RunResults;
@@ -25,9 +27,10 @@ use crate::spec::tasks::{Budget, TaskFile, WorkspaceMode};
 use command::{git, Shell};
 use futures::StreamExt;
 use results::{
-    compact_stamp, rfc3339, AgentInfo, AttemptResult, PriceInfo, Repository, RunSettings, Status,
-    Summary, TaskResult, SCHEMA_VERSION,
+    compact_stamp, millis, rfc3339, AgentInfo, AttemptResult, PlannedTask, PriceInfo, Repository,
+    RunSettings, ShardInfo, Status, Summary, TaskResult, SCHEMA_VERSION,
 };
+use shard::Shard;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -56,6 +59,8 @@ pub struct RunOptions {
     pub exclude: Vec<PathBuf>,
     /// The wall clock, for timestamps and the run id.
     pub clock: fn() -> SystemTime,
+    /// Run only this shard's attempts (`--shard K/N`).
+    pub shard: Option<Shard>,
 }
 
 impl RunOptions {
@@ -70,6 +75,7 @@ impl RunOptions {
             scratch: None,
             exclude: Vec::new(),
             clock: SystemTime::now,
+            shard: None,
         }
     }
 }
@@ -236,6 +242,8 @@ pub struct Plan {
     selection: Vec<Selected>,
     agents: BTreeMap<String, PreparedAgent>,
     attempts: Vec<Planned>,
+    /// With a shard: every task of the whole run and its attempt count.
+    planned: Vec<PlannedTask>,
     options: RunOptions,
     run_id: String,
 }
@@ -333,6 +341,24 @@ impl Plan {
                 });
             }
         }
+        let mut planned = Vec::new();
+        if let Some(shard) = options.shard {
+            planned = selection
+                .iter()
+                .map(|s| PlannedTask {
+                    task: file.tasks[s.task].id.clone(),
+                    agent: s.agent.clone(),
+                    attempts: options.repeat.unwrap_or(file.tasks[s.task].repeat),
+                })
+                .collect();
+            let keys: Vec<(&str, &str, u32)> = attempts
+                .iter()
+                .map(|p| (file.tasks[p.task].id.as_str(), p.agent.as_str(), p.attempt))
+                .collect();
+            let shards = shard::partition(&keys, shard.total);
+            let mut shards = shards.into_iter();
+            attempts.retain(|_| shards.next() == Some(shard.index));
+        }
         let now = (options.clock)();
         let run_id = format!(
             "{}-{:04x}",
@@ -348,6 +374,7 @@ impl Plan {
             selection,
             agents,
             attempts,
+            planned,
             options,
             run_id,
         })
@@ -362,8 +389,18 @@ impl Plan {
         self.attempts.len()
     }
 
+    /// Tasks (with their agents) that have an attempt in this run.
     pub fn task_count(&self) -> usize {
-        self.selection.len()
+        self.attempts
+            .iter()
+            .map(|p| p.slot)
+            .collect::<BTreeSet<_>>()
+            .len()
+    }
+
+    /// Attempts of the whole run when this is one shard of it.
+    pub fn planned_attempts(&self) -> usize {
+        self.planned.iter().map(|p| p.attempts as usize).sum()
     }
 
     pub fn options(&self) -> &RunOptions {
@@ -510,6 +547,8 @@ pub async fn run(
         .selection
         .iter()
         .zip(by_slot)
+        // A shard leaves out the tasks none of whose attempts it runs.
+        .filter(|(_, attempts)| !attempts.is_empty())
         .map(|(selected, mut attempts)| {
             attempts.sort_by_key(|(n, _)| *n);
             let attempts: Vec<AttemptResult> = attempts.into_iter().map(|(_, r)| r).collect();
@@ -525,11 +564,27 @@ pub async fn run(
         })
         .collect();
     let summary = Summary::of(&tasks, started.elapsed());
+    let finished_at = rfc3339((plan.options.clock)());
+    let started_at = rfc3339(started_at);
+    let shards = plan
+        .options
+        .shard
+        .map(|shard| ShardInfo {
+            index: shard.index,
+            total: shard.total,
+            run_id: plan.run_id.clone(),
+            started_at: started_at.clone(),
+            finished_at: finished_at.clone(),
+            attempts: plan.attempts.len(),
+            wall_ms: millis(started.elapsed()),
+        })
+        .into_iter()
+        .collect();
     RunResults {
         schema_version: SCHEMA_VERSION,
         run_id: plan.run_id.clone(),
-        started_at: rfc3339(started_at),
-        finished_at: rfc3339((plan.options.clock)()),
+        started_at,
+        finished_at,
         cogni_version: env!("CARGO_PKG_VERSION").to_string(),
         tasks_file: plan.file.path.display().to_string(),
         repository,
@@ -543,6 +598,8 @@ pub async fn run(
         agents: plan.agents.values().map(|a| a.info.clone()).collect(),
         tasks,
         summary,
+        shards,
+        planned: plan.planned.clone(),
     }
 }
 

@@ -26,6 +26,38 @@ pub struct RunResults {
     pub agents: Vec<AgentInfo>,
     pub tasks: Vec<TaskResult>,
     pub summary: Summary,
+    /// The shards this file holds: one for a `--shard K/N` run, every
+    /// shard for a merged run; absent when the run was not sharded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardInfo>,
+    /// With `shards`: every task and agent of the whole run before it was
+    /// split, and how many attempts each has, so that a merge can tell
+    /// which attempt is missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned: Vec<PlannedTask>,
+}
+
+/// One shard of a sharded run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// 1-based.
+    pub index: u32,
+    pub total: u32,
+    /// The shard's own run id and times.
+    pub run_id: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Attempts the shard ran (or skipped).
+    pub attempts: usize,
+    pub wall_ms: u64,
+}
+
+/// A task with its agent, as selected for the whole (unsharded) run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedTask {
+    pub task: String,
+    pub agent: String,
+    pub attempts: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

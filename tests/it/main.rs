@@ -20,6 +20,7 @@ mod responses_provider;
 mod runner;
 mod sandbox;
 mod sessions;
+mod shard;
 mod shell;
 mod strategies;
 mod text_tools;
