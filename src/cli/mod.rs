@@ -1,6 +1,7 @@
 //! Front doors: argument parsing, `cogni run`, renderers.
 
 mod approve;
+mod manual;
 mod merge;
 mod models;
 mod persist;
@@ -67,6 +68,10 @@ pub enum Command {
     Compare(tasks::CompareArgs),
     /// Merge the results of a run's shards (`run --tasks --shard K/N`) into one run.
     Merge(merge::MergeArgs),
+    /// Print a shell completion script: bash, zsh, fish, powershell.
+    Completions(manual::CompletionsArgs),
+    /// Print the manual page (roff) of cogni or of one of its commands.
+    Man(manual::ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -259,6 +264,8 @@ pub fn main() -> ExitCode {
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),
+        Some(Command::Completions(args)) => ExitCode::from(manual::completions(args)),
+        Some(Command::Man(args)) => ExitCode::from(manual::man(args)),
         None => {
             use std::io::IsTerminal;
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {

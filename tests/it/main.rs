@@ -11,6 +11,7 @@ mod context;
 mod effects;
 mod engine_mock;
 mod hooks;
+mod manual;
 mod memory;
 mod ollama_provider;
 mod plan;
