@@ -49,7 +49,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one task non-interactively and exit with a code that says how it went.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// The interactive REPL (also: `cogni` with no command on a terminal).
     Repl(ReplArgs),
     /// Continue a saved session in the REPL.
@@ -227,6 +227,16 @@ pub struct RunArgs {
     /// Do not save the session under $COGNI_HOME/sessions.
     #[arg(long)]
     pub no_persist: bool,
+
+    /// Record the model's side of the session (texts, tool calls, usage)
+    /// as a script that `--script FILE` replays offline.
+    #[arg(long, value_name = "FILE", conflicts_with = "tasks")]
+    pub record: Option<PathBuf>,
+
+    /// With --record (or a task's `record`): a replay must also see each
+    /// call's exact output, not only its exit code.
+    #[arg(long)]
+    pub record_outputs: bool,
 }
 
 fn parse_sandbox(s: &str) -> Result<crate::protocol::SandboxMode, String> {
@@ -248,7 +258,7 @@ pub fn main() -> ExitCode {
         crate::sandbox::probe_in_background();
     }
     match cli.command {
-        Some(Command::Run(args)) => ExitCode::from(run::run(args)),
+        Some(Command::Run(args)) => ExitCode::from(run::run(*args)),
         Some(Command::Repl(args)) => ExitCode::from(repl::run(args, None, false)),
         Some(Command::Resume(args)) => {
             let resume = match args.id {

@@ -189,6 +189,8 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     options.exclude = vec![cwd.join(DEFAULT_RESULTS)];
     options.exclude.extend(output_dir.clone());
     let redact = persist::redactor(configs.values());
+    options.redact = redact.clone();
+    options.record_outputs = args.record_outputs;
     let plan = Plan::new(file, selection, configs, options)?;
     if let (Some(shard), Some(source)) = (plan.options().shard, shard_source) {
         eprintln!(

@@ -6,8 +6,9 @@ use super::command::{tail, OUTPUT_TAIL_BYTES};
 use super::results::{millis, AttemptResult, FailureReason, Status, Tokens};
 use super::workspace::{Removal, Workspace};
 use super::{AttemptId, Phase, Plan, Planned, PreparedAgent, Progress, ProgressEvent, RunControl};
-use crate::agent::{start_session, AgentError, EndReason, ToolCallRecord};
+use crate::agent::{start_session_with_provider, AgentError, EndReason, ToolCallRecord};
 use crate::protocol::{AgentEvent, EventSink, Item, TurnOutcome};
+use crate::provider::{self, record, record::Recording};
 use crate::spec::tasks::TaskSpec;
 use crate::tools::apply_patch::{parse_patch, FileOp};
 use crate::tools::attach;
@@ -174,7 +175,15 @@ impl Attempt<'_> {
         if let Some(script) = &self.planned.script {
             config.provider.script = Some(script.clone());
         }
-        let mut session = match start_session(config) {
+        let recording = self.planned.record.as_ref().map(|_| {
+            let options = &self.plan.options;
+            Recording::new(options.redact.clone(), options.record_outputs)
+        });
+        let provider = match provider::create(&config.provider) {
+            Ok(provider) => record::wrap(provider, recording.as_ref()),
+            Err(e) => return result.fail(FailureReason::SetupFailed, e.to_string()),
+        };
+        let mut session = match start_session_with_provider(config, provider) {
             Ok(session) => session,
             Err(e) => return result.fail(FailureReason::SetupFailed, e.to_string()),
         };
@@ -214,6 +223,17 @@ impl Attempt<'_> {
         let turn = session.run_turn(&prompt, &sink).await;
         session.end(EndReason::after(&turn), &sink).await;
         result.agent_ms = millis(started.elapsed());
+        if let (Some(recording), Some(path)) = (&recording, &self.planned.record) {
+            let message =
+                match recording.write(path, &session.context().model, session.provider_id()) {
+                    Ok(n) => format!("recorded {n} responses to {}", path.display()),
+                    Err(e) => e,
+                };
+            self.progress.report(ProgressEvent::Warning {
+                id,
+                message: &message,
+            });
+        }
         let totals = session.metrics().snapshot().turn;
         result.tokens = Tokens {
             input: totals.usage.input_tokens,

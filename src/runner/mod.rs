@@ -22,6 +22,7 @@ pub use results::RunResults;
 pub use select::{select, Selected};
 
 use crate::agent::{check_session_config, SessionConfig, StopHandle, TurnLimits};
+use crate::provider::record::Redact;
 use crate::provider::WireApi;
 use crate::spec::tasks::{Budget, TaskFile, WorkspaceMode};
 use command::{git, Shell};
@@ -39,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How to run the selected tasks.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunOptions {
     /// As given on the command line (recorded in the results).
     pub selectors: Vec<String>,
@@ -61,6 +62,10 @@ pub struct RunOptions {
     pub clock: fn() -> SystemTime,
     /// Run only this shard's attempts (`--shard K/N`).
     pub shard: Option<Shard>,
+    /// What recordings (a task's `record`) pass through: secrets out.
+    pub redact: Redact,
+    /// Recordings expect each call's exact output on replay, too.
+    pub record_outputs: bool,
 }
 
 impl RunOptions {
@@ -76,6 +81,8 @@ impl RunOptions {
             exclude: Vec::new(),
             clock: SystemTime::now,
             shard: None,
+            redact: Arc::new(str::to_string),
+            record_outputs: false,
         }
     }
 }
@@ -233,6 +240,8 @@ struct Planned {
     of: u32,
     limits: TurnLimits,
     script: Option<PathBuf>,
+    /// Record the session into this file (a task's `record`, live agents).
+    record: Option<PathBuf>,
     source: PathBuf,
 }
 
@@ -276,12 +285,27 @@ impl Plan {
                 .ok_or_else(|| format!("no configuration for agent `{}`", selected.agent))?;
             let at = format!("task `{}` with agent `{}`", task.id, selected.agent);
             let scripted = config.provider.wire_api == WireApi::Scripted;
-            let script = task.script.clone().or_else(|| spec.script.clone());
+            let mut script = task.script.clone().or_else(|| spec.script.clone());
             if script.is_some() && !scripted {
                 return Err(format!(
                     "{at}: the task has a script, but provider `{}` is not scripted",
                     config.provider.id
                 ));
+            }
+            let mut record = None;
+            if let Some(path) = &task.record {
+                if !scripted {
+                    record = Some(path.clone());
+                } else if script.is_none() {
+                    // A scripted agent replays the recording.
+                    if !path.is_file() {
+                        return Err(format!(
+                            "{at}: record = {} does not exist yet: record it first with an agent that has a real provider (--agent ID)",
+                            path.display()
+                        ));
+                    }
+                    script = Some(path.clone());
+                }
             }
             let mut checked = config.clone();
             if let Some(script) = &script {
@@ -337,9 +361,28 @@ impl Plan {
                     of,
                     limits: limits.clone(),
                     script: script.clone(),
+                    record: record.clone(),
                     source: source.clone(),
                 });
             }
+        }
+        let mut recorders: BTreeMap<&Path, Vec<String>> = BTreeMap::new();
+        for p in &attempts {
+            if let Some(path) = &p.record {
+                let id = &file.tasks[p.task].id;
+                recorders
+                    .entry(path.as_path())
+                    .or_default()
+                    .push(format!("{id}@{} #{}", p.agent, p.attempt));
+            }
+        }
+        if let Some((path, writers)) = recorders.iter().find(|(_, w)| w.len() > 1) {
+            return Err(format!(
+                "record = {} would be written by {} attempts ({}): a recording holds one session; run the task once (--repeat 1) with one agent that records",
+                path.display(),
+                writers.len(),
+                writers.join(", ")
+            ));
         }
         let mut planned = Vec::new();
         if let Some(shard) = options.shard {

@@ -16,6 +16,7 @@ mod memory;
 mod ollama_provider;
 mod plan;
 mod prompt;
+mod record;
 mod repl;
 mod responses_provider;
 mod runner;
