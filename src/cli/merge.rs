@@ -5,7 +5,7 @@
 use super::exit;
 use super::tasks::summarize;
 use crate::runner::merge::{merge, Part};
-use crate::runner::{compare, report, Verdict};
+use crate::runner::{report, Verdict};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -24,11 +24,8 @@ pub struct MergeArgs {
 pub fn run(args: MergeArgs) -> u8 {
     let mut parts = Vec::with_capacity(args.dirs.len());
     for dir in &args.dirs {
-        match compare::load(dir) {
-            Ok(results) => parts.push(Part {
-                source: dir.display().to_string(),
-                results,
-            }),
+        match Part::load(dir) {
+            Ok(part) => parts.push(part),
             Err(message) => {
                 eprintln!("cogni merge: {message}");
                 return exit::USAGE;

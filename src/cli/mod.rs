@@ -1,6 +1,7 @@
 //! Front doors: argument parsing, `cogni run`, renderers.
 
 mod approve;
+mod export;
 mod manual;
 mod merge;
 mod models;
@@ -125,8 +126,17 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub action: Option<SessionsCommand>,
+
     #[command(flatten)]
     pub common: ConfigArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Write a saved session as a readable transcript (md, html or json).
+    Export(export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -267,6 +277,10 @@ pub fn main() -> ExitCode {
             };
             ExitCode::from(repl::run(args.repl, Some(resume), args.fork))
         }
+        Some(Command::Sessions(SessionsArgs {
+            action: Some(SessionsCommand::Export(args)),
+            ..
+        })) => ExitCode::from(export::run(args)),
         Some(Command::Sessions(args)) => ExitCode::from(persist::list(args)),
         Some(Command::Models(args)) => ExitCode::from(models::run(args)),
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),

@@ -363,9 +363,10 @@ fn execute(prepared: Prepared) -> u8 {
     match written {
         Ok(_) => {
             eprintln!(
-                "cogni: wrote {}, {}, {}",
+                "cogni: wrote {}, {}, {}, {}",
                 report::RESULTS_FILE,
                 report::JUNIT_FILE,
+                report::TRANSCRIPTS_FILE,
                 report::HTML_FILE
             );
             println!("{}", dir.join(report::RESULTS_FILE).display());

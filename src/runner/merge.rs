@@ -8,12 +8,31 @@ use super::results::{
 };
 use super::shard::{self, Shard};
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::time::Duration;
 
 /// One results file to merge, with where it came from (for messages).
 pub struct Part {
     pub source: String,
     pub results: RunResults,
+}
+
+impl Part {
+    /// A shard's results.json (or the one in a run directory), with the
+    /// transcripts beside it.
+    pub fn load(path: &Path) -> Result<Part, String> {
+        let mut results = super::compare::load(path)?;
+        let dir = if path.is_dir() {
+            path
+        } else {
+            path.parent().unwrap_or(Path::new("."))
+        };
+        super::report::attach_transcripts(dir, &mut results)?;
+        Ok(Part {
+            source: path.display().to_string(),
+            results,
+        })
+    }
 }
 
 /// Most problems listed in one error.

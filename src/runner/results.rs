@@ -4,6 +4,7 @@
 //! are only ever added within a version.
 
 use crate::protocol::{utc_date_time, Limit, Plan, TestRun};
+use crate::transcript::Transcript;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -239,6 +240,10 @@ pub struct AttemptResult {
     /// Each run of the test command (`test_command`, with the test loop).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<TestRun>,
+    /// What the agent did, step by step; kept in transcripts.jsonl beside
+    /// results.json, not in it.
+    #[serde(skip)]
+    pub transcript: Option<Transcript>,
 }
 
 impl AttemptResult {
@@ -265,6 +270,7 @@ impl AttemptResult {
             final_answer: String::new(),
             plan: None,
             tests: Vec::new(),
+            transcript: None,
         }
     }
 

@@ -202,12 +202,15 @@ checks = [
     let html = std::fs::read_to_string(t.out().join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<svg") && html.contains("<table>"));
-    for remote in ["<script", "src=", "href=", "https://"] {
+    // Inline styles and script only: nothing loaded from elsewhere.
+    for remote in ["src=", "<link", "@import", "url(", "href=\"http"] {
         assert!(
             !html.contains(remote),
             "the report must be self-contained: {remote}"
         );
     }
+    assert!(html.contains("<details id=\"a0\" class=\"attempt st-passed\" data-t=\"0\">"));
+    assert!(t.out().join("transcripts.jsonl").is_file());
 }
 
 #[test]

@@ -207,6 +207,11 @@ fn merged_shards_equal_one_run_and_compare_works_on_them() {
     let junit = std::fs::read_to_string(merged.join("junit.xml")).unwrap();
     assert_eq!(junit.matches("<testcase ").count(), 20);
     assert_eq!(junit.matches("<failure ").count(), 4);
+    // The shards' transcripts come along, one per attempt.
+    let transcripts = std::fs::read_to_string(merged.join("transcripts.jsonl")).unwrap();
+    assert_eq!(transcripts.lines().count(), 20);
+    let html = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    assert_eq!(html.matches("<details id=\"a").count(), 20);
     assert!(std::fs::read_to_string(merged.join("report.html"))
         .unwrap()
         .contains("task-3"));
