@@ -98,7 +98,9 @@ impl Attempt<'_> {
                 });
             }
         }
-        result.transcript = Some(transcript.finish(failed));
+        let mut transcript = transcript.finish(failed);
+        transcript.map_text(&*self.plan.options.redact);
+        result.transcript = Some(transcript);
         self.progress.report(ProgressEvent::AttemptFinished {
             id: &id,
             result: &result,

@@ -378,10 +378,23 @@ pub fn html(results: &RunResults) -> String {
     h
 }
 
+/// Rows of the attempts table shown at once; the rest are one click
+/// away (a long table is slow to lay out and to read).
+const TABLE_ROWS: usize = 100;
+
 /// The table of attempts, each linking to its transcript.
 fn attempt_table(h: &mut String, attempts: &[(usize, &TaskResult, &AttemptResult)]) {
-    h.push_str("<h2>Attempts</h2>\n<table><tr><th>task</th><th>agent</th><th class=\"n\">#</th><th>status</th><th>reason</th><th class=\"n\">cost</th><th class=\"n\">time</th><th class=\"n\">tokens</th><th class=\"n\">steps</th><th class=\"n\">tool calls</th><th></th></tr>\n");
-    for (i, t, a) in attempts {
+    const HEAD: &str = "<table><tr><th>task</th><th>agent</th><th class=\"n\">#</th><th>status</th><th>reason</th><th class=\"n\">cost</th><th class=\"n\">time</th><th class=\"n\">tokens</th><th class=\"n\">steps</th><th class=\"n\">tool calls</th><th></th></tr>\n";
+    h.push_str("<h2>Attempts</h2>\n");
+    h.push_str(HEAD);
+    for (n, (i, t, a)) in attempts.iter().enumerate() {
+        if n == TABLE_ROWS {
+            let _ = write!(
+                h,
+                "</table>\n<details class=\"more\"><summary>{} more attempts</summary>\n{HEAD}",
+                attempts.len() - TABLE_ROWS
+            );
+        }
         let link = if a.transcript.is_some() {
             format!("<a href=\"#a{i}\">transcript</a>")
         } else {
@@ -403,13 +416,30 @@ fn attempt_table(h: &mut String, attempts: &[(usize, &TaskResult, &AttemptResult
         );
     }
     h.push_str("</table>\n");
+    if attempts.len() > TABLE_ROWS {
+        h.push_str("</details>\n");
+    }
 }
+
+/// Most bars in a chart: with more tasks, the highest values.
+const MAX_BARS: usize = 25;
 
 /// A horizontal bar chart as inline SVG.
 fn bars(title: &str, rows: &[(&str, f64, String)], color: &str) -> String {
     const LABEL_W: f64 = 180.0;
     const BAR_W: f64 = 260.0;
     const ROW_H: f64 = 22.0;
+    let mut top: Vec<&(&str, f64, String)>;
+    let (rows, title) = if rows.len() > MAX_BARS {
+        top = rows.iter().collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1));
+        top.truncate(MAX_BARS);
+        let title = format!("{title}: the {MAX_BARS} highest of {}", rows.len());
+        (top.into_iter().cloned().collect::<Vec<_>>(), title)
+    } else {
+        (rows.to_vec(), title.to_string())
+    };
+    let title = title.as_str();
     let max = rows.iter().map(|r| r.1).fold(0.0_f64, f64::max);
     let height = ROW_H * rows.len() as f64 + 30.0;
     let width = LABEL_W + BAR_W + 90.0;

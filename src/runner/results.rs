@@ -248,7 +248,7 @@ pub struct AttemptResult {
 
 impl AttemptResult {
     /// An attempt that has not run yet (and so far passed).
-    pub(crate) fn new(attempt: u32) -> Self {
+    pub fn new(attempt: u32) -> Self {
         AttemptResult {
             attempt,
             status: Status::Passed,

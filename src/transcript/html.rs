@@ -4,12 +4,14 @@
 //! `<details>`, and a small script builds its entries (text only, never
 //! markup from the data) when it is opened; one that starts open (a
 //! failing attempt) is built on load, with its failure open and marked.
-//! Everything is inline: no network, no other file.
+//! A link to `#a<N>` (an attempt) or `#f<N>` (its failure) opens it. The
+//! page's load time, scripts included, is left in the `data-render-ms`
+//! attribute of `<html>`. Everything is inline: no network, no other file.
 
 use super::Transcript;
 
 /// Styles of the transcript blocks (the report adds its own).
-pub const STYLE: &str = "details.attempt{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px}\
+pub const STYLE: &str = "details.attempt{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px;content-visibility:auto;contain-intrinsic-size:auto 34px}\
 details.attempt>summary{cursor:pointer;padding:2px 0}\
 details.attempt.st-failed,details.attempt.st-error,details.attempt.st-budget_exceeded{border-color:#e0a0a0}\
 .transcript{margin:6px 0 8px 6px;max-width:1000px}\
@@ -107,6 +109,17 @@ document.querySelectorAll("details.attempt").forEach(function (d) {
     if (fresh && f) f.scrollIntoView({ block: "center" });
   });
 });
+function reveal() {
+  var m = /^#([af])(\d+)$/.exec(location.hash);
+  var d = m && document.getElementById("a" + m[2]);
+  if (!d) return;
+  d.open = true;
+  build(d);
+  var target = document.getElementById(m[1] + m[2]);
+  if (target) target.scrollIntoView({ block: "center" });
+}
+window.addEventListener("hashchange", reveal);
+reveal();
 document.documentElement.setAttribute("data-render-ms", String(Math.round(performance.now())));
 })();"#;
 

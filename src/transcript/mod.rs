@@ -114,6 +114,54 @@ pub enum Entry {
     },
 }
 
+impl Transcript {
+    /// Pass every text through `f` (a redactor).
+    pub fn map_text(&mut self, f: &dyn Fn(&str) -> String) {
+        let all = |v: &mut Vec<String>| v.iter_mut().for_each(|s| *s = f(s));
+        for entry in &mut self.entries {
+            match entry {
+                Entry::User { text }
+                | Entry::Assistant { text }
+                | Entry::Note { text }
+                | Entry::Warning { text }
+                | Entry::Error { text } => *text = f(text),
+                Entry::Step { .. } => {}
+                Entry::Tool { args, out, .. } => {
+                    *args = f(args);
+                    if let Some(out) = out {
+                        *out = f(out);
+                    }
+                }
+                Entry::Plan { text, items } => {
+                    *text = f(text);
+                    items.iter_mut().for_each(|(_, step)| *step = f(step));
+                }
+                Entry::Test {
+                    command,
+                    summary,
+                    failing,
+                    out,
+                    ..
+                } => {
+                    *command = f(command);
+                    *summary = f(summary);
+                    all(failing);
+                    *out = f(out);
+                }
+                Entry::Check { what, out, .. } => {
+                    *what = f(what);
+                    *out = f(out);
+                }
+                Entry::Outcome { reason, .. } => {
+                    if let Some(reason) = reason {
+                        *reason = f(reason);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Entry {
     /// Whether the entry reports a problem (shown highlighted).
     pub fn is_problem(&self) -> bool {
@@ -547,6 +595,40 @@ mod tests {
         assert_eq!(format_ms(0), "0 ms");
         assert_eq!(format_ms(12_340), "12.3 s");
         assert_eq!(format_ms(245_000), "4 min 5 s");
+    }
+
+    #[test]
+    fn every_text_can_be_redacted() {
+        let secret = "sk-secret";
+        let mut t = Transcript {
+            entries: vec![
+                Entry::User {
+                    text: secret.into(),
+                },
+                Entry::Tool {
+                    id: "c".into(),
+                    name: "shell".into(),
+                    args: secret.into(),
+                    out: Some(secret.into()),
+                    code: None,
+                    err: false,
+                    dur: String::new(),
+                },
+                Entry::Check {
+                    what: secret.into(),
+                    passed: true,
+                    out: secret.into(),
+                    dur: String::new(),
+                },
+            ],
+            failure: None,
+        };
+        t.map_text(&|s| s.replace(secret, "[REDACTED]"));
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(
+            !json.contains(secret) && json.contains("[REDACTED]"),
+            "{json}"
+        );
     }
 
     #[test]

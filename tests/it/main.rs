@@ -3,6 +3,7 @@
 mod anthropic_provider;
 mod apply_patch_fixtures;
 mod approval_tty;
+mod browser;
 mod chat_provider;
 mod cli;
 mod common;
@@ -26,3 +27,4 @@ mod shard;
 mod shell;
 mod strategies;
 mod text_tools;
+mod transcripts;
