@@ -17,3 +17,4 @@ pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod tools;
+pub mod transcript;

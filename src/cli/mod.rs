@@ -2,6 +2,9 @@
 
 mod agents;
 mod approve;
+mod export;
+mod manual;
+mod merge;
 mod models;
 mod persist;
 mod render;
@@ -49,7 +52,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one task non-interactively and exit with a code that says how it went.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// The interactive REPL (also: `cogni` with no command on a terminal).
     Repl(ReplArgs),
     /// Continue a saved session in the REPL.
@@ -70,6 +73,12 @@ pub enum Command {
     Validate(tasks::ValidateArgs),
     /// Compare two task runs (results.json files or run directories).
     Compare(tasks::CompareArgs),
+    /// Merge the results of a run's shards (`run --tasks --shard K/N`) into one run.
+    Merge(merge::MergeArgs),
+    /// Print a shell completion script: bash, zsh, fish, powershell.
+    Completions(manual::CompletionsArgs),
+    /// Print the manual page (roff) of cogni or of one of its commands.
+    Man(manual::ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -123,8 +132,17 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub action: Option<SessionsCommand>,
+
     #[command(flatten)]
     pub common: ConfigArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Write a saved session as a readable transcript (md, html or json).
+    Export(export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +255,16 @@ pub struct RunArgs {
     /// Do not save the session under $COGNI_HOME/sessions.
     #[arg(long)]
     pub no_persist: bool,
+
+    /// Record the model's side of the session (texts, tool calls, usage)
+    /// as a script that `--script FILE` replays offline.
+    #[arg(long, value_name = "FILE", conflicts_with = "tasks")]
+    pub record: Option<PathBuf>,
+
+    /// With --record (or a task's `record`): a replay must also see each
+    /// call's exact output, not only its exit code.
+    #[arg(long)]
+    pub record_outputs: bool,
 }
 
 fn parse_sandbox(s: &str) -> Result<crate::protocol::SandboxMode, String> {
@@ -258,7 +286,7 @@ pub fn main() -> ExitCode {
         crate::sandbox::probe_in_background();
     }
     match cli.command {
-        Some(Command::Run(args)) => ExitCode::from(run::run(args)),
+        Some(Command::Run(args)) => ExitCode::from(run::run(*args)),
         Some(Command::Repl(args)) => ExitCode::from(repl::run(args, None, false)),
         Some(Command::Resume(args)) => {
             let resume = match args.id {
@@ -267,6 +295,10 @@ pub fn main() -> ExitCode {
             };
             ExitCode::from(repl::run(args.repl, Some(resume), args.fork))
         }
+        Some(Command::Sessions(SessionsArgs {
+            action: Some(SessionsCommand::Export(args)),
+            ..
+        })) => ExitCode::from(export::run(args)),
         Some(Command::Sessions(args)) => ExitCode::from(persist::list(args)),
         Some(Command::Models(args)) => ExitCode::from(models::run(args)),
         Some(Command::Agents(args)) => ExitCode::from(agents::run(args)),
@@ -275,6 +307,9 @@ pub fn main() -> ExitCode {
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
+        Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),
+        Some(Command::Completions(args)) => ExitCode::from(manual::completions(args)),
+        Some(Command::Man(args)) => ExitCode::from(manual::man(args)),
         None => {
             use std::io::IsTerminal;
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {

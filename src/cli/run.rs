@@ -5,14 +5,15 @@ use super::exit;
 use super::persist::{self, Persist, Resume};
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
 use super::{setup, signals, RunArgs};
-use crate::agent::{start_session, AgentError, Delegating, EndReason, Session};
+use crate::agent::{start_session_with_provider, AgentError, Delegating, EndReason, Session};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, ContextFile, EventSink, SandboxMode, TurnOutcome};
+use crate::provider::{self, record, record::Recording};
 use crate::store::{Redactor, SessionFile, Store};
 use crate::tools::attach;
 use crate::tools::fs::write_atomic;
 use std::io::{IsTerminal, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Run the command and return its exit code.
@@ -21,17 +22,26 @@ pub fn run(args: RunArgs) -> u8 {
         return super::tasks::run(args);
     }
     match prepare(&args) {
-        Ok((session, task, context, verbose_max_bytes, file, redact)) => execute(
-            session,
-            Task {
-                text: task,
-                context,
-            },
-            &args,
-            verbose_max_bytes,
-            file,
-            redact,
-        ),
+        Ok((session, task, context, verbose_max_bytes, file, redact, recorder)) => {
+            let code = execute(
+                session,
+                Task {
+                    text: task,
+                    context,
+                },
+                &args,
+                verbose_max_bytes,
+                file,
+                redact,
+            );
+            match recorder.map(|r| r.finish()) {
+                Some(Err(message)) => {
+                    eprintln!("cogni: {message}");
+                    code.max(exit::TASK_FAILED)
+                }
+                _ => code,
+            }
+        }
         Err(message) => {
             eprintln!("cogni: {message}");
             exit::USAGE
@@ -48,7 +58,32 @@ type Prepared = (
     usize,
     Option<Arc<SessionFile>>,
     Redactor,
+    Option<Recorder>,
 );
+
+/// `--record FILE`: the session's recording and where it goes.
+struct Recorder {
+    recording: Arc<Recording>,
+    path: PathBuf,
+    model: String,
+    provider: String,
+}
+
+impl Recorder {
+    /// Write the recording (also after a failed or interrupted turn).
+    fn finish(self) -> Result<(), String> {
+        let n = self
+            .recording
+            .write(&self.path, &self.model, &self.provider)?;
+        eprintln!(
+            "cogni: recorded {n} response{} to {}; replay it with --script {}",
+            if n == 1 { "" } else { "s" },
+            self.path.display(),
+            self.path.display()
+        );
+        Ok(())
+    }
+}
 
 fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
@@ -78,6 +113,22 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         approval_policy: args.approval,
         max_iterations: args.max_iterations,
         ..Default::default()
+    };
+    let record = match &args.record {
+        Some(path) => {
+            let path = launch_dir.join(path);
+            if path.is_dir() {
+                return Err(format!(
+                    "--record {}: a directory; give the script's file name",
+                    path.display()
+                ));
+            }
+            Some(path)
+        }
+        None if args.record_outputs => {
+            return Err("--record-outputs goes with --record FILE (or --tasks)".into())
+        }
+        None => None,
     };
     let loaded = setup::load(&args.common, &launch_dir, cwd, flags)?;
     let home = loaded.home;
@@ -119,8 +170,20 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         registry: super::agents::registry(&base, &catalog.cards),
         limits: loaded.delegation,
     });
-    let mut session = start_session(session_config).map_err(|e| e.to_string())?;
+    let recording = record
+        .is_some()
+        .then(|| Recording::new(redact.clone(), args.record_outputs));
+    let provider = provider::create(&session_config.provider).map_err(|e| e.to_string())?;
+    let provider = record::wrap(provider, recording.as_ref());
+    let mut session =
+        start_session_with_provider(session_config, provider).map_err(|e| e.to_string())?;
     let file = persist.attach(&mut session, redact.clone())?;
+    let recorder = recording.zip(record).map(|(recording, path)| Recorder {
+        recording,
+        path,
+        model: session.context().model.clone(),
+        provider: session.provider_id().to_string(),
+    });
     Ok((
         session,
         task,
@@ -128,6 +191,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         loaded.verbose_max_bytes,
         file,
         redact,
+        recorder,
     ))
 }
 

@@ -55,6 +55,13 @@ pub fn load(
             );
         }
         flags.provider = Some("scripted".into());
+        if flags.model.is_none() {
+            // A recording names its model: the replay gets its tools and prices.
+            let path = launch_dir.join(script);
+            let recorded =
+                crate::provider::scripted::Script::from_file(&path).map_err(|e| e.to_string())?;
+            flags.model = recorded.model;
+        }
         flags.model_providers.insert(
             "scripted".into(),
             ProviderFile {

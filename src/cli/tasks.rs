@@ -15,6 +15,7 @@ use crate::protocol::SandboxMode;
 use crate::provider::model_family::FamilyOverride;
 use crate::runner::report::{self, format_cost, format_count, format_ms};
 use crate::runner::results::{AttemptResult, RunResults, Status};
+use crate::runner::shard::ShardArg;
 use crate::runner::{
     self, compare, AttemptId, Phase, Plan, Progress, ProgressEvent, RunControl, RunOptions, Verdict,
 };
@@ -61,6 +62,13 @@ pub struct TaskArgs {
     /// With --tasks: start no attempt after one did not pass.
     #[arg(long, requires = "tasks")]
     pub fail_fast: bool,
+
+    /// With --tasks: run one shard of the attempts: K/N (the K-th of N),
+    /// auto (from GitLab's, Buildkite's CI variables) or auto/N (a
+    /// Kubernetes indexed Job's JOB_COMPLETION_INDEX of N); `cogni merge`
+    /// joins the shards' results.
+    #[arg(long, value_name = "K/N", requires = "tasks")]
+    pub shard: Option<ShardArg>,
 }
 
 #[derive(Debug, Args)]
@@ -174,10 +182,25 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     options.jobs = batch.jobs as usize;
     options.repeat = batch.repeat;
     options.fail_fast = batch.fail_fast;
+    let mut shard_source = None;
+    if let Some(arg) = batch.shard {
+        let (shard, source) = arg.resolve(&|name| std::env::var(name).ok())?;
+        options.shard = Some(shard);
+        shard_source = Some(source);
+    }
     options.exclude = vec![cwd.join(DEFAULT_RESULTS)];
     options.exclude.extend(output_dir.clone());
     let redact = persist::redactor(configs.values());
+    options.redact = redact.clone();
+    options.record_outputs = args.record_outputs;
     let plan = Plan::new(file, selection, configs, options)?;
+    if let (Some(shard), Some(source)) = (plan.options().shard, shard_source) {
+        eprintln!(
+            "cogni: shard {shard} ({source}): {} of {} attempts",
+            plan.attempt_count(),
+            plan.planned_attempts()
+        );
+    }
     Ok(Prepared {
         plan,
         cwd,
@@ -351,9 +374,10 @@ fn execute(prepared: Prepared) -> u8 {
     match written {
         Ok(_) => {
             eprintln!(
-                "cogni: wrote {}, {}, {}",
+                "cogni: wrote {}, {}, {}, {}",
                 report::RESULTS_FILE,
                 report::JUNIT_FILE,
+                report::TRANSCRIPTS_FILE,
                 report::HTML_FILE
             );
             println!("{}", dir.join(report::RESULTS_FILE).display());
@@ -381,7 +405,7 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-fn summarize(results: &RunResults) {
+pub(super) fn summarize(results: &RunResults) {
     let s = &results.summary;
     let mut parts = vec![format!("{} passed", s.passed)];
     for (n, what) in [

@@ -12,6 +12,7 @@ pub mod model_family;
 pub mod models;
 pub mod ndjson;
 pub mod ollama;
+pub mod record;
 pub mod responses;
 pub mod retry;
 pub mod scripted;

@@ -2,77 +2,134 @@
 //! through the same turn loop, tools and metrics as a real provider.
 //!
 //! ```toml
+//! model = "gpt-4.1"                    # optional: the model a recording came from
+//!
 //! [[turns]]
 //! text = "Creating the file."          # streamed piece by piece
 //! delay_ms = 5                         # optional pause before each piece
 //! [[turns.tool_calls]]
 //! name = "shell"
 //! arguments = { command = "echo hello > out.txt" }
+//! expect = { exit_code = 0 }           # optional: checked on the next request
 //!
 //! [[turns]]
 //! expect = "hello"                     # optional: the latest tool output must contain this
 //! text = "done"
 //! usage = { input_tokens = 100, output_tokens = 3 }   # optional; estimated when absent
 //! ```
+//!
+//! `cogni run --record FILE` writes such scripts from a real session
+//! ([`super::record`]). A replay that no longer matches its script (a
+//! call's output differs from its `expect`, or the agent asks for more
+//! responses than the script has) fails with an error naming the step.
 
 use super::{ModelRequest, Provider, ProviderError, ResponseEvent, ResponseStream};
-use crate::protocol::{Content, StopReason, ToolCall, ToolCallKind, Usage};
+use crate::protocol::{Content, HistoryItem, StopReason, ToolCall, ToolCallKind, Usage};
 use futures::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 const ID: &str = "scripted";
 
 /// A script: the model responses to replay, in order.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
+    /// The model the script was recorded with: `--script` uses it when no
+    /// `--model` is given, so the replay gets that model's tools and prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     #[serde(default)]
     pub turns: Vec<ScriptTurn>,
 }
 
 /// One model response.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptTurn {
+    /// The latest tool output in the request must contain this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
     #[serde(default)]
     pub text: String,
-    #[serde(default)]
-    pub tool_calls: Vec<ScriptToolCall>,
     /// Pause before each streamed piece, in milliseconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
-    /// The latest tool output in the request must contain this text.
-    pub expect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ScriptUsage>,
     /// `stop` (default), `length`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ScriptToolCall>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptToolCall {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     pub name: String,
     /// A table (sent as JSON arguments) or a string (sent verbatim, e.g. a
     /// patch for a freeform tool).
-    pub arguments: toml::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<toml::Value>,
+    /// The arguments as a JSON text, sent verbatim (for arguments a TOML
+    /// table cannot hold, such as `null`, or that were not valid JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_json: Option<String>,
+    /// What the call's output must say, checked on the next request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<CallExpect>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+/// What a replayed call's output must say for the replay to go on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallExpect {
+    /// The exit code of a command (`shell`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Whether the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// The output exactly (for a command: what it printed, without the
+    /// status line and its timing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
 }
 
 impl Script {
     pub fn parse(source: &str) -> Result<Self, String> {
-        toml::from_str(source).map_err(|e| e.to_string())
+        let script: Script = toml::from_str(source).map_err(|e| e.to_string())?;
+        for (t, turn) in script.turns.iter().enumerate() {
+            for (c, call) in turn.tool_calls.iter().enumerate() {
+                if call.arguments.is_some() == call.arguments_json.is_some() {
+                    return Err(format!(
+                        "turns[{t}].tool_calls[{c}] (`{}`): give either `arguments` (a table, or a \
+                         string for a freeform tool) or `arguments_json` (JSON text)",
+                        call.name
+                    ));
+                }
+            }
+        }
+        Ok(script)
     }
 
     pub fn from_file(path: &Path) -> Result<Self, ProviderError> {
@@ -97,12 +154,14 @@ impl Script {
 impl ScriptToolCall {
     /// The call as the model would send it; `index` numbers calls for ids.
     pub fn to_call(&self, index: usize) -> ToolCall {
-        let (arguments, kind) = match &self.arguments {
-            toml::Value::String(s) => (s.clone(), ToolCallKind::Freeform),
-            other => (
+        let (arguments, kind) = match (&self.arguments, &self.arguments_json) {
+            (_, Some(json)) => (json.clone(), ToolCallKind::Function),
+            (Some(toml::Value::String(s)), None) => (s.clone(), ToolCallKind::Freeform),
+            (Some(other), None) => (
                 serde_json::to_string(other).unwrap_or_else(|_| "{}".into()),
                 ToolCallKind::Function,
             ),
+            (None, None) => ("{}".into(), ToolCallKind::Function),
         };
         ToolCall {
             id: self.id.clone().unwrap_or_else(|| format!("call_{index}")),
@@ -141,11 +200,107 @@ impl ScriptTurn {
     }
 }
 
+impl CallExpect {
+    /// Why `content` (`is_error`) does not match, or `None` when it does.
+    pub fn mismatch(&self, content: &str, is_error: bool) -> Option<String> {
+        let status = crate::tools::shell::read_status(content);
+        if let Some(expected) = self.exit_code {
+            match &status {
+                Some(s) if s.exit_code == Some(expected) => {}
+                Some(s) => {
+                    return Some(format!(
+                        "should have exited with code {expected}, but {}",
+                        match s.exit_code {
+                            Some(code) => format!("exited with code {code}"),
+                            None => "was stopped (timed out or killed)".into(),
+                        }
+                    ))
+                }
+                None => {
+                    return Some(format!(
+                        "should have exited with code {expected}, but its output has no exit code"
+                    ))
+                }
+            }
+        }
+        if let Some(expected) = self.is_error {
+            if expected != is_error {
+                return Some(if expected {
+                    "should have failed, but succeeded".into()
+                } else {
+                    "should have succeeded, but failed".into()
+                });
+            }
+        }
+        if let Some(expected) = &self.output {
+            let actual = status.map_or(content, |s| s.body);
+            if actual != expected {
+                return Some(format!(
+                    "printed something else than when it was recorded: {}",
+                    first_difference(expected, actual)
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// The first line where `expected` and `actual` differ, for messages.
+fn first_difference(expected: &str, actual: &str) -> String {
+    let mut a = actual.lines();
+    for (n, line) in expected.lines().enumerate() {
+        match a.next() {
+            Some(got) if got == line => {}
+            got => {
+                return format!(
+                    "line {} should be {:?}, but is {:?}",
+                    n + 1,
+                    clip(line),
+                    got.map_or("(the output ended)".into(), clip)
+                )
+            }
+        }
+    }
+    match a.next() {
+        Some(extra) => format!(
+            "line {} is extra: {:?}",
+            expected.lines().count() + 1,
+            clip(extra)
+        ),
+        None => "the line endings differ".into(),
+    }
+}
+
+fn clip(line: &str) -> String {
+    const MAX: usize = 200;
+    match line.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+/// The arguments of a call on one short line, for messages.
+fn short_args(arguments: &str) -> String {
+    let one_line: String = arguments.split_whitespace().collect::<Vec<_>>().join(" ");
+    clip(&one_line)
+}
+
+/// A call that was sent, with what its output must say.
+struct Sent {
+    id: String,
+    name: String,
+    arguments: String,
+    expect: CallExpect,
+}
+
 /// Replays a [`Script`]; each request takes the next turn.
 pub struct ScriptedProvider {
     script: Script,
     next: AtomicUsize,
     calls_made: AtomicUsize,
+    /// The calls of the last response sent, whose outputs the next request
+    /// must carry as expected.
+    sent: Mutex<Vec<Sent>>,
 }
 
 impl ScriptedProvider {
@@ -154,6 +309,7 @@ impl ScriptedProvider {
             script,
             next: AtomicUsize::new(0),
             calls_made: AtomicUsize::new(0),
+            sent: Mutex::new(Vec::new()),
         }
     }
 
@@ -184,6 +340,35 @@ impl ScriptedProvider {
             }),
         }
     }
+
+    /// The outputs of the previous response's calls (step `step - 1`)
+    /// against their `expect`, in the request for step `step`.
+    fn check_calls(&self, step: usize, input: &[HistoryItem]) -> Result<(), ProviderError> {
+        let sent = std::mem::take(&mut *self.sent.lock().unwrap_or_else(|e| e.into_inner()));
+        for (n, call) in sent.iter().enumerate() {
+            let output = input.iter().rev().find_map(|i| match &i.content {
+                Content::ToolOutput(o) if o.call_id == call.id => Some(o),
+                _ => None,
+            });
+            // A call whose output the request does not carry (a stopped
+            // turn, a window that left it out) cannot be checked.
+            let Some(output) = output else { continue };
+            if let Some(why) = call.expect.mismatch(&output.content, output.is_error) {
+                return Err(ProviderError::Other {
+                    provider: ID.into(),
+                    message: format!(
+                        "replay diverged at step {step}: call {} of step {} (`{}` {}) {why}; the \
+                         workspace behaves differently from when the script was recorded",
+                        n + 1,
+                        step - 1,
+                        call.name,
+                        short_args(&call.arguments)
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Provider for ScriptedProvider {
@@ -193,18 +378,19 @@ impl Provider for ScriptedProvider {
 
     fn stream(&self, request: &ModelRequest<'_>) -> ResponseStream {
         let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let checked = self.check_calls(index + 1, request.input);
         let Some(turn) = self.script.turns.get(index) else {
-            let err = ProviderError::Other {
+            let err = checked.err().unwrap_or_else(|| ProviderError::Other {
                 provider: ID.into(),
                 message: format!(
-                    "script exhausted: it has {} turns and the agent asked for turn {}",
+                    "script exhausted at step {}: it has {} responses and the agent asked for another (a replay that diverged from its recording, or a script too short)",
+                    index + 1,
                     self.script.turns.len(),
-                    index + 1
                 ),
-            };
+            });
             return Box::pin(futures::stream::once(async move { Err(err) }));
         };
-        if let Err(err) = Self::check_expectation(index + 1, turn, request) {
+        if let Err(err) = checked.and_then(|()| Self::check_expectation(index + 1, turn, request)) {
             return Box::pin(futures::stream::once(async move { Err(err) }));
         }
         let delay = Duration::from_millis(turn.delay_ms);
@@ -213,14 +399,24 @@ impl Provider for ScriptedProvider {
             .into_iter()
             .map(ResponseEvent::TextDelta)
             .collect();
-        for call in &turn.tool_calls {
-            let call = call.to_call(self.calls_made.fetch_add(1, Ordering::SeqCst));
+        let mut sent = Vec::new();
+        for scripted in &turn.tool_calls {
+            let call = scripted.to_call(self.calls_made.fetch_add(1, Ordering::SeqCst));
+            if let Some(expect) = &scripted.expect {
+                sent.push(Sent {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    expect: expect.clone(),
+                });
+            }
             events.push(ResponseEvent::ToolCallStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
             });
             events.push(ResponseEvent::ToolCall(call));
         }
+        *self.sent.lock().unwrap_or_else(|e| e.into_inner()) = sent;
         events.push(ResponseEvent::Completed {
             usage: turn.usage.map(|u| Usage {
                 input_tokens: u.input_tokens,

@@ -6,15 +6,17 @@ use super::command::{tail, OUTPUT_TAIL_BYTES};
 use super::results::{millis, AttemptResult, FailureReason, Status, Tokens};
 use super::workspace::{Removal, Workspace};
 use super::{AttemptId, Phase, Plan, Planned, PreparedAgent, Progress, ProgressEvent, RunControl};
-use crate::agent::{start_session, AgentError, EndReason, ToolCallRecord};
+use crate::agent::{start_session_with_provider, AgentError, EndReason, ToolCallRecord};
 use crate::protocol::{AgentEvent, EventSink, Item, TurnOutcome};
+use crate::provider::{self, record, record::Recording};
 use crate::spec::tasks::TaskSpec;
 use crate::tools::apply_patch::{parse_patch, FileOp};
 use crate::tools::attach;
+use crate::transcript::{self, format_ms, Entry};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 pub(super) struct Attempt<'a> {
@@ -53,6 +55,7 @@ impl Attempt<'_> {
             None => None,
         };
         let started = Instant::now();
+        let transcript = Mutex::new(transcript::Builder::default());
         self.progress.report(ProgressEvent::AttemptStarted(&id));
         self.progress
             .report(ProgressEvent::Phase(&id, Phase::Workspace));
@@ -70,7 +73,7 @@ impl Attempt<'_> {
         {
             Err(e) => result.fail(FailureReason::SetupFailed, e),
             Ok(workspace) => {
-                self.in_workspace(&id, task, agent, &workspace.cwd, &mut result)
+                self.in_workspace(&id, task, agent, &workspace.cwd, &mut result, &transcript)
                     .await;
                 match workspace.remove(&agent.shell.env).await {
                     Ok(Some(removal)) => self.removals.lock().expect("lock").push(removal),
@@ -83,6 +86,21 @@ impl Attempt<'_> {
             }
         }
         result.wall_ms = millis(started.elapsed());
+        let mut transcript = transcript.into_inner().unwrap_or_else(|e| e.into_inner());
+        let failed = result.status != Status::Passed;
+        if let (true, Some(error)) = (failed, &result.error) {
+            // Why it failed, unless a failed check or the engine said so.
+            if result.failure_reason != Some(FailureReason::CheckFailed)
+                && !transcript.has_error(error)
+            {
+                transcript.push(Entry::Error {
+                    text: error.clone(),
+                });
+            }
+        }
+        let mut transcript = transcript.finish(failed);
+        transcript.map_text(&*self.plan.options.redact);
+        result.transcript = Some(transcript);
         self.progress.report(ProgressEvent::AttemptFinished {
             id: &id,
             result: &result,
@@ -97,6 +115,7 @@ impl Attempt<'_> {
         agent: &PreparedAgent,
         cwd: &Path,
         result: &mut AttemptResult,
+        transcript: &Mutex<transcript::Builder>,
     ) {
         if !task.setup.is_empty() {
             self.progress.report(ProgressEvent::Phase(id, Phase::Setup));
@@ -124,7 +143,8 @@ impl Attempt<'_> {
             }
         }
         self.progress.report(ProgressEvent::Phase(id, Phase::Agent));
-        self.agent_turn(id, task, agent, cwd, result).await;
+        self.agent_turn(id, task, agent, cwd, result, transcript)
+            .await;
         if result.status != Status::Passed || task.checks.is_empty() {
             return;
         }
@@ -137,6 +157,16 @@ impl Attempt<'_> {
                 "interrupted while the checks ran".into(),
             );
         };
+        if let Ok(mut t) = transcript.lock() {
+            for check in &checks {
+                t.push(Entry::Check {
+                    what: check.description.clone(),
+                    passed: check.passed,
+                    out: check.output_tail.clone(),
+                    dur: format_ms(check.duration_ms),
+                });
+            }
+        }
         result.checks = checks;
         let failed: Vec<&str> = result
             .checks
@@ -162,6 +192,7 @@ impl Attempt<'_> {
         agent: &PreparedAgent,
         cwd: &Path,
         result: &mut AttemptResult,
+        transcript: &Mutex<transcript::Builder>,
     ) {
         let mut config = agent.config.clone();
         config.cwd = cwd.to_path_buf();
@@ -174,7 +205,15 @@ impl Attempt<'_> {
         if let Some(script) = &self.planned.script {
             config.provider.script = Some(script.clone());
         }
-        let mut session = match start_session(config) {
+        let recording = self.planned.record.as_ref().map(|_| {
+            let options = &self.plan.options;
+            Recording::new(options.redact.clone(), options.record_outputs)
+        });
+        let provider = match provider::create(&config.provider) {
+            Ok(provider) => record::wrap(provider, recording.as_ref()),
+            Err(e) => return result.fail(FailureReason::SetupFailed, e.to_string()),
+        };
+        let mut session = match start_session_with_provider(config, provider) {
             Ok(session) => session,
             Err(e) => return result.fail(FailureReason::SetupFailed, e.to_string()),
         };
@@ -190,8 +229,12 @@ impl Attempt<'_> {
                 "interrupted before the agent started".into(),
             );
         }
+        if let Ok(mut t) = transcript.lock() {
+            t.user(&task.prompt);
+        }
         let sink = AttemptSink {
             id,
+            transcript,
             progress: self.progress,
             tokens: AtomicU64::new(0),
             steps: AtomicU32::new(0),
@@ -214,6 +257,17 @@ impl Attempt<'_> {
         let turn = session.run_turn(&prompt, &sink).await;
         session.end(EndReason::after(&turn), &sink).await;
         result.agent_ms = millis(started.elapsed());
+        if let (Some(recording), Some(path)) = (&recording, &self.planned.record) {
+            let message =
+                match recording.write(path, &session.context().model, session.provider_id()) {
+                    Ok(n) => format!("recorded {n} responses to {}", path.display()),
+                    Err(e) => e,
+                };
+            self.progress.report(ProgressEvent::Warning {
+                id,
+                message: &message,
+            });
+        }
         let snapshot = session.metrics().snapshot();
         result.agents = snapshot.agents;
         let totals = snapshot.turn;
@@ -288,6 +342,8 @@ impl Attempt<'_> {
 /// Counts what the engine reports and passes it on as progress.
 struct AttemptSink<'a> {
     id: &'a AttemptId,
+    /// What the transcript keeps of each event.
+    transcript: &'a Mutex<transcript::Builder>,
     progress: &'a dyn Progress,
     tokens: AtomicU64,
     steps: AtomicU32,
@@ -307,6 +363,9 @@ impl AttemptSink<'_> {
 
 impl EventSink for AttemptSink<'_> {
     fn emit(&self, event: AgentEvent) {
+        if let Ok(mut t) = self.transcript.lock() {
+            t.event(&event);
+        }
         match event {
             AgentEvent::ModelResponse { usage, .. } => {
                 let used = usage.map_or(0, |u| u.total());

@@ -263,6 +263,8 @@ mod tests {
             agents: vec![],
             summary: Summary::of(&tasks, Duration::ZERO),
             tasks,
+            shards: vec![],
+            planned: vec![],
         }
     }
 

@@ -11,23 +11,27 @@ mod attempt;
 mod checks;
 mod command;
 pub mod compare;
+pub mod merge;
 pub mod report;
 pub mod results;
 mod select;
+pub mod shard;
 pub mod workspace;
 
 pub use results::RunResults;
 pub use select::{select, Selected};
 
 use crate::agent::{check_session_config, SessionConfig, StopHandle, TurnLimits};
+use crate::provider::record::Redact;
 use crate::provider::WireApi;
 use crate::spec::tasks::{Budget, TaskFile, WorkspaceMode};
 use command::{git, Shell};
 use futures::StreamExt;
 use results::{
-    compact_stamp, rfc3339, AgentInfo, AttemptResult, PriceInfo, Repository, RunSettings, Status,
-    Summary, TaskResult, SCHEMA_VERSION,
+    compact_stamp, millis, rfc3339, AgentInfo, AttemptResult, PlannedTask, PriceInfo, Repository,
+    RunSettings, ShardInfo, Status, Summary, TaskResult, SCHEMA_VERSION,
 };
+use shard::Shard;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -36,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How to run the selected tasks.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunOptions {
     /// As given on the command line (recorded in the results).
     pub selectors: Vec<String>,
@@ -56,6 +60,12 @@ pub struct RunOptions {
     pub exclude: Vec<PathBuf>,
     /// The wall clock, for timestamps and the run id.
     pub clock: fn() -> SystemTime,
+    /// Run only this shard's attempts (`--shard K/N`).
+    pub shard: Option<Shard>,
+    /// What recordings (a task's `record`) pass through: secrets out.
+    pub redact: Redact,
+    /// Recordings expect each call's exact output on replay, too.
+    pub record_outputs: bool,
 }
 
 impl RunOptions {
@@ -70,6 +80,9 @@ impl RunOptions {
             scratch: None,
             exclude: Vec::new(),
             clock: SystemTime::now,
+            shard: None,
+            redact: Arc::new(str::to_string),
+            record_outputs: false,
         }
     }
 }
@@ -227,6 +240,8 @@ struct Planned {
     of: u32,
     limits: TurnLimits,
     script: Option<PathBuf>,
+    /// Record the session into this file (a task's `record`, live agents).
+    record: Option<PathBuf>,
     source: PathBuf,
 }
 
@@ -236,6 +251,8 @@ pub struct Plan {
     selection: Vec<Selected>,
     agents: BTreeMap<String, PreparedAgent>,
     attempts: Vec<Planned>,
+    /// With a shard: every task of the whole run and its attempt count.
+    planned: Vec<PlannedTask>,
     options: RunOptions,
     run_id: String,
 }
@@ -268,12 +285,27 @@ impl Plan {
                 .ok_or_else(|| format!("no configuration for agent `{}`", selected.agent))?;
             let at = format!("task `{}` with agent `{}`", task.id, selected.agent);
             let scripted = config.provider.wire_api == WireApi::Scripted;
-            let script = task.script.clone().or_else(|| spec.script.clone());
+            let mut script = task.script.clone().or_else(|| spec.script.clone());
             if script.is_some() && !scripted {
                 return Err(format!(
                     "{at}: the task has a script, but provider `{}` is not scripted",
                     config.provider.id
                 ));
+            }
+            let mut record = None;
+            if let Some(path) = &task.record {
+                if !scripted {
+                    record = Some(path.clone());
+                } else if script.is_none() {
+                    // A scripted agent replays the recording.
+                    if !path.is_file() {
+                        return Err(format!(
+                            "{at}: record = {} does not exist yet: record it first with an agent that has a real provider (--agent ID)",
+                            path.display()
+                        ));
+                    }
+                    script = Some(path.clone());
+                }
             }
             let mut checked = config.clone();
             if let Some(script) = &script {
@@ -329,9 +361,46 @@ impl Plan {
                     of,
                     limits: limits.clone(),
                     script: script.clone(),
+                    record: record.clone(),
                     source: source.clone(),
                 });
             }
+        }
+        let mut recorders: BTreeMap<&Path, Vec<String>> = BTreeMap::new();
+        for p in &attempts {
+            if let Some(path) = &p.record {
+                let id = &file.tasks[p.task].id;
+                recorders
+                    .entry(path.as_path())
+                    .or_default()
+                    .push(format!("{id}@{} #{}", p.agent, p.attempt));
+            }
+        }
+        if let Some((path, writers)) = recorders.iter().find(|(_, w)| w.len() > 1) {
+            return Err(format!(
+                "record = {} would be written by {} attempts ({}): a recording holds one session; run the task once (--repeat 1) with one agent that records",
+                path.display(),
+                writers.len(),
+                writers.join(", ")
+            ));
+        }
+        let mut planned = Vec::new();
+        if let Some(shard) = options.shard {
+            planned = selection
+                .iter()
+                .map(|s| PlannedTask {
+                    task: file.tasks[s.task].id.clone(),
+                    agent: s.agent.clone(),
+                    attempts: options.repeat.unwrap_or(file.tasks[s.task].repeat),
+                })
+                .collect();
+            let keys: Vec<(&str, &str, u32)> = attempts
+                .iter()
+                .map(|p| (file.tasks[p.task].id.as_str(), p.agent.as_str(), p.attempt))
+                .collect();
+            let shards = shard::partition(&keys, shard.total);
+            let mut shards = shards.into_iter();
+            attempts.retain(|_| shards.next() == Some(shard.index));
         }
         let now = (options.clock)();
         let run_id = format!(
@@ -348,6 +417,7 @@ impl Plan {
             selection,
             agents,
             attempts,
+            planned,
             options,
             run_id,
         })
@@ -362,8 +432,18 @@ impl Plan {
         self.attempts.len()
     }
 
+    /// Tasks (with their agents) that have an attempt in this run.
     pub fn task_count(&self) -> usize {
-        self.selection.len()
+        self.attempts
+            .iter()
+            .map(|p| p.slot)
+            .collect::<BTreeSet<_>>()
+            .len()
+    }
+
+    /// Attempts of the whole run when this is one shard of it.
+    pub fn planned_attempts(&self) -> usize {
+        self.planned.iter().map(|p| p.attempts as usize).sum()
     }
 
     pub fn options(&self) -> &RunOptions {
@@ -510,6 +590,8 @@ pub async fn run(
         .selection
         .iter()
         .zip(by_slot)
+        // A shard leaves out the tasks none of whose attempts it runs.
+        .filter(|(_, attempts)| !attempts.is_empty())
         .map(|(selected, mut attempts)| {
             attempts.sort_by_key(|(n, _)| *n);
             let attempts: Vec<AttemptResult> = attempts.into_iter().map(|(_, r)| r).collect();
@@ -525,11 +607,27 @@ pub async fn run(
         })
         .collect();
     let summary = Summary::of(&tasks, started.elapsed());
+    let finished_at = rfc3339((plan.options.clock)());
+    let started_at = rfc3339(started_at);
+    let shards = plan
+        .options
+        .shard
+        .map(|shard| ShardInfo {
+            index: shard.index,
+            total: shard.total,
+            run_id: plan.run_id.clone(),
+            started_at: started_at.clone(),
+            finished_at: finished_at.clone(),
+            attempts: plan.attempts.len(),
+            wall_ms: millis(started.elapsed()),
+        })
+        .into_iter()
+        .collect();
     RunResults {
         schema_version: SCHEMA_VERSION,
         run_id: plan.run_id.clone(),
-        started_at: rfc3339(started_at),
-        finished_at: rfc3339((plan.options.clock)()),
+        started_at,
+        finished_at,
         cogni_version: env!("CARGO_PKG_VERSION").to_string(),
         tasks_file: plan.file.path.display().to_string(),
         repository,
@@ -543,6 +641,8 @@ pub async fn run(
         agents: plan.agents.values().map(|a| a.info.clone()).collect(),
         tasks,
         summary,
+        shards,
+        planned: plan.planned.clone(),
     }
 }
 

@@ -1,9 +1,14 @@
 //! The files a run leaves: `results.json`, `junit.xml` (one testcase per
-//! attempt) and `report.html` (one self-contained page: summary, table,
-//! bar charts of cost and time per task as inline SVG).
+//! attempt), `transcripts.jsonl` (what each attempt's agent did) and
+//! `report.html` (one self-contained page: summary, table, bar charts of
+//! cost and time per task as inline SVG, and each attempt's transcript).
 
 use super::results::{AttemptResult, RunResults, Status, TaskResult};
 use crate::tools::fs::write_atomic;
+pub use crate::transcript::format_ms;
+use crate::transcript::html::{self as transcript_html, escape as xml};
+use crate::transcript::{Line, Transcript};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -11,14 +16,16 @@ use std::path::{Path, PathBuf};
 pub const RESULTS_FILE: &str = "results.json";
 pub const JUNIT_FILE: &str = "junit.xml";
 pub const HTML_FILE: &str = "report.html";
+pub const TRANSCRIPTS_FILE: &str = "transcripts.jsonl";
 
-/// Write the three files into `dir` (created when missing), each atomically.
+/// Write the four files into `dir` (created when missing), each atomically.
 pub fn write_all(dir: &Path, results: &RunResults) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_vec_pretty(results).map_err(io::Error::other)?;
     let files = [
         (RESULTS_FILE, json),
         (JUNIT_FILE, junit(results).into_bytes()),
+        (TRANSCRIPTS_FILE, transcripts(results)?),
         (HTML_FILE, html(results).into_bytes()),
     ];
     let mut written = Vec::new();
@@ -39,15 +46,54 @@ pub fn format_cost(cost: Option<f64>) -> String {
     }
 }
 
-/// `850 ms`, `12.3 s`, `4m05s`.
-pub fn format_ms(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else if ms < 60_000 {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    } else {
-        format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000)
+/// One line per attempt that has a transcript.
+fn transcripts(results: &RunResults) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for task in &results.tasks {
+        for a in &task.attempts {
+            if let Some(transcript) = &a.transcript {
+                let line = Line {
+                    task: task.id.clone(),
+                    agent: task.agent.clone(),
+                    attempt: a.attempt,
+                    transcript: transcript.clone(),
+                };
+                serde_json::to_writer(&mut out, &line).map_err(io::Error::other)?;
+                out.push(b'\n');
+            }
+        }
     }
+    Ok(out)
+}
+
+/// Give the attempts of `results` their transcripts from the
+/// transcripts.jsonl in `dir` (none when the file is missing: an older
+/// run); a line that cannot be read is an error naming it.
+pub fn attach_transcripts(dir: &Path, results: &mut RunResults) -> Result<(), String> {
+    let path = dir.join(TRANSCRIPTS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut by_key: HashMap<(String, String, u32), Transcript> = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line: Line = serde_json::from_str(line)
+            .map_err(|e| format!("{}:{}: not a transcript line: {e}", path.display(), n + 1))?;
+        by_key.insert((line.task, line.agent, line.attempt), line.transcript);
+    }
+    for task in &mut results.tasks {
+        for a in &mut task.attempts {
+            let key = (task.id.clone(), task.agent.clone(), a.attempt);
+            if let Some(t) = by_key.remove(&key) {
+                a.transcript = Some(t);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `1,234,567`.
@@ -194,25 +240,6 @@ fn attempt_summary(a: &AttemptResult) -> String {
     )
 }
 
-/// Text for XML attributes and content: escaped, and without characters
-/// XML 1.0 cannot hold.
-fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 // ---------------------------------------------------------------------------
 // HTML
 // ---------------------------------------------------------------------------
@@ -226,14 +253,15 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\
 .card b{display:block;font-size:18px}.charts{display:flex;gap:32px;flex-wrap:wrap}\
 pre{white-space:pre-wrap;max-width:900px;background:#f6f6f6;padding:6px;margin:4px 0}";
 
-/// One self-contained HTML page (no scripts, no network).
+/// One self-contained HTML page (inline styles and script, no network).
 pub fn html(results: &RunResults) -> String {
     let s = &results.summary;
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>cogni run {}</title><style>{STYLE}</style></head><body>\n",
-        esc(&results.run_id)
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>cogni run {}</title><style>{STYLE}{}</style></head><body>\n",
+        esc(&results.run_id),
+        transcript_html::STYLE
     );
     let _ = writeln!(h, "<h1>cogni run {}</h1>", esc(&results.run_id));
     let repo = results.repository.as_ref().map_or(String::new(), |r| {
@@ -271,13 +299,13 @@ pub fn html(results: &RunResults) -> String {
         let _ = write!(h, "<div class=\"card\"><b>{}</b>{label}</div>", esc(&value));
     }
     h.push_str("</div>\n<h2>Cost and time per task</h2>\n<div class=\"charts\">");
-    let per_task: Vec<(String, f64, f64)> = results
+    let per_task: Vec<(String, f64, u64)> = results
         .tasks
         .iter()
         .map(|t| {
             let cost: f64 = t.attempts.iter().filter_map(|a| a.cost_usd).sum();
             let ms: u64 = t.attempts.iter().map(|a| a.wall_ms).sum();
-            (format!("{}@{}", t.id, t.agent), cost, ms as f64 / 1000.0)
+            (format!("{}@{}", t.id, t.agent), cost, ms)
         })
         .collect();
     let costs: Vec<(&str, f64, String)> = per_task
@@ -286,42 +314,32 @@ pub fn html(results: &RunResults) -> String {
         .collect();
     let times: Vec<(&str, f64, String)> = per_task
         .iter()
-        .map(|(n, _, t)| (n.as_str(), *t, format!("{t:.1} s")))
+        .map(|(n, _, ms)| (n.as_str(), *ms as f64, format_ms(*ms)))
         .collect();
     h.push_str(&bars("cost (USD, all attempts)", &costs, "#3b6fd1"));
-    h.push_str(&bars("time (s, all attempts)", &times, "#8a5cc2"));
-    h.push_str("</div>\n<h2>Attempts</h2>\n<table><tr><th>task</th><th>agent</th><th class=\"n\">#</th><th>status</th><th>reason</th><th class=\"n\">cost</th><th class=\"n\">time</th><th class=\"n\">tokens</th><th class=\"n\">steps</th><th class=\"n\">tool calls</th></tr>\n");
-    for t in &results.tasks {
-        for a in &t.attempts {
-            let _ = writeln!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"{st}\">{st}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                esc(&t.id),
-                esc(&t.agent),
-                a.attempt,
-                a.failure_reason.map_or("", |r| r.as_str()),
-                esc(&format_cost(a.cost_usd)),
-                esc(&format_ms(a.wall_ms)),
-                format_count(a.tokens.total()),
-                a.steps,
-                a.tool_call_count(),
-                st = a.status.as_str(),
-            );
-        }
-    }
-    h.push_str("</table>\n");
-    let problems: Vec<(&TaskResult, &AttemptResult)> = results
+    h.push_str(&bars("time (all attempts)", &times, "#8a5cc2"));
+    h.push_str("</div>\n");
+    // Every attempt with its index: the anchors of its transcript.
+    let attempts: Vec<(usize, &TaskResult, &AttemptResult)> = results
         .tasks
         .iter()
         .flat_map(|t| t.attempts.iter().map(move |a| (t, a)))
-        .filter(|(_, a)| !matches!(a.status, Status::Passed | Status::Skipped))
+        .enumerate()
+        .map(|(i, (t, a))| (i, t, a))
         .collect();
-    if !problems.is_empty() {
+    attempt_table(&mut h, &attempts);
+    let failed = |a: &AttemptResult| !matches!(a.status, Status::Passed | Status::Skipped);
+    if attempts.iter().any(|(_, _, a)| failed(a)) {
         h.push_str("<h2>What went wrong</h2>\n");
-        for (t, a) in problems {
+        for (i, t, a) in attempts.iter().filter(|(_, _, a)| failed(a)) {
+            let link = if a.transcript.is_some() {
+                format!(" <a href=\"#f{i}\">where it failed</a>")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 h,
-                "<p><b>{}@{}</b> (attempt {}):</p><pre>{}</pre>",
+                "<p><b>{}@{}</b> (attempt {}):{link}</p><pre>{}</pre>",
                 esc(&case_name(t, a)),
                 esc(&t.agent),
                 a.attempt,
@@ -329,15 +347,99 @@ pub fn html(results: &RunResults) -> String {
             );
         }
     }
+    if attempts.iter().any(|(_, _, a)| a.transcript.is_some()) {
+        h.push_str("<h2>Transcripts</h2>\n<p class=\"skipped\">Open an attempt to see what its agent did; failing attempts are open at their failure.</p>\n");
+        for (i, t, a) in &attempts {
+            let Some(transcript) = &a.transcript else {
+                continue;
+            };
+            let summary = format!(
+                "<b>{}@{}</b> <span class=\"{st}\">{st}</span>{} · {} · {} steps · {} tool calls",
+                esc(&case_name(t, a)),
+                esc(&t.agent),
+                a.failure_reason
+                    .map_or(String::new(), |r| format!(" ({})", r.as_str())),
+                esc(&format_ms(a.wall_ms)),
+                a.steps,
+                a.tool_call_count(),
+                st = a.status.as_str(),
+            );
+            h.push_str(&transcript_html::block(
+                *i,
+                &format!("st-{}", a.status.as_str()),
+                &summary,
+                failed(a),
+                transcript,
+            ));
+        }
+        let _ = writeln!(h, "<script>{}</script>", transcript_html::SCRIPT);
+    }
     h.push_str("</body></html>\n");
     h
 }
+
+/// Rows of the attempts table shown at once; the rest are one click
+/// away (a long table is slow to lay out and to read).
+const TABLE_ROWS: usize = 100;
+
+/// The table of attempts, each linking to its transcript.
+fn attempt_table(h: &mut String, attempts: &[(usize, &TaskResult, &AttemptResult)]) {
+    const HEAD: &str = "<table><tr><th>task</th><th>agent</th><th class=\"n\">#</th><th>status</th><th>reason</th><th class=\"n\">cost</th><th class=\"n\">time</th><th class=\"n\">tokens</th><th class=\"n\">steps</th><th class=\"n\">tool calls</th><th></th></tr>\n";
+    h.push_str("<h2>Attempts</h2>\n");
+    h.push_str(HEAD);
+    for (n, (i, t, a)) in attempts.iter().enumerate() {
+        if n == TABLE_ROWS {
+            let _ = write!(
+                h,
+                "</table>\n<details class=\"more\"><summary>{} more attempts</summary>\n{HEAD}",
+                attempts.len() - TABLE_ROWS
+            );
+        }
+        let link = if a.transcript.is_some() {
+            format!("<a href=\"#a{i}\">transcript</a>")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"{st}\">{st}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{link}</td></tr>",
+            esc(&t.id),
+            esc(&t.agent),
+            a.attempt,
+            a.failure_reason.map_or("", |r| r.as_str()),
+            esc(&format_cost(a.cost_usd)),
+            esc(&format_ms(a.wall_ms)),
+            format_count(a.tokens.total()),
+            a.steps,
+            a.tool_call_count(),
+            st = a.status.as_str(),
+        );
+    }
+    h.push_str("</table>\n");
+    if attempts.len() > TABLE_ROWS {
+        h.push_str("</details>\n");
+    }
+}
+
+/// Most bars in a chart: with more tasks, the highest values.
+const MAX_BARS: usize = 25;
 
 /// A horizontal bar chart as inline SVG.
 fn bars(title: &str, rows: &[(&str, f64, String)], color: &str) -> String {
     const LABEL_W: f64 = 180.0;
     const BAR_W: f64 = 260.0;
     const ROW_H: f64 = 22.0;
+    let mut top: Vec<&(&str, f64, String)>;
+    let (rows, title) = if rows.len() > MAX_BARS {
+        top = rows.iter().collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1));
+        top.truncate(MAX_BARS);
+        let title = format!("{title}: the {MAX_BARS} highest of {}", rows.len());
+        (top.into_iter().cloned().collect::<Vec<_>>(), title)
+    } else {
+        (rows.to_vec(), title.to_string())
+    };
+    let title = title.as_str();
     let max = rows.iter().map(|r| r.1).fold(0.0_f64, f64::max);
     let height = ROW_H * rows.len() as f64 + 30.0;
     let width = LABEL_W + BAR_W + 90.0;
@@ -381,14 +483,6 @@ mod tests {
         assert_eq!(format_cost(None), "-");
         assert_eq!(format_ms(850), "850 ms");
         assert_eq!(format_ms(12_340), "12.3 s");
-        assert_eq!(format_ms(245_000), "4m05s");
-    }
-
-    #[test]
-    fn xml_text_is_escaped_and_cleaned() {
-        assert_eq!(
-            xml("a<b & \"c\" 'd'\u{1b}[0m\n"),
-            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;\u{FFFD}[0m\n"
-        );
+        assert_eq!(format_ms(245_000), "4 min 5 s");
     }
 }

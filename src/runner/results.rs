@@ -5,6 +5,7 @@
 
 use crate::metrics::AgentTotals;
 use crate::protocol::{utc_date_time, Limit, Plan, TestRun};
+use crate::transcript::Transcript;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -27,6 +28,38 @@ pub struct RunResults {
     pub agents: Vec<AgentInfo>,
     pub tasks: Vec<TaskResult>,
     pub summary: Summary,
+    /// The shards this file holds: one for a `--shard K/N` run, every
+    /// shard for a merged run; absent when the run was not sharded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardInfo>,
+    /// With `shards`: every task and agent of the whole run before it was
+    /// split, and how many attempts each has, so that a merge can tell
+    /// which attempt is missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub planned: Vec<PlannedTask>,
+}
+
+/// One shard of a sharded run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// 1-based.
+    pub index: u32,
+    pub total: u32,
+    /// The shard's own run id and times.
+    pub run_id: String,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Attempts the shard ran (or skipped).
+    pub attempts: usize,
+    pub wall_ms: u64,
+}
+
+/// A task with its agent, as selected for the whole (unsharded) run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedTask {
+    pub task: String,
+    pub agent: String,
+    pub attempts: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,11 +245,15 @@ pub struct AttemptResult {
     /// agent and each it started); `tokens` and `cost_usd` include them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agents: BTreeMap<String, AgentTotals>,
+    /// What the agent did, step by step; kept in transcripts.jsonl beside
+    /// results.json, not in it.
+    #[serde(skip)]
+    pub transcript: Option<Transcript>,
 }
 
 impl AttemptResult {
     /// An attempt that has not run yet (and so far passed).
-    pub(crate) fn new(attempt: u32) -> Self {
+    pub fn new(attempt: u32) -> Self {
         AttemptResult {
             attempt,
             status: Status::Passed,
@@ -239,6 +276,7 @@ impl AttemptResult {
             final_answer: String::new(),
             plan: None,
             tests: Vec::new(),
+            transcript: None,
         }
     }
 

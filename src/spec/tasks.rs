@@ -18,7 +18,7 @@
 //! ]
 //! ```
 //!
-//! Relative paths (`prompt_file`, `instructions_file`, `card`, `script`, `source`,
+//! Relative paths (`prompt_file`, `instructions_file`, `card`, `script`, `record`, `source`,
 //! a schema file) are relative to the task file's directory; paths in
 //! checks are relative to the task's workspace. See `examples/tasks.toml`
 //! for every key.
@@ -147,6 +147,9 @@ pub struct TaskSpec {
     pub tags: Vec<String>,
     /// For a scripted agent: the script this task replays.
     pub script: Option<PathBuf>,
+    /// `record = FILE`: an agent with a real provider records its session
+    /// into FILE; a scripted agent replays FILE (unless it has a script).
+    pub record: Option<PathBuf>,
     /// Files and directories of the workspace attached to the prompt.
     pub context_paths: Vec<String>,
     /// The task's own strategies, over its agent's: `test_command`,
@@ -308,6 +311,7 @@ struct RawTask {
     #[serde(default)]
     tags: Vec<String>,
     script: Option<PathBuf>,
+    record: Option<PathBuf>,
     #[serde(default)]
     context_paths: Vec<String>,
     test_command: Option<String>,
@@ -660,15 +664,16 @@ impl Validator<'_> {
                 format!("{at}.script"),
                 format!("a script needs an agent with provider = \"scripted\"; `{agent}` is not"),
             ),
-            Some((true, false)) if t.script.is_none() => self.problem(
+            Some((true, false)) if t.script.is_none() && t.record.is_none() => self.problem(
                 format!("{at}.script"),
                 format!(
-                    "agent `{agent}` uses the scripted provider: set script here or on the agent"
+                    "agent `{agent}` uses the scripted provider: set script (or record) here, or script on the agent"
                 ),
             ),
             _ => {}
         }
         let script = self.existing_file(&format!("{at}.script"), t.script);
+        let record = t.record.map(|path| resolve(self.dir, &path));
         TaskSpec {
             id: t.id,
             agent,
@@ -681,6 +686,7 @@ impl Validator<'_> {
             repeat: t.repeat.unwrap_or(1),
             tags: t.tags,
             script,
+            record,
             context_paths: t.context_paths,
             strategies: AgentFile {
                 test_command: t.test_command,

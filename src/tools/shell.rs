@@ -470,6 +470,45 @@ pub fn normalize_output(content: &str) -> String {
     out
 }
 
+/// What a command's output says about its end, in either layout
+/// (`render`'s or [`normalize_output`]'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandStatus<'a> {
+    /// `None` when the command timed out; 128 + N when signal N killed it.
+    pub exit_code: Option<i32>,
+    /// What it printed (stdout, then stderr labelled), without the status
+    /// and its timing.
+    pub body: &'a str,
+}
+
+/// Read a `shell` output back (for replays that check a command's exit
+/// code and output); `None` for text that is not one.
+pub fn read_status(content: &str) -> Option<CommandStatus<'_>> {
+    /// The plain layout: code, timed out, body.
+    fn plain(content: &str) -> Option<(i32, bool, &str)> {
+        let (code, rest) = content.strip_prefix("Exit code: ")?.split_once('\n')?;
+        let code = code.parse().ok()?;
+        let rest = rest.strip_prefix("Wall time: ")?.split_once('\n')?.1;
+        let (timed_out, rest) = match rest.strip_prefix("Note: ") {
+            Some(note) => (true, note.split_once('\n')?.1),
+            None => (false, rest),
+        };
+        Some((code, timed_out, rest.strip_prefix("Output:\n")?))
+    }
+    let (code, timed_out, body) = match plain(content) {
+        Some(found) => found,
+        None => {
+            let (header, body) = content.split_once('\n')?;
+            let (code, timed_out, _) = plain(&normalize_output(header))?;
+            (code, timed_out, body)
+        }
+    };
+    Some(CommandStatus {
+        exit_code: (!timed_out).then_some(code),
+        body,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,5 +675,21 @@ mod tests {
             "{}",
             r.content
         );
+    }
+
+    #[test]
+    fn a_status_reads_back_from_either_layout() {
+        let raw = "exit code 3, 0.2s\nhello\nstderr:\noops\n";
+        let status = read_status(raw).unwrap();
+        assert_eq!(status.exit_code, Some(3));
+        assert_eq!(status.body, "hello\nstderr:\noops\n");
+        let plain = normalize_output(raw);
+        assert_eq!(read_status(&plain), Some(status));
+        let killed = read_status("killed by signal 9 (SIGKILL), 1.0s\n(no output)\n").unwrap();
+        assert_eq!(killed.exit_code, Some(137));
+        let late = read_status("timed out after 5s; killed by signal 9 (SIGKILL), 5.0s\n").unwrap();
+        assert_eq!(late.exit_code, None);
+        assert_eq!(read_status("just some text\n"), None);
+        assert_eq!(read_status("no newline"), None);
     }
 }

@@ -14,33 +14,33 @@ use std::time::{Duration, Instant};
 const SCHEMA: &str = include_str!("../../docs/results.schema.json");
 
 /// A workspace (`env.work()`) with a task file and scripts beside it.
-struct Tasks {
-    env: Env,
+pub(crate) struct Tasks {
+    pub(crate) env: Env,
 }
 
 impl Tasks {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let env = Env::new();
         std::fs::create_dir_all(env.dir.path().join("scripts")).unwrap();
         Tasks { env }
     }
 
     /// Write `scripts/<name>.toml`.
-    fn script(&self, name: &str, body: &str) -> &Self {
+    pub(crate) fn script(&self, name: &str, body: &str) -> &Self {
         self.env.write(&format!("scripts/{name}.toml"), body);
         self
     }
 
-    fn file(&self, body: &str) -> PathBuf {
+    pub(crate) fn file(&self, body: &str) -> PathBuf {
         self.env.write("tasks.toml", body)
     }
 
-    fn out(&self) -> PathBuf {
+    pub(crate) fn out(&self) -> PathBuf {
         self.env.dir.path().join("out")
     }
 
     /// `cogni run --tasks tasks.toml --output-dir out ARGS`.
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.run_in(self.env.cmd(), args)
     }
 
@@ -51,7 +51,7 @@ impl Tasks {
         self.run_in(cmd, &[])
     }
 
-    fn run_in(&self, mut cmd: assert_cmd::Command, args: &[&str]) -> Output {
+    pub(crate) fn run_in(&self, mut cmd: assert_cmd::Command, args: &[&str]) -> Output {
         cmd.arg("run")
             .arg("--tasks")
             .arg(self.env.dir.path().join("tasks.toml"))
@@ -61,7 +61,7 @@ impl Tasks {
         cmd.output().unwrap()
     }
 
-    fn results(&self) -> Value {
+    pub(crate) fn results(&self) -> Value {
         let text = std::fs::read_to_string(self.out().join("results.json")).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_valid(&value);
@@ -69,11 +69,11 @@ impl Tasks {
     }
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn assert_code(out: &Output, code: i32) {
+pub(crate) fn assert_code(out: &Output, code: i32) {
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -110,7 +110,7 @@ fn attempts<'a>(results: &'a Value, id: &str) -> &'a Vec<Value> {
         .unwrap()
 }
 
-const OFFLINE_AGENT: &str = r#"
+pub(crate) const OFFLINE_AGENT: &str = r#"
 [[agents]]
 id = "offline"
 provider = "scripted"
@@ -202,12 +202,15 @@ checks = [
     let html = std::fs::read_to_string(t.out().join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<svg") && html.contains("<table>"));
-    for remote in ["<script", "src=", "href=", "https://"] {
+    // Inline styles and script only: nothing loaded from elsewhere.
+    for remote in ["src=", "<link", "@import", "url(", "href=\"http"] {
         assert!(
             !html.contains(remote),
             "the report must be self-contained: {remote}"
         );
     }
+    assert!(html.contains("<details id=\"a0\" class=\"attempt st-passed\" data-t=\"0\">"));
+    assert!(t.out().join("transcripts.jsonl").is_file());
 }
 
 #[test]
