@@ -160,26 +160,38 @@ pub async fn run_served(req: ExecRequest) -> Result<ExecOutput, ExecError> {
     run_captured(req, Launcher::ForkServer).await
 }
 
-async fn run_captured(req: ExecRequest, launcher: Launcher) -> Result<ExecOutput, ExecError> {
-    let mut stdout = Capture::new(req.capture_limit_bytes);
-    let mut stderr = Capture::new(req.capture_limit_bytes);
-    let ended = run_launched(
-        req,
-        launcher,
-        &mut stdout,
-        &mut stderr,
-        std::future::pending(),
-        |_| {},
-    )
-    .await?;
-    Ok(ExecOutput {
-        termination: ended.termination,
-        duration: ended.duration,
-        timed_out: ended.timed_out,
-        stdout: stdout.finish(),
-        stderr: stderr.finish(),
-        output_left_open: ended.output_left_open,
-    })
+/// [`run`] or [`run_served`]. A command whose fork server died while it
+/// ran (killing it) runs again the usual way, with a fresh capture.
+async fn run_captured(req: ExecRequest, mut launcher: Launcher) -> Result<ExecOutput, ExecError> {
+    loop {
+        let mut stdout = Capture::new(req.capture_limit_bytes);
+        let mut stderr = Capture::new(req.capture_limit_bytes);
+        let ended = run_launched(
+            &req,
+            launcher,
+            &mut stdout,
+            &mut stderr,
+            std::future::pending(),
+            |_| {},
+        )
+        .await;
+        let ended = match ended {
+            Err(ExecError::Wait(e)) if served::lost(&e) => {
+                tracing::warn!("`{}`: {e}; running it again the usual way", req.argv[0]);
+                launcher = Launcher::Spawn;
+                continue;
+            }
+            ended => ended?,
+        };
+        return Ok(ExecOutput {
+            termination: ended.termination,
+            duration: ended.duration,
+            timed_out: ended.timed_out,
+            stdout: stdout.finish(),
+            stderr: stderr.finish(),
+            output_left_open: ended.output_left_open,
+        });
+    }
 }
 
 /// Where a stream's bytes go as they are read.
@@ -219,7 +231,7 @@ pub async fn run_streaming(
     stop: impl Future<Output = ()>,
     on_start: impl FnOnce(i32),
 ) -> Result<Ended, ExecError> {
-    run_launched(req, Launcher::Spawn, stdout, stderr, stop, on_start).await
+    run_launched(&req, Launcher::Spawn, stdout, stderr, stop, on_start).await
 }
 
 /// Who starts the process.
@@ -232,7 +244,7 @@ enum Launcher {
 }
 
 async fn run_launched(
-    req: ExecRequest,
+    req: &ExecRequest,
     launcher: Launcher,
     stdout: &mut impl Sink,
     stderr: &mut impl Sink,
@@ -244,12 +256,12 @@ async fn run_launched(
     }
     let start = Instant::now();
     let served = match launcher {
-        Launcher::ForkServer => served::launch(&req).await,
+        Launcher::ForkServer => served::launch(req).await,
         Launcher::Spawn => None,
     };
     let mut process = match served {
         Some(process) => process?,
-        None => spawn(&req)?,
+        None => spawn(req)?,
     };
     if let Some(pgid) = process.handle.pgid() {
         on_start(pgid);
@@ -283,9 +295,7 @@ async fn run_launched(
     let (status, timed_out, stopped) = match waited {
         Ok((status, _)) => (status.map_err(ExecError::Wait)?, false, false),
         Err(stopped) => {
-            let status = pumps
-                .alongside(terminate(handle, req.kill_grace))
-                .await?;
+            let status = pumps.alongside(terminate(handle, req.kill_grace)).await?;
             (status, !stopped, stopped)
         }
     };
@@ -331,6 +341,15 @@ impl Handle {
         match self {
             Handle::Child { child, .. } => child.wait().await,
             Handle::Served(served) => served.wait().await,
+        }
+    }
+
+    /// Wait after a signal: a fork server that died took the command with
+    /// it (SIGKILL).
+    async fn wait_signaled(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Handle::Child { child, .. } => child.wait().await,
+            Handle::Served(served) => served.wait_signaled().await,
         }
     }
 
@@ -432,7 +451,7 @@ fn isolate(cmd: &mut Command) {
 /// leader is gone so that members ignoring SIGTERM do not survive.
 async fn terminate(handle: &mut Handle, grace: Duration) -> Result<ExitStatus, ExecError> {
     handle.signal(libc::SIGTERM);
-    let status = match tokio::time::timeout(grace, handle.wait()).await {
+    let status = match tokio::time::timeout(grace, handle.wait_signaled()).await {
         Ok(status) => status,
         Err(_) => {
             handle.signal(libc::SIGKILL);

@@ -3,7 +3,9 @@
 //! left behind.
 
 use crate::cli::Env;
-use crate::sandbox::{gone_soon, patch, run_script, run_turns, shell, tool, Run};
+use crate::sandbox::{
+    gone_soon, left_running, patch, run_script, run_turns, script_file, shell, tool, Run,
+};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -283,6 +285,135 @@ fn a_hook_that_hangs_is_killed_at_its_timeout() {
     assert!(
         gone_soon(&marker).is_empty(),
         "the hook's process outlived its timeout"
+    );
+}
+
+/// Shell lines that put the command line of the process that started the
+/// hook's supervisor (the fork server, or cogni) in `$top`: the hook's
+/// parent is R, R's is S, S's is that process.
+const STARTER: &str = "s=$(cut -d' ' -f4 /proc/$PPID/stat)\n\
+                       top=$(cut -d' ' -f4 /proc/$s/stat)\n\
+                       starter=$(tr '\\0' ' ' < /proc/$top/cmdline)\n";
+
+#[test]
+fn a_hook_starts_from_the_fork_server_and_its_background_jobs_end_with_it() {
+    let marker = format!("{}.{}", 6000 + std::process::id() % 1000, 98);
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
+    std::fs::write(
+        env.work().join("hook.sh"),
+        format!(
+            "sleep {marker}1 &\n\
+             setsid sleep {marker}2 > /dev/null 2>&1 &\n\
+             nohup sleep {marker}3 > /dev/null 2>&1 &\n\
+             {STARTER}echo \"$starter\" > started-by\n"
+        ),
+    )
+    .unwrap();
+    // Run after the hook returned: its jobs are gone already.
+    let count = format!(
+        "n=0; for f in /proc/[0-9]*/cmdline; do \
+         tr '\\0' ' ' < $f 2>/dev/null | grep -q 'sleep {marker}[1-3]' && n=$((n+1)); \
+         done; echo left=$n"
+    );
+    let r = run_turns(&env, &[vec![shell(&count)]], UNCONFINED);
+    assert_eq!(hook_events(&r)[0]["decision"], "continue", "{:?}", r.events);
+    let started_by = std::fs::read_to_string(env.work().join("started-by")).unwrap();
+    assert!(started_by.contains("__fork-server"), "{started_by}");
+    assert!(
+        r.calls[0].output.contains("left=0"),
+        "{}",
+        r.calls[0].output
+    );
+    assert!(
+        gone_soon(&marker).is_empty(),
+        "the hook's jobs outlived cogni"
+    );
+}
+
+#[test]
+fn a_hook_whose_fork_server_dies_runs_again_the_usual_way() {
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
+    // Served: kill the server (which kills this hook); else say so.
+    std::fs::write(
+        env.work().join("hook.sh"),
+        format!(
+            "{STARTER}case \"$starter\" in\n\
+             *__fork-server*) echo served >> runs; kill -9 $top; sleep 10 ;;\n\
+             *) echo usual >> runs ;;\n\
+             esac\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let r = run_turns(
+        &env,
+        &[vec![shell("echo one")], vec![shell("echo two")]],
+        UNCONFINED,
+    );
+    let runs = std::fs::read_to_string(env.work().join("runs")).unwrap();
+    assert_eq!(runs, "served\nusual\nusual\n");
+    for hook in hook_events(&r) {
+        assert_eq!(hook["decision"], "continue", "{hook}");
+    }
+    assert_eq!(r.calls.len(), 2);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "the killed hook's sleep held things up"
+    );
+    let log = std::fs::read_to_string(env.dir.path().join("home/log/cogni.log")).unwrap();
+    assert!(log.contains("running it again the usual way"), "{log}");
+}
+
+#[test]
+fn nothing_a_hook_started_outlives_cogni_killed_mid_hook() {
+    let marker = format!("{}.{}", 6000 + std::process::id() % 1000, 97);
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
+    std::fs::write(
+        env.work().join("hook.sh"),
+        format!(
+            "{STARTER}echo $top > server\n\
+             sleep {marker}1 &\n\
+             setsid sleep {marker}2 > /dev/null 2>&1 &\n\
+             sleep {marker}9\n"
+        ),
+    )
+    .unwrap();
+    let path = script_file(&env, &[vec![shell("echo never")]]);
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"));
+    cmd.current_dir(env.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path().join("home"))
+        .env("COGNI_HOME", env.dir.path().join("home"))
+        .args(["run", "--script"])
+        .arg(&path)
+        .args(UNCONFINED)
+        .arg("go")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut started = false;
+    for _ in 0..200 {
+        if left_running(&marker).len() >= 3 {
+            started = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling the child this test spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(started, "the hook never started");
+    let left = gone_soon(&marker);
+    assert!(
+        left.is_empty(),
+        "the hook's processes outlived cogni: {left:?}"
+    );
+    let server = std::fs::read_to_string(env.work().join("server")).unwrap();
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.trim())).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&cmdline).contains("__fork-server"),
+        "the fork server outlived cogni"
     );
 }
 

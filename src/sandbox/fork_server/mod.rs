@@ -103,7 +103,10 @@ fn message(kind: i32, value: i32) -> [u8; 8] {
 fn parse_message(bytes: &[u8]) -> Option<(i32, i32)> {
     let bytes: &[u8; 8] = bytes.try_into().ok()?;
     let [a, b, c, d, e, f, g, h] = *bytes;
-    Some((i32::from_ne_bytes([a, b, c, d]), i32::from_ne_bytes([e, f, g, h])))
+    Some((
+        i32::from_ne_bytes([a, b, c, d]),
+        i32::from_ne_bytes([e, f, g, h]),
+    ))
 }
 
 /// First thing in a binary's `main`: in the fork server's process this
@@ -128,7 +131,10 @@ static SERVER: Mutex<State> = Mutex::new(State::NotStarted);
 
 enum State {
     NotStarted,
-    Running { control: OwnedFd, pid: u32 },
+    Running {
+        control: OwnedFd,
+        pid: u32,
+    },
     /// It failed to start or died: commands start the usual way.
     Off,
 }
@@ -158,7 +164,9 @@ pub fn submit(argv: &[String], env: &BTreeMap<String, String>, cwd: &Path, stdio
         *state = match start() {
             Ok((control, pid)) => State::Running { control, pid },
             Err(e) => {
-                tracing::warn!("cannot start the fork server for hooks ({e}); they start the usual way");
+                tracing::warn!(
+                    "cannot start the fork server for hooks ({e}); they start the usual way"
+                );
                 State::Off
             }
         };
@@ -390,7 +398,8 @@ fn recv_with_fds(socket: BorrowedFd, buf: &mut [u8]) -> io::Result<Received> {
             if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
                 let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
                 let header = libc::CMSG_LEN(0) as usize;
-                let count = ((*cmsg).cmsg_len as usize - header) / std::mem::size_of::<libc::c_int>();
+                let count =
+                    ((*cmsg).cmsg_len as usize - header) / std::mem::size_of::<libc::c_int>();
                 for i in 0..count {
                     fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
                 }
@@ -409,11 +418,7 @@ fn recv_with_fds(socket: BorrowedFd, buf: &mut [u8]) -> io::Result<Received> {
 /// counts, then the cwd, the arguments and `KEY=value` entries, each
 /// NUL-terminated. `None` when a string holds a NUL byte or the request is
 /// over [`MAX_REQUEST`].
-fn encode_request(
-    argv: &[String],
-    env: &BTreeMap<String, String>,
-    cwd: &Path,
-) -> Option<Vec<u8>> {
+fn encode_request(argv: &[String], env: &BTreeMap<String, String>, cwd: &Path) -> Option<Vec<u8>> {
     let strings = argv.len() + env.len() + 1;
     let mut out = Vec::with_capacity(8 + strings * 16);
     out.extend_from_slice(&u32::try_from(argv.len()).ok()?.to_ne_bytes());
@@ -470,7 +475,10 @@ mod tests {
     #[test]
     fn a_request_decodes_to_what_was_encoded() {
         let argv = vec!["/bin/echo".to_string(), "a b".into(), String::new()];
-        let env = BTreeMap::from([("A".to_string(), "1=2".to_string()), ("B".into(), "".into())]);
+        let env = BTreeMap::from([
+            ("A".to_string(), "1=2".to_string()),
+            ("B".into(), "".into()),
+        ]);
         let bytes = encode_request(&argv, &env, Path::new("/tmp")).unwrap();
         let request = decode_request(&bytes).unwrap();
         assert_eq!(request.cwd.as_bytes(), b"/tmp");
@@ -479,7 +487,8 @@ mod tests {
         let env: Vec<&[u8]> = request.env.iter().map(|s| s.as_bytes()).collect();
         assert_eq!(env, [&b"A=1=2"[..], b"B="]);
         // An empty environment.
-        let bytes = encode_request(&argv_of("/bin/true"), &BTreeMap::new(), Path::new("/")).unwrap();
+        let bytes =
+            encode_request(&argv_of("/bin/true"), &BTreeMap::new(), Path::new("/")).unwrap();
         assert_eq!(decode_request(&bytes).unwrap().env, Vec::<CString>::new());
     }
 
@@ -494,7 +503,10 @@ mod tests {
         let big = BTreeMap::from([("BIG".to_string(), "x".repeat(MAX_REQUEST))]);
         assert!(encode_request(&argv_of("/bin/true"), &big, Path::new("/")).is_none());
         let good = encode_request(&argv_of("/bin/true"), &env, Path::new("/")).unwrap();
-        assert!(decode_request(&good[..good.len() - 1]).is_none(), "unterminated");
+        assert!(
+            decode_request(&good[..good.len() - 1]).is_none(),
+            "unterminated"
+        );
         assert!(decode_request(&good[..6]).is_none(), "short header");
         let mut no_argv = good.clone();
         no_argv[..4].copy_from_slice(&0u32.to_ne_bytes());
@@ -523,7 +535,10 @@ mod tests {
         send_with_fds(a.as_fd(), b"hello", &[x.as_fd()]).unwrap();
         let mut buf = [0u8; 16];
         let got = recv_with_fds(b.as_fd(), &mut buf).unwrap();
-        assert_eq!((&buf[..got.len], got.fds.len(), got.truncated), (&b"hello"[..], 1, false));
+        assert_eq!(
+            (&buf[..got.len], got.fds.len(), got.truncated),
+            (&b"hello"[..], 1, false)
+        );
         // The received descriptor is the same socket: it reaches `y`.
         send_with_fds(got.fds[0].as_fd(), b"via", &[]).unwrap();
         let got = recv_with_fds(y.as_fd(), &mut buf).unwrap();

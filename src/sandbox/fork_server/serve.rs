@@ -25,8 +25,13 @@ pub(super) fn main(control: libc::c_int) -> i32 {
         return 2;
     }
     // SAFETY: the descriptor is open (a socket, checked above) and nothing
-    // else in this process owns it.
-    let control = unsafe { OwnedFd::from_raw_fd(control) };
+    // else in this process owns it. PR_SET_NAME reads a NUL-terminated
+    // name of at most 16 bytes.
+    let control = unsafe {
+        // For `top` and `ps -o comm` (exec'd as /proc/self/exe: "exe").
+        libc::prctl(libc::PR_SET_NAME, c"cogni-fork-srv".as_ptr());
+        OwnedFd::from_raw_fd(control)
+    };
     match Server::new() {
         Ok(mut server) => server.run(&control),
         Err(_) => 1,
@@ -194,7 +199,8 @@ impl Server {
             return job.report(SPAWN_FAILED, last_errno());
         }
         // SAFETY: pipe2 succeeded: both descriptors are new and ours.
-        let (check_r, check_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (check_r, check_w) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // SAFETY: this process has one thread; the child only runs `s`,
         // which never returns.
         match unsafe { libc::fork() } {
@@ -253,7 +259,11 @@ unsafe fn s(
     let error = match prepare(command, stdio, exec_check, server).and_then(|()| reaper::enter()) {
         Ok(()) => {
             // C.
-            libc::execve(command.argv[0], command.argv.as_ptr(), command.envp.as_ptr());
+            libc::execve(
+                command.argv[0],
+                command.argv.as_ptr(),
+                command.envp.as_ptr(),
+            );
             last_errno()
         }
         Err(e) => e.raw_os_error().unwrap_or(libc::EINVAL),

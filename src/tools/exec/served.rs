@@ -138,31 +138,35 @@ impl Served {
         }
     }
 
-    /// The command's wait status (S exits the way the command did).
+    /// The command's wait status (S exits the way the command did); a
+    /// [`lost`] error when the server died first.
     pub(super) async fn wait(&self) -> io::Result<ExitStatus> {
         loop {
             match self.report().await? {
                 Some(Report::Exited(status)) => return Ok(ExitStatus::from_raw(status)),
                 Some(_) => {}
-                None => {
-                    return Err(io::Error::other(
-                        "the fork server exited while the command ran, which ended it",
-                    ))
-                }
+                None => return Err(io::Error::other(ServerLost)),
             }
+        }
+    }
+
+    /// [`Served::wait`] after a signal: a server that died took the command
+    /// with it (S's parent-death signal, R's sweep), as a SIGKILL would.
+    pub(super) async fn wait_signaled(&self) -> io::Result<ExitStatus> {
+        match self.wait().await {
+            Err(e) if lost(&e) => Ok(ExitStatus::from_raw(libc::SIGKILL)),
+            status => status,
         }
     }
 
     /// After SIGKILL: the status within `grace`, or the server is given
     /// up (killed: everything it started dies with it).
     pub(super) async fn wait_killed(&self, grace: Duration) -> io::Result<ExitStatus> {
-        match tokio::time::timeout(grace, self.wait()).await {
+        match tokio::time::timeout(grace, self.wait_signaled()).await {
             Ok(status) => status,
             Err(_) => {
                 fork_server::give_up("it did not end a killed command");
-                Err(io::Error::other(
-                    "the fork server did not end the command; it was killed with the server",
-                ))
+                Ok(ExitStatus::from_raw(libc::SIGKILL))
             }
         }
     }
@@ -181,6 +185,23 @@ impl Served {
             )
         };
     }
+}
+
+/// The fork server exited while the command ran, which ended it.
+#[derive(Debug)]
+struct ServerLost;
+
+impl std::fmt::Display for ServerLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the fork server exited while the command ran, which ended it")
+    }
+}
+
+impl std::error::Error for ServerLost {}
+
+/// Whether `e` is a [`Served::wait`] that lost its server.
+pub(super) fn lost(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<ServerLost>())
 }
 
 /// A close-on-exec pipe: (read end, write end).
