@@ -30,7 +30,7 @@ use std::io;
 use std::mem::zeroed;
 
 /// R's parent-death signal: S is gone, kill everything.
-const PARENT_GONE: libc::c_int = libc::SIGUSR1;
+pub(super) const PARENT_GONE: libc::c_int = libc::SIGUSR1;
 /// Rounds of "kill every child, reap" before R gives up on a tree that
 /// keeps forking (each round kills every process directly below R).
 const MAX_ROUNDS: usize = 10_000;
@@ -147,7 +147,10 @@ unsafe fn wait_for_command(command: libc::pid_t, watched: &libc::sigset_t) -> Op
 
 /// SIGKILL every process below R, round after round (the children of a
 /// killed process are re-parented to R), until none is left.
-unsafe fn kill_descendants() {
+///
+/// # Safety
+/// Async-signal-safe; call in a child subreaper that never execs.
+pub(super) unsafe fn kill_descendants() {
     let me = libc::getpid();
     for _ in 0..MAX_ROUNDS {
         // The common case: the command left nothing behind; no /proc scan.

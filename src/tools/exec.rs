@@ -256,7 +256,7 @@ async fn run_launched(
     }
     let start = Instant::now();
     let served = match launcher {
-        Launcher::ForkServer => served::launch(req).await,
+        Launcher::ForkServer => served::launch(req),
         Launcher::Spawn => None,
     };
     let mut process = match served {
@@ -293,7 +293,7 @@ async fn run_launched(
         })
         .await;
     let (status, timed_out, stopped) = match waited {
-        Ok((status, _)) => (status.map_err(ExecError::Wait)?, false, false),
+        Ok((status, _)) => (status?, false, false),
         Err(stopped) => {
             let status = pumps.alongside(terminate(handle, req.kill_grace)).await?;
             (status, !stopped, stopped)
@@ -330,33 +330,34 @@ enum Handle {
 }
 
 impl Handle {
+    /// The process group, known for cogni's own child.
     fn pgid(&self) -> Option<i32> {
         match self {
             Handle::Child { group, .. } => group.as_ref().map(|g| g.pgid),
-            Handle::Served(served) => Some(served.pgid),
+            Handle::Served(_) => None,
         }
     }
 
-    async fn wait(&mut self) -> io::Result<ExitStatus> {
+    async fn wait(&mut self) -> Result<ExitStatus, ExecError> {
         match self {
-            Handle::Child { child, .. } => child.wait().await,
+            Handle::Child { child, .. } => child.wait().await.map_err(ExecError::Wait),
             Handle::Served(served) => served.wait().await,
         }
     }
 
     /// Wait after a signal: a fork server that died took the command with
     /// it (SIGKILL).
-    async fn wait_signaled(&mut self) -> io::Result<ExitStatus> {
+    async fn wait_signaled(&mut self) -> Result<ExitStatus, ExecError> {
         match self {
-            Handle::Child { child, .. } => child.wait().await,
+            Handle::Child { child, .. } => child.wait().await.map_err(ExecError::Wait),
             Handle::Served(served) => served.wait_signaled().await,
         }
     }
 
     /// Wait after SIGKILL; the server gets `grace` to answer.
-    async fn wait_killed(&mut self, grace: Duration) -> io::Result<ExitStatus> {
+    async fn wait_killed(&mut self, grace: Duration) -> Result<ExitStatus, ExecError> {
         match self {
-            Handle::Child { child, .. } => child.wait().await,
+            Handle::Child { child, .. } => child.wait().await.map_err(ExecError::Wait),
             Handle::Served(served) => served.wait_killed(grace).await,
         }
     }
@@ -459,7 +460,7 @@ async fn terminate(handle: &mut Handle, grace: Duration) -> Result<ExitStatus, E
         }
     };
     handle.signal(libc::SIGKILL);
-    status.map_err(ExecError::Wait)
+    status
 }
 
 fn signal_group(pgid: Option<i32>, signal: i32) {

@@ -288,11 +288,11 @@ fn a_hook_that_hangs_is_killed_at_its_timeout() {
     );
 }
 
-/// Shell lines that put the command line of the process that started the
-/// hook's supervisor (the fork server, or cogni) in `$top`: the hook's
-/// parent is R, R's is S, S's is that process.
-const STARTER: &str = "s=$(cut -d' ' -f4 /proc/$PPID/stat)\n\
-                       top=$(cut -d' ' -f4 /proc/$s/stat)\n\
+/// Shell lines that put the pid of the hook's grandparent in `$top` and
+/// its command line in `$starter`: the fork server (its worker is the
+/// hook's parent), or a copy of cogni (the usual way: the hook's parent is
+/// the supervisor R, whose parent is S).
+const STARTER: &str = "top=$(cut -d' ' -f4 /proc/$PPID/stat)\n\
                        starter=$(tr '\\0' ' ' < /proc/$top/cmdline)\n";
 
 #[test]

@@ -7,32 +7,33 @@
 //! per command. Forked from cogni, whose address space is large, that is
 //! about 1 ms of a `true` hook's 2 ms. The fork server is cogni's own binary
 //! exec'd afresh ([`serve_if_asked`], before anything else runs), so its
-//! address space is a few hundred kilobytes, and it forks S (which forks R
-//! and C exactly as for any unconfined command) from there.
+//! address space is small; for each command it hands the request to a
+//! worker it forked ahead of time, which forks the command and supervises
+//! it with the reaper's guarantees (see `serve`).
 //!
 //! - **Started** at the first command that asks for it ([`submit`]), so a
 //!   session without hooks pays nothing; by a thread that stays alive as
 //!   long as the server (the parent-death signal follows the thread that
 //!   forked), waits for it and reaps it.
 //! - **Dies with cogni**: its parent-death signal is SIGKILL, and end of
-//!   file on its control socket (cogni exited or gave it up) makes it kill
-//!   every command it started and exit. Each S it forks has SIGKILL as its
-//!   parent-death signal too, and R kills what is left below it when S
-//!   dies: no process it started outlives it.
+//!   file on its control socket (cogni exited or gave it up) makes it exit.
+//!   A worker kills everything its command started when the server dies
+//!   (its parent-death signal), when cogni closes the command's socket, and
+//!   when the command exits: no process it started outlives it.
 //! - **One socket per command**: cogni sends the request (argv, cwd,
 //!   environment) with the command's stdin, stdout and stderr and its end
-//!   of a new socket pair over the control socket (`SCM_RIGHTS`). On that
-//!   socket the server reports [`Report::Started`] once the command was
-//!   exec'd (or [`Report::SpawnFailed`]) and [`Report::Exited`] with S's
-//!   wait status; cogni sends [`signal_message`]s (SIGTERM, SIGKILL) for S's
-//!   process group, which the server delivers only while S is unreaped, so
-//!   the group id cannot have been reused. End of file from cogni
-//!   (the run was dropped: cancelled) kills the group.
+//!   of a new socket pair over the control socket (`SCM_RIGHTS`); the
+//!   server passes all of it on to the worker. On that socket the worker
+//!   reports [`Report::Exited`] (or [`Report::SpawnFailed`]) and cogni
+//!   sends [`signal_message`]s (SIGTERM, SIGKILL) for the command's process
+//!   group. End of file from cogni (the run was dropped: cancelled) kills
+//!   the group; end of file from the worker before a report means the
+//!   server died, and with it the command.
 //! - **Never in the way**: when the binary cannot serve (a test harness
-//!   never calls [`serve_if_asked`]), the server cannot start, a request
-//!   cannot be sent, or the server dies or does not answer before the
-//!   command started, the command starts the usual way (see
-//!   `tools::exec`), with a warning in the log the first time.
+//!   never calls [`serve_if_asked`]), the server cannot start or a request
+//!   cannot be sent, the command starts the usual way (see `tools::exec`,
+//!   which also runs a command again the usual way when the server died
+//!   under it), with a warning in the log.
 
 mod serve;
 
@@ -58,19 +59,16 @@ const MAX_REQUEST: usize = 128 * 1024;
 const REQUEST_FDS: usize = 4;
 
 /// Kinds of the 8-byte messages on a command's socket: a kind and a value.
-const STARTED: i32 = 1;
-const SPAWN_FAILED: i32 = 2;
-const EXITED: i32 = 3;
-const SIGNAL: i32 = 4;
+const SPAWN_FAILED: i32 = 1;
+const EXITED: i32 = 2;
+const SIGNAL: i32 = 3;
 
-/// What the server says about one command.
+/// How a command the server started ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Report {
-    /// The command was exec'd; S's pid, the id of its process group.
-    Started(i32),
-    /// The command could not start (an errno).
+    /// It could not start (an errno).
     SpawnFailed(i32),
-    /// S's wait status (the command's: S exits the way it did).
+    /// Its wait status.
     Exited(i32),
 }
 
@@ -79,7 +77,6 @@ impl Report {
     pub fn parse(message: &[u8]) -> Option<Report> {
         let (kind, value) = parse_message(message)?;
         match kind {
-            STARTED => Some(Report::Started(value)),
             SPAWN_FAILED => Some(Report::SpawnFailed(value)),
             EXITED => Some(Report::Exited(value)),
             _ => None,
@@ -187,9 +184,8 @@ pub fn submit(argv: &[String], env: &BTreeMap<String, String>, cwd: &Path, stdio
     }
 }
 
-/// The command's launch found the server failing (it closed the command's
-/// socket or did not answer before the command started): stop it; from now
-/// on commands start the usual way.
+/// The server failed a command (it did not end a killed command): stop it;
+/// from now on commands start the usual way.
 pub fn give_up(why: &str) {
     stop(&mut SERVER.lock().unwrap_or_else(|e| e.into_inner()), why);
 }
@@ -294,6 +290,17 @@ fn wait_exited(pid: u32) {
             return;
         }
     }
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded: both descriptors are new and ours.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A connected pair of close-on-exec, non-blocking sequenced-packet
@@ -516,8 +523,8 @@ mod tests {
     #[test]
     fn messages_carry_a_kind_and_a_value() {
         assert_eq!(
-            Report::parse(&message(STARTED, 4711)),
-            Some(Report::Started(4711))
+            Report::parse(&message(SPAWN_FAILED, libc::ENOENT)),
+            Some(Report::SpawnFailed(libc::ENOENT))
         );
         assert_eq!(
             Report::parse(&message(EXITED, -3)),

@@ -1,22 +1,38 @@
-//! The fork server's own process: one thread, a poll loop over the control
-//! socket, SIGCHLD (a signalfd) and each command's socket and exec check.
+//! The fork server's own processes.
 //!
-//! For each request it forks S, which sets up the command's process group,
-//! descriptors and cwd, then enters the unconfined supervisor
-//! ([`reaper::enter`]: S forks R, R forks C) and C execs the command. The
-//! exec check is a close-on-exec pipe: end of file once C exec'd, an errno
-//! when something before the exec failed.
+//! - **The server**: one thread, a poll loop over the control socket and
+//!   SIGCHLD (a signalfd). It keeps one idle worker forked ahead of time;
+//!   a request goes to it whole (the message and its descriptors) and the
+//!   server forks the next idle worker while the command runs.
+//! - **W, a worker**: the supervisor of one command, in the place of the
+//!   unconfined supervisor's S and R (`super::super::reaper`), with the
+//!   same guarantees. A child subreaper whose parent-death signal means
+//!   "kill everything"; it forks C, delivers the signals cogni asks for to
+//!   C's process group while C is unreaped (so the group id cannot have
+//!   been reused), kills C's group when cogni closes the command's socket,
+//!   and once C exited kills everything left below it
+//!   ([`reaper::kill_descendants`]) and reports C's wait status on that
+//!   socket. Then it exits.
+//! - **C, the command**: its own process group, death with W, the
+//!   command's descriptors, cwd and environment, then exec. What fails
+//!   before the exec writes its errno to a close-on-exec pipe that W reads
+//!   once C is gone (as std's spawn does).
+//!
+//! So starting a command costs one fork of a small process and an exec:
+//! the worker is forked before the request comes.
 
-use super::super::forked::{check, close_fds_except, ignore_stop_signals, last_errno, send_i32};
-use super::super::reaper;
+use super::super::forked::{
+    check, close_fds_except, ignore_stop_signals, last_errno, reset_signal_handlers, send_i32,
+};
+use super::super::reaper::{self, PARENT_GONE};
 use super::{
-    decode_request, message, parse_message, recv_with_fds, Request, EXITED, MAX_REQUEST, MODE,
-    REQUEST_FDS, SIGNAL, SPAWN_FAILED, STARTED,
+    decode_request, message, parse_message, pipe, recv_with_fds, send_with_fds, socket_pair,
+    Request, EXITED, MAX_REQUEST, MODE, REQUEST_FDS, SIGNAL, SPAWN_FAILED,
 };
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::ptr::null;
+use std::ptr::{null, null_mut};
 
 /// The server's `main`, its control socket on `control`; the exit code.
 pub(super) fn main(control: libc::c_int) -> i32 {
@@ -58,110 +74,75 @@ struct Server {
     pid: libc::pid_t,
     /// SIGCHLD, blocked and read here.
     signals: OwnedFd,
-    jobs: Vec<Job>,
+    /// The worker the next request goes to.
+    idle: Option<Worker>,
+    buf: Vec<u8>,
 }
 
-/// One command: S and the socket cogni hears about it on.
-struct Job {
-    /// S's pid: the command's process group.
+/// A worker waiting for its command.
+struct Worker {
     pid: libc::pid_t,
-    /// `None` once cogni closed it (the run was dropped).
-    socket: Option<OwnedFd>,
-    /// The exec check's read end, until it said how the exec went.
-    exec_check: Option<OwnedFd>,
+    /// The server's end of the socket it waits on.
+    channel: OwnedFd,
 }
 
 impl Server {
     fn new() -> io::Result<Self> {
         // SAFETY: signal dispositions, prctl and the signal mask of this
-        // single-threaded process; sigset_t is plain data the calls fill.
+        // single-threaded process.
         unsafe {
             // Stopping is cogni's business: it closes the control socket.
             ignore_stop_signals();
-            // Orphans of a command whose R is gone come here, to be reaped.
+            // Orphans of a worker that was killed come here, to be reaped.
             check(libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))?;
-            let mut mask: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut mask);
-            libc::sigaddset(&mut mask, libc::SIGCHLD);
-            check(libc::sigprocmask(
-                libc::SIG_BLOCK,
-                &mask,
-                std::ptr::null_mut(),
-            ))?;
-            let signals = libc::signalfd(-1, &mask, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
-            if signals == -1 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(Server {
-                pid: libc::getpid(),
-                signals: OwnedFd::from_raw_fd(signals),
-                jobs: Vec::new(),
-            })
         }
+        Ok(Server {
+            // SAFETY: getpid has no preconditions.
+            pid: unsafe { libc::getpid() },
+            signals: block_for_signalfd(&[libc::SIGCHLD])?,
+            idle: None,
+            buf: vec![0u8; MAX_REQUEST],
+        })
     }
 
     /// Serve until cogni closes the control socket; the exit code.
     fn run(&mut self, control: &OwnedFd) -> i32 {
-        let mut buf = vec![0u8; MAX_REQUEST];
+        self.idle = self.fork_worker().ok();
         loop {
-            let mut polls = vec![readable(Some(control)), readable(Some(&self.signals))];
-            for job in &self.jobs {
-                polls.push(readable(job.socket.as_ref()));
-                polls.push(readable(job.exec_check.as_ref()));
-            }
+            let mut polls = [
+                readable(control.as_raw_fd()),
+                readable(self.signals.as_raw_fd()),
+            ];
             // SAFETY: `polls` is a valid array of its length.
             if unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, -1) } == -1 {
                 if last_errno() == libc::EINTR {
                     continue;
                 }
-                self.shut_down();
                 return 1;
-            }
-            // Jobs first, while `polls` still lines up with them.
-            for (job, polled) in self.jobs.iter_mut().zip(polls[2..].chunks(2)) {
-                if polled[1].revents != 0 {
-                    job.settle();
-                }
-                if polled[0].revents != 0 {
-                    job.hear();
-                }
             }
             if polls[1].revents != 0 {
                 self.reap();
             }
             if polls[0].revents != 0 {
-                match recv_with_fds(control.as_fd(), &mut buf) {
-                    Ok(got) if got.len == 0 => {
-                        self.shut_down();
-                        return 0;
-                    }
-                    Ok(got) => self.start(&buf[..got.len], got.fds, got.truncated),
+                match recv_with_fds(control.as_fd(), &mut self.buf) {
+                    // cogni is gone: so are we, and the workers kill their
+                    // commands (their parent-death signal).
+                    Ok(got) if got.len == 0 => return 0,
+                    Ok(got) => self.dispatch(got.len, got.fds, got.truncated),
                     Err(e)
                         if matches!(
                             e.kind(),
                             io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
                         ) => {}
-                    Err(_) => {
-                        self.shut_down();
-                        return 1;
-                    }
+                    Err(_) => return 1,
                 }
             }
         }
     }
 
-    /// cogni is gone: kill every command (R kills what each left).
-    fn shut_down(&mut self) {
-        for job in self.jobs.drain(..) {
-            job.signal(libc::SIGKILL);
-        }
-    }
-
-    /// Reap every child that exited; report each command's S.
+    /// Reap the workers that exited.
     fn reap(&mut self) {
-        let mut info = [0u8; 128];
-        // SAFETY: reading at most `info.len()` bytes into it.
-        while unsafe { libc::read(self.signals.as_raw_fd(), info.as_mut_ptr().cast(), 128) } > 0 {}
+        drain(&self.signals);
         loop {
             let mut status = 0;
             // SAFETY: `status` is writable.
@@ -169,52 +150,207 @@ impl Server {
             if pid <= 0 {
                 return;
             }
-            if let Some(at) = self.jobs.iter().position(|job| job.pid == pid) {
-                let mut job = self.jobs.swap_remove(at);
-                job.settle();
-                job.report(EXITED, status);
+            if self.idle.as_ref().is_some_and(|w| w.pid == pid) {
+                self.idle = None;
             }
         }
     }
 
-    /// Start the command a request asks for, or say why not.
-    fn start(&mut self, bytes: &[u8], fds: Vec<OwnedFd>, truncated: bool) {
-        let Ok([stdin, stdout, stderr, socket]) = <[OwnedFd; REQUEST_FDS]>::try_from(fds) else {
+    /// Hand the request in `buf[..len]` with its descriptors to a worker,
+    /// then fork the next one.
+    fn dispatch(&mut self, len: usize, fds: Vec<OwnedFd>, truncated: bool) {
+        if fds.len() != REQUEST_FDS {
             // Not a request cogni sends: nobody to answer.
             return;
-        };
-        let mut job = Job {
-            pid: 0,
-            socket: Some(socket),
-            exec_check: None,
-        };
-        let request = match decode_request(bytes) {
-            Some(request) if !truncated => request,
-            _ => return job.report(SPAWN_FAILED, libc::E2BIG),
-        };
-        let command = Command::new(&request);
-        let mut fds = [-1; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == -1 {
-            return job.report(SPAWN_FAILED, last_errno());
         }
-        // SAFETY: pipe2 succeeded: both descriptors are new and ours.
-        let (check_r, check_w) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: this process has one thread; the child only runs `s`,
+        let socket = fds[REQUEST_FDS - 1].as_fd();
+        if truncated {
+            return report(socket, SPAWN_FAILED, libc::E2BIG);
+        }
+        let borrowed: Vec<BorrowedFd> = fds.iter().map(AsFd::as_fd).collect();
+        // A worker that died meanwhile refuses the message: one more try.
+        let mut sent = Ok(());
+        for _ in 0..2 {
+            let worker = match self.idle.take() {
+                Some(worker) => worker,
+                None => match self.fork_worker() {
+                    Ok(worker) => worker,
+                    Err(e) => {
+                        sent = Err(e);
+                        break;
+                    }
+                },
+            };
+            sent = send_with_fds(worker.channel.as_fd(), &self.buf[..len], &borrowed);
+            if sent.is_ok() {
+                break;
+            }
+        }
+        if let Err(e) = sent {
+            report(socket, SPAWN_FAILED, e.raw_os_error().unwrap_or(libc::EIO));
+        }
+        self.idle = self.fork_worker().ok();
+    }
+
+    fn fork_worker(&mut self) -> io::Result<Worker> {
+        let (channel, theirs) = socket_pair()?;
+        // SAFETY: this process has one thread; the child runs `worker`,
         // which never returns.
         match unsafe { libc::fork() } {
-            -1 => job.report(SPAWN_FAILED, last_errno()),
-            0 => {
-                let stdio = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
-                // SAFETY: in the forked child, see `s`.
-                unsafe { s(&command, stdio, check_w.as_raw_fd(), self.pid) }
+            -1 => Err(io::Error::last_os_error()),
+            // SAFETY: in the forked child, see `worker`.
+            0 => unsafe { worker(&theirs, self.pid, &mut self.buf) },
+            pid => Ok(Worker { pid, channel }),
+        }
+    }
+}
+
+/// W: wait for a request on `channel`, run its command, exit.
+///
+/// # Safety
+/// Call only in a child just forked from the single-threaded server
+/// (`server`).
+unsafe fn worker(channel: &OwnedFd, server: libc::pid_t, buf: &mut [u8]) -> ! {
+    let code = match work(channel, server, buf) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    };
+    libc::_exit(code)
+}
+
+/// # Safety
+/// As [`worker`].
+unsafe fn work(channel: &OwnedFd, server: libc::pid_t, buf: &mut [u8]) -> io::Result<()> {
+    let signals = block_for_signalfd(&[libc::SIGCHLD, PARENT_GONE])?;
+    check(libc::prctl(
+        libc::PR_SET_PDEATHSIG,
+        PARENT_GONE as libc::c_ulong,
+    ))?;
+    if libc::getppid() != server {
+        // The server died before prctl took effect.
+        return Ok(());
+    }
+    check(libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))?;
+    close_fds_except(&[channel.as_raw_fd(), signals.as_raw_fd()]);
+    let got = loop {
+        let mut poll = readable(channel.as_raw_fd());
+        if libc::poll(&mut poll, 1, -1) == -1 && last_errno() != libc::EINTR {
+            return Err(io::Error::last_os_error());
+        }
+        match recv_with_fds(channel.as_fd(), buf) {
+            Ok(got) => break got,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    };
+    // End of file: the server is gone before it had work for us.
+    let Ok([stdin, stdout, stderr, socket]) = <[OwnedFd; REQUEST_FDS]>::try_from(got.fds) else {
+        return Ok(());
+    };
+    let Some(request) = decode_request(&buf[..got.len]) else {
+        report(socket.as_fd(), SPAWN_FAILED, libc::EINVAL);
+        return Ok(());
+    };
+    let command = Command::new(&request);
+    let (exec_check, exec_check_w) = pipe()?;
+    let me = libc::getpid();
+    let pid = match libc::fork() {
+        -1 => {
+            report(socket.as_fd(), SPAWN_FAILED, last_errno());
+            return Ok(());
+        }
+        0 => c(
+            &command,
+            [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()],
+            exec_check_w.as_raw_fd(),
+            me,
+        ),
+        pid => pid,
+    };
+    drop((exec_check_w, stdin, stdout, stderr));
+    let status = supervise(pid, &socket, &signals);
+    reaper::kill_descendants();
+    // Without a status the server is gone: cogni hears end of file.
+    if let Some(status) = status {
+        let mut errno = [0u8; 4];
+        // A whole errno: C failed before its exec. C is gone, and so is
+        // every writer: this does not block.
+        if libc::read(exec_check.as_raw_fd(), errno.as_mut_ptr().cast(), 4) == 4 {
+            report(socket.as_fd(), SPAWN_FAILED, i32::from_ne_bytes(errno));
+        } else {
+            report(socket.as_fd(), EXITED, status);
+        }
+    }
+    Ok(())
+}
+
+/// Wait for C (`command`), delivering the signals cogni asks for; C's
+/// wait status, or `None` when the server died (or waiting failed).
+///
+/// # Safety
+/// In W, with SIGCHLD and the parent-death signal read from `signals`.
+unsafe fn supervise(command: libc::pid_t, socket: &OwnedFd, signals: &OwnedFd) -> Option<i32> {
+    let mut listening = true;
+    loop {
+        // Reap first: orphans' exits come as SIGCHLD too.
+        loop {
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+            if pid == command {
+                return Some(status);
             }
-            pid => {
-                job.pid = pid;
-                job.exec_check = Some(check_r);
-                self.jobs.push(job);
+            if pid <= 0 {
+                break;
             }
+        }
+        let mut polls = [
+            readable(signals.as_raw_fd()),
+            readable(if listening { socket.as_raw_fd() } else { -1 }),
+        ];
+        if libc::poll(polls.as_mut_ptr(), 2, -1) == -1 {
+            if last_errno() == libc::EINTR {
+                continue;
+            }
+            return None;
+        }
+        if polls[0].revents != 0 && drain(signals) {
+            return None;
+        }
+        if polls[1].revents != 0 {
+            listening = hear(socket, command);
+        }
+    }
+}
+
+/// The signals cogni asks for, sent to C's group (unreaped: the group is
+/// C's); end of file (the run was dropped) kills it. False once cogni
+/// closed the socket.
+///
+/// # Safety
+/// In W, while `command` is unreaped.
+unsafe fn hear(socket: &OwnedFd, command: libc::pid_t) -> bool {
+    loop {
+        let mut buf = [0u8; 8];
+        let n = libc::recv(
+            socket.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        );
+        if n == -1 {
+            match last_errno() {
+                libc::EINTR => continue,
+                libc::EAGAIN => return true,
+                _ => {}
+            }
+        }
+        if n <= 0 {
+            libc::kill(-command, libc::SIGKILL);
+            return false;
+        }
+        if let Some((SIGNAL, signal)) = parse_message(&buf[..n as usize]) {
+            libc::kill(-command, signal);
         }
     }
 }
@@ -243,22 +379,18 @@ impl<'a> Command<'a> {
     }
 }
 
-/// S's part, in the child the server forked: its own process group, death
-/// with the server, the command's descriptors and cwd, then the
-/// supervisor, and in C the exec. Anything that fails before the exec
-/// writes its errno to `exec_check` (as std's spawn does) and exits 127.
+/// C: set up, exec; on failure the errno to `exec_check`, exit 127.
 ///
 /// # Safety
-/// Call only in a child just forked from the single-threaded server.
-unsafe fn s(
+/// Call only in a child just forked from W (`worker`).
+unsafe fn c(
     command: &Command,
     stdio: [BorrowedFd; 3],
     exec_check: libc::c_int,
-    server: libc::pid_t,
+    worker: libc::pid_t,
 ) -> ! {
-    let error = match prepare(command, stdio, exec_check, server).and_then(|()| reaper::enter()) {
+    let error = match prepare(command, stdio, exec_check, worker) {
         Ok(()) => {
-            // C.
             libc::execve(
                 command.argv[0],
                 command.argv.as_ptr(),
@@ -272,30 +404,31 @@ unsafe fn s(
     libc::_exit(127)
 }
 
-/// What S does before it enters the supervisor.
+/// What C does before its exec: default signal handling, its own process
+/// group, death with W, its descriptors and cwd.
 ///
 /// # Safety
-/// As [`s`].
+/// As [`c`].
 unsafe fn prepare(
     command: &Command,
     stdio: [BorrowedFd; 3],
     exec_check: libc::c_int,
-    server: libc::pid_t,
+    worker: libc::pid_t,
 ) -> io::Result<()> {
+    // W ignores SIGPIPE and the stop signals: ignored stays ignored across
+    // exec. Handlers first, then the mask (no signal is pending in a new
+    // process).
+    reset_signal_handlers();
     let mut none: libc::sigset_t = std::mem::zeroed();
     libc::sigemptyset(&mut none);
-    check(libc::sigprocmask(
-        libc::SIG_SETMASK,
-        &none,
-        std::ptr::null_mut(),
-    ))?;
+    check(libc::sigprocmask(libc::SIG_SETMASK, &none, null_mut()))?;
     check(libc::setpgid(0, 0))?;
     check(libc::prctl(
         libc::PR_SET_PDEATHSIG,
         libc::SIGKILL as libc::c_ulong,
     ))?;
-    if libc::getppid() != server {
-        // The server died before prctl took effect.
+    if libc::getppid() != worker {
+        // W died before prctl took effect.
         libc::_exit(127);
     }
     for (target, fd) in stdio.iter().enumerate() {
@@ -312,83 +445,68 @@ unsafe fn prepare(
     Ok(())
 }
 
-impl Job {
-    /// Tell cogni, unless it is gone.
-    fn report(&self, kind: i32, value: i32) {
-        if let Some(socket) = &self.socket {
-            let bytes = message(kind, value);
-            // SAFETY: sending `bytes` from memory we own; never blocks
-            // (three messages per command at most) nor raises SIGPIPE.
-            unsafe {
-                libc::send(
-                    socket.as_raw_fd(),
-                    bytes.as_ptr().cast(),
-                    bytes.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            };
-        }
-    }
+/// Tell cogni, on the command's socket; a closed socket (cogni dropped the
+/// run) is no error. Never blocks (two messages per command at most) nor
+/// raises SIGPIPE.
+fn report(socket: BorrowedFd, kind: i32, value: i32) {
+    let bytes = message(kind, value);
+    // SAFETY: sending `bytes` from memory we own.
+    unsafe {
+        libc::send(
+            socket.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+}
 
-    /// The exec check said something: an errno (it failed) or end of file
-    /// (exec'd). Once.
-    fn settle(&mut self) {
-        let Some(exec_check) = self.exec_check.take() else {
-            return;
-        };
-        let mut errno = [0u8; 4];
-        // SAFETY: reading at most 4 bytes into `errno`; non-blocking.
-        let n = unsafe { libc::read(exec_check.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
-        if n == 4 {
-            self.report(SPAWN_FAILED, i32::from_ne_bytes(errno));
-        } else {
-            self.report(STARTED, self.pid);
+/// Block `signals` and read them from the returned signalfd instead.
+fn block_for_signalfd(signals: &[libc::c_int]) -> io::Result<OwnedFd> {
+    // SAFETY: sigset_t is plain data that sigemptyset initializes; the
+    // mask and the new descriptor are this (single-threaded) process's.
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut mask);
+        for &signal in signals {
+            libc::sigaddset(&mut mask, signal);
         }
-    }
-
-    /// Signals cogni asks for; end of file (the run was dropped) kills.
-    fn hear(&mut self) {
-        let Some(socket) = &self.socket else { return };
-        loop {
-            let mut buf = [0u8; 8];
-            // SAFETY: receiving at most `buf.len()` bytes into it.
-            let n = unsafe {
-                libc::recv(
-                    socket.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n == -1 {
-                match last_errno() {
-                    libc::EINTR => continue,
-                    libc::EAGAIN => return,
-                    _ => {}
-                }
-            }
-            if n > 0 {
-                if let Some((SIGNAL, signal)) = parse_message(&buf[..n as usize]) {
-                    self.signal(signal);
-                }
-                continue;
-            }
-            self.socket = None;
-            return self.signal(libc::SIGKILL);
+        check(libc::sigprocmask(libc::SIG_BLOCK, &mask, null_mut()))?;
+        let fd = libc::signalfd(-1, &mask, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        if fd == -1 {
+            return Err(io::Error::last_os_error());
         }
-    }
-
-    fn signal(&self, signal: i32) {
-        // SAFETY: kill has no memory-safety preconditions. S is unreaped (a
-        // reaped job is dropped at once), so the group is this command's.
-        unsafe { libc::kill(-self.pid, signal) };
+        Ok(OwnedFd::from_raw_fd(fd))
     }
 }
 
-fn readable(fd: Option<&OwnedFd>) -> libc::pollfd {
+/// Read every pending signal from a signalfd; whether the parent-death
+/// signal was among them.
+fn drain(signals: &OwnedFd) -> bool {
+    let mut parent_gone = false;
+    loop {
+        // SAFETY: signalfd_siginfo is plain data that read fills.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: reading at most `size` bytes into `info`.
+        let n = unsafe {
+            libc::read(
+                signals.as_raw_fd(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                size,
+            )
+        };
+        if n != size as isize {
+            return parent_gone;
+        }
+        parent_gone |= info.ssi_signo == PARENT_GONE as u32;
+    }
+}
+
+fn readable(fd: libc::c_int) -> libc::pollfd {
     libc::pollfd {
         // poll skips negative descriptors.
-        fd: fd.map_or(-1, AsRawFd::as_raw_fd),
+        fd,
         events: libc::POLLIN,
         revents: 0,
     }

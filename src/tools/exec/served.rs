@@ -1,14 +1,13 @@
 //! Starting an unconfined command through the fork server
 //! (`crate::sandbox::fork_server`): cogni makes the command's pipes and a
 //! socket pair, sends the server the request with the command's ends, and
-//! hears on its own end when the command was exec'd and how it ended.
-//! Signals for its process group go back the same way; dropping the socket
-//! kills the group.
+//! hears on its own end how the command ended. Signals for its process
+//! group go the other way; dropping the socket kills the group.
 
 use super::{ExecError, ExecRequest, Handle, Process};
 use crate::sandbox::fork_server::{self, Report};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -16,34 +15,30 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::unix::pipe;
 
-/// How long the server may take to exec a command (its own start
-/// included) before it is given up.
-const LAUNCH_LIMIT: Duration = Duration::from_secs(5);
-
 /// A command the server started.
 pub(super) struct Served {
     socket: AsyncFd<OwnedFd>,
-    /// S's pid, the id of the command's process group.
-    pub(super) pgid: i32,
+    program: String,
 }
 
 /// Start `req` through the fork server: `None` when it must start the
-/// usual way (a sandbox, a program not given by its path, no server, or a
-/// server that failed before the command started).
-pub(super) async fn launch(req: &ExecRequest) -> Option<Result<Process, ExecError>> {
+/// usual way (a sandbox, a program not given by its path, no server).
+/// Returns once the request is sent: whether the command could start comes
+/// with its end ([`Served::wait`]).
+pub(super) fn launch(req: &ExecRequest) -> Option<Result<Process, ExecError>> {
     let program = req.argv.first()?;
     if req.sandbox.is_some() || !program.starts_with('/') {
         return None;
     }
     let (stdin_theirs, stdin_ours) = match req.stdin {
         Some(_) => {
-            let (read, write) = pipe_pair().ok()?;
+            let (read, write) = fork_server::pipe().ok()?;
             (read, Some(write))
         }
         None => (std::fs::File::open("/dev/null").ok()?.into(), None),
     };
-    let (stdout_ours, stdout_theirs) = pipe_pair().ok()?;
-    let (stderr_ours, stderr_theirs) = pipe_pair().ok()?;
+    let (stdout_ours, stdout_theirs) = fork_server::pipe().ok()?;
+    let (stderr_ours, stderr_theirs) = fork_server::pipe().ok()?;
     let (socket, socket_theirs) = fork_server::socket_pair().ok()?;
     // SAFETY: the AsyncFd owns the OwnedFd: the descriptor stays open, and
     // the same, until the AsyncFd is dropped.
@@ -63,25 +58,15 @@ pub(super) async fn launch(req: &ExecRequest) -> Option<Result<Process, ExecErro
     if !sent {
         return None;
     }
-    let mut served = Served { socket, pgid: 0 };
-    match tokio::time::timeout(LAUNCH_LIMIT, served.report()).await {
-        Ok(Ok(Some(Report::Started(pgid)))) => served.pgid = pgid,
-        Ok(Ok(Some(Report::SpawnFailed(errno)))) => {
-            return Some(Err(ExecError::Spawn {
-                program: program.clone(),
-                source: io::Error::from_raw_os_error(errno),
-            }))
-        }
-        _ => {
-            fork_server::give_up("it did not start a command");
-            return None;
-        }
-    }
+    let served = Served {
+        socket,
+        program: program.clone(),
+    };
     Some(register(served, stdin_ours, stdout_ours, stderr_ours))
 }
 
 /// Our ends of the pipes, registered with the runtime. An error here is
-/// the run's (the command runs already; dropping the socket kills it).
+/// the run's (the command is on its way; dropping the socket kills it).
 fn register(
     served: Served,
     stdin: Option<OwnedFd>,
@@ -138,30 +123,35 @@ impl Served {
         }
     }
 
-    /// The command's wait status (S exits the way the command did); a
-    /// [`lost`] error when the server died first.
-    pub(super) async fn wait(&self) -> io::Result<ExitStatus> {
+    /// The command's wait status; a [`lost`] error when the server died
+    /// first, a spawn error when it could not start.
+    pub(super) async fn wait(&self) -> Result<ExitStatus, ExecError> {
         loop {
-            match self.report().await? {
+            match self.report().await.map_err(ExecError::Wait)? {
                 Some(Report::Exited(status)) => return Ok(ExitStatus::from_raw(status)),
-                Some(_) => {}
-                None => return Err(io::Error::other(ServerLost)),
+                Some(Report::SpawnFailed(errno)) => {
+                    return Err(ExecError::Spawn {
+                        program: self.program.clone(),
+                        source: io::Error::from_raw_os_error(errno),
+                    })
+                }
+                None => return Err(ExecError::Wait(io::Error::other(ServerLost))),
             }
         }
     }
 
     /// [`Served::wait`] after a signal: a server that died took the command
-    /// with it (S's parent-death signal, R's sweep), as a SIGKILL would.
-    pub(super) async fn wait_signaled(&self) -> io::Result<ExitStatus> {
+    /// with it (the worker's parent-death signal), as a SIGKILL would.
+    pub(super) async fn wait_signaled(&self) -> Result<ExitStatus, ExecError> {
         match self.wait().await {
-            Err(e) if lost(&e) => Ok(ExitStatus::from_raw(libc::SIGKILL)),
+            Err(ExecError::Wait(e)) if lost(&e) => Ok(ExitStatus::from_raw(libc::SIGKILL)),
             status => status,
         }
     }
 
     /// After SIGKILL: the status within `grace`, or the server is given
     /// up (killed: everything it started dies with it).
-    pub(super) async fn wait_killed(&self, grace: Duration) -> io::Result<ExitStatus> {
+    pub(super) async fn wait_killed(&self, grace: Duration) -> Result<ExitStatus, ExecError> {
         match tokio::time::timeout(grace, self.wait_signaled()).await {
             Ok(status) => status,
             Err(_) => {
@@ -202,15 +192,4 @@ impl std::error::Error for ServerLost {}
 /// Whether `e` is a [`Served::wait`] that lost its server.
 pub(super) fn lost(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<ServerLost>())
-}
-
-/// A close-on-exec pipe: (read end, write end).
-fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 succeeded: both descriptors are new and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
