@@ -1,25 +1,26 @@
 //! The fork server's own processes.
 //!
-//! - **The server**: one thread, a poll loop over the control socket and
-//!   SIGCHLD (a signalfd). It keeps one idle worker forked ahead of time;
-//!   a request goes to it whole (the message and its descriptors) and the
-//!   server forks the next idle worker while the command runs.
-//! - **W, a worker**: the supervisor of one command, in the place of the
-//!   unconfined supervisor's S and R (`super::super::reaper`), with the
-//!   same guarantees. A child subreaper whose parent-death signal means
+//! - **The server**: one thread, a poll loop over the control socket,
+//!   SIGCHLD (a signalfd) and its busy workers' sockets. It keeps idle
+//!   workers (one forked ahead of time, at most [`MAX_IDLE`]); a request
+//!   goes to one of them whole (the message and its descriptors), and the
+//!   worker comes back to the pool when its command ended.
+//! - **W, a worker**: the supervisor of one command at a time, in the place
+//!   of the unconfined supervisor's S and R (`super::super::reaper`), with
+//!   the same guarantees. A child subreaper whose parent-death signal means
 //!   "kill everything"; it forks C, delivers the signals cogni asks for to
 //!   C's process group while C is unreaped (so the group id cannot have
 //!   been reused), kills C's group when cogni closes the command's socket,
 //!   and once C exited kills everything left below it
 //!   ([`reaper::kill_descendants`]) and reports C's wait status on that
-//!   socket. Then it exits.
+//!   socket. Then it tells the server it is ready for the next one.
 //! - **C, the command**: its own process group, death with W, the
 //!   command's descriptors, cwd and environment, then exec. What fails
 //!   before the exec writes its errno to a close-on-exec pipe that W reads
 //!   once C is gone (as std's spawn does).
 //!
 //! So starting a command costs one fork of a small process and an exec:
-//! the worker is forked before the request comes.
+//! no supervisor is forked or torn down on the way.
 
 use super::super::forked::{
     check, close_fds_except, ignore_stop_signals, last_errno, reset_signal_handlers, send_i32,
@@ -70,26 +71,34 @@ fn is_seqpacket(fd: libc::c_int) -> bool {
     ret == 0 && kind == libc::SOCK_SEQPACKET
 }
 
+/// Idle workers kept; one more that finishes its command exits.
+const MAX_IDLE: usize = 4;
+/// What a worker sends the server when its command ended.
+const READY: u8 = 1;
+
 struct Server {
     pid: libc::pid_t,
     /// SIGCHLD, blocked and read here.
     signals: OwnedFd,
-    /// The worker the next request goes to.
-    idle: Option<Worker>,
+    /// Workers waiting for a request; the last one gets the next.
+    idle: Vec<Worker>,
+    /// Workers running a command.
+    busy: Vec<Worker>,
     buf: Vec<u8>,
 }
 
-/// A worker waiting for its command.
+/// A worker, seen from the server.
 struct Worker {
     pid: libc::pid_t,
-    /// The server's end of the socket it waits on.
+    /// The server's end of the socket it gets requests on and says it is
+    /// ready on.
     channel: OwnedFd,
 }
 
 impl Server {
     fn new() -> io::Result<Self> {
-        // SAFETY: signal dispositions, prctl and the signal mask of this
-        // single-threaded process.
+        // SAFETY: signal dispositions and prctl of this single-threaded
+        // process.
         unsafe {
             // Stopping is cogni's business: it closes the control socket.
             ignore_stop_signals();
@@ -100,25 +109,40 @@ impl Server {
             // SAFETY: getpid has no preconditions.
             pid: unsafe { libc::getpid() },
             signals: block_for_signalfd(&[libc::SIGCHLD])?,
-            idle: None,
+            idle: Vec::new(),
+            busy: Vec::new(),
             buf: vec![0u8; MAX_REQUEST],
         })
     }
 
     /// Serve until cogni closes the control socket; the exit code.
     fn run(&mut self, control: &OwnedFd) -> i32 {
-        self.idle = self.fork_worker().ok();
+        if let Ok(worker) = self.fork_worker() {
+            self.idle.push(worker);
+        }
         loop {
-            let mut polls = [
+            let mut polls = vec![
                 readable(control.as_raw_fd()),
                 readable(self.signals.as_raw_fd()),
             ];
+            polls.extend(self.busy.iter().map(|w| readable(w.channel.as_raw_fd())));
             // SAFETY: `polls` is a valid array of its length.
             if unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, -1) } == -1 {
                 if last_errno() == libc::EINTR {
                     continue;
                 }
                 return 1;
+            }
+            // Busy workers first, while `polls` lines up with them.
+            let ready: Vec<usize> = (0..self.busy.len())
+                .filter(|&i| polls[2 + i].revents != 0)
+                .collect();
+            for i in ready.into_iter().rev() {
+                let worker = self.busy.swap_remove(i);
+                // Ready again, or gone (end of file).
+                if worker_says_ready(&worker) && self.idle.len() < MAX_IDLE {
+                    self.idle.push(worker);
+                }
             }
             if polls[1].revents != 0 {
                 self.reap();
@@ -140,7 +164,7 @@ impl Server {
         }
     }
 
-    /// Reap the workers that exited.
+    /// Reap the workers that exited (and orphans); forget them.
     fn reap(&mut self) {
         drain(&self.signals);
         loop {
@@ -150,14 +174,12 @@ impl Server {
             if pid <= 0 {
                 return;
             }
-            if self.idle.as_ref().is_some_and(|w| w.pid == pid) {
-                self.idle = None;
-            }
+            self.idle.retain(|w| w.pid != pid);
+            self.busy.retain(|w| w.pid != pid);
         }
     }
 
-    /// Hand the request in `buf[..len]` with its descriptors to a worker,
-    /// then fork the next one.
+    /// Hand the request in `buf[..len]` with its descriptors to a worker.
     fn dispatch(&mut self, len: usize, fds: Vec<OwnedFd>, truncated: bool) {
         if fds.len() != REQUEST_FDS {
             // Not a request cogni sends: nobody to answer.
@@ -168,28 +190,27 @@ impl Server {
             return report(socket, SPAWN_FAILED, libc::E2BIG);
         }
         let borrowed: Vec<BorrowedFd> = fds.iter().map(AsFd::as_fd).collect();
-        // A worker that died meanwhile refuses the message: one more try.
-        let mut sent = Ok(());
-        for _ in 0..2 {
-            let worker = match self.idle.take() {
-                Some(worker) => worker,
+        // An idle worker that died meanwhile refuses the message: the next.
+        let failed = loop {
+            let (worker, fresh) = match self.idle.pop() {
+                Some(worker) => (worker, false),
                 None => match self.fork_worker() {
-                    Ok(worker) => worker,
-                    Err(e) => {
-                        sent = Err(e);
-                        break;
-                    }
+                    Ok(worker) => (worker, true),
+                    Err(e) => break e,
                 },
             };
-            sent = send_with_fds(worker.channel.as_fd(), &self.buf[..len], &borrowed);
-            if sent.is_ok() {
-                break;
+            match send_with_fds(worker.channel.as_fd(), &self.buf[..len], &borrowed) {
+                Ok(()) => return self.busy.push(worker),
+                // A worker just forked that cannot take it: give up.
+                Err(e) if fresh => break e,
+                Err(_) => {}
             }
-        }
-        if let Err(e) = sent {
-            report(socket, SPAWN_FAILED, e.raw_os_error().unwrap_or(libc::EIO));
-        }
-        self.idle = self.fork_worker().ok();
+        };
+        report(
+            socket,
+            SPAWN_FAILED,
+            failed.raw_os_error().unwrap_or(libc::EIO),
+        );
     }
 
     fn fork_worker(&mut self) -> io::Result<Worker> {
@@ -205,7 +226,24 @@ impl Server {
     }
 }
 
-/// W: wait for a request on `channel`, run its command, exit.
+/// Read what a busy worker sent: true when it is ready for the next
+/// command, false when it is gone.
+fn worker_says_ready(worker: &Worker) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: receiving at most one byte into `byte`.
+    let n = unsafe {
+        libc::recv(
+            worker.channel.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    n == 1 && byte == READY
+}
+
+/// W: run the commands the server sends on `channel`, one at a time,
+/// until the server closes it or dies.
 ///
 /// # Safety
 /// Call only in a child just forked from the single-threaded server
@@ -232,25 +270,54 @@ unsafe fn work(channel: &OwnedFd, server: libc::pid_t, buf: &mut [u8]) -> io::Re
     }
     check(libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))?;
     close_fds_except(&[channel.as_raw_fd(), signals.as_raw_fd()]);
-    let got = loop {
-        let mut poll = readable(channel.as_raw_fd());
-        if libc::poll(&mut poll, 1, -1) == -1 && last_errno() != libc::EINTR {
-            return Err(io::Error::last_os_error());
+    loop {
+        let got = loop {
+            let mut poll = readable(channel.as_raw_fd());
+            if libc::poll(&mut poll, 1, -1) == -1 && last_errno() != libc::EINTR {
+                return Err(io::Error::last_os_error());
+            }
+            match recv_with_fds(channel.as_fd(), buf) {
+                Ok(got) => break got,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        };
+        // End of file: the server is gone or has enough idle workers.
+        let Ok(fds) = <[OwnedFd; REQUEST_FDS]>::try_from(got.fds) else {
+            return Ok(());
+        };
+        if !run_one(&buf[..got.len], fds, &signals)? {
+            return Ok(());
         }
-        match recv_with_fds(channel.as_fd(), buf) {
-            Ok(got) => break got,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        if libc::send(
+            channel.as_raw_fd(),
+            [READY].as_ptr().cast(),
+            1,
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        ) != 1
+        {
+            return Ok(());
         }
-    };
-    // End of file: the server is gone before it had work for us.
-    let Ok([stdin, stdout, stderr, socket]) = <[OwnedFd; REQUEST_FDS]>::try_from(got.fds) else {
-        return Ok(());
-    };
-    let Some(request) = decode_request(&buf[..got.len]) else {
+    }
+}
+
+/// Run one request's command to its end and report it; false when the
+/// server died meanwhile (the command was killed, nothing reported).
+///
+/// # Safety
+/// In W, with SIGCHLD and the parent-death signal read from `signals`.
+unsafe fn run_one(
+    request: &[u8],
+    [stdin, stdout, stderr, socket]: [OwnedFd; REQUEST_FDS],
+    signals: &OwnedFd,
+) -> io::Result<bool> {
+    let Some(request) = decode_request(request) else {
         report(socket.as_fd(), SPAWN_FAILED, libc::EINVAL);
-        return Ok(());
+        return Ok(true);
     };
     let command = Command::new(&request);
     let (exec_check, exec_check_w) = pipe()?;
@@ -258,7 +325,7 @@ unsafe fn work(channel: &OwnedFd, server: libc::pid_t, buf: &mut [u8]) -> io::Re
     let pid = match libc::fork() {
         -1 => {
             report(socket.as_fd(), SPAWN_FAILED, last_errno());
-            return Ok(());
+            return Ok(true);
         }
         0 => c(
             &command,
@@ -269,20 +336,21 @@ unsafe fn work(channel: &OwnedFd, server: libc::pid_t, buf: &mut [u8]) -> io::Re
         pid => pid,
     };
     drop((exec_check_w, stdin, stdout, stderr));
-    let status = supervise(pid, &socket, &signals);
+    let status = supervise(pid, &socket, signals);
     reaper::kill_descendants();
     // Without a status the server is gone: cogni hears end of file.
-    if let Some(status) = status {
-        let mut errno = [0u8; 4];
-        // A whole errno: C failed before its exec. C is gone, and so is
-        // every writer: this does not block.
-        if libc::read(exec_check.as_raw_fd(), errno.as_mut_ptr().cast(), 4) == 4 {
-            report(socket.as_fd(), SPAWN_FAILED, i32::from_ne_bytes(errno));
-        } else {
-            report(socket.as_fd(), EXITED, status);
-        }
+    let Some(status) = status else {
+        return Ok(false);
+    };
+    let mut errno = [0u8; 4];
+    // A whole errno: C failed before its exec. C is gone, and so is every
+    // writer: this does not block.
+    if libc::read(exec_check.as_raw_fd(), errno.as_mut_ptr().cast(), 4) == 4 {
+        report(socket.as_fd(), SPAWN_FAILED, i32::from_ne_bytes(errno));
+    } else {
+        report(socket.as_fd(), EXITED, status);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Wait for C (`command`), delivering the signals cogni asks for; C's
