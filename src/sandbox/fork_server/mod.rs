@@ -3,7 +3,7 @@
 //! commands) so that they do not pay for forking cogni.
 //!
 //! Forking copies the page tables of the process that forks, and the
-//! unconfined supervisor ([`super::reaper`]: S, R and C) forks three times
+//! unconfined supervisor (`sandbox::reaper`: S, R and C) forks three times
 //! per command. Forked from cogni, whose address space is large, that is
 //! about 1 ms of a `true` hook's 2 ms. The fork server is cogni's own binary
 //! exec'd afresh ([`serve_if_asked`], before anything else runs), so its

@@ -126,17 +126,13 @@ impl Served {
     /// The command's wait status; a [`lost`] error when the server died
     /// first, a spawn error when it could not start.
     pub(super) async fn wait(&self) -> Result<ExitStatus, ExecError> {
-        loop {
-            match self.report().await.map_err(ExecError::Wait)? {
-                Some(Report::Exited(status)) => return Ok(ExitStatus::from_raw(status)),
-                Some(Report::SpawnFailed(errno)) => {
-                    return Err(ExecError::Spawn {
-                        program: self.program.clone(),
-                        source: io::Error::from_raw_os_error(errno),
-                    })
-                }
-                None => return Err(ExecError::Wait(io::Error::other(ServerLost))),
-            }
+        match self.report().await.map_err(ExecError::Wait)? {
+            Some(Report::Exited(status)) => Ok(ExitStatus::from_raw(status)),
+            Some(Report::SpawnFailed(errno)) => Err(ExecError::Spawn {
+                program: self.program.clone(),
+                source: io::Error::from_raw_os_error(errno),
+            }),
+            None => Err(ExecError::Wait(io::Error::other(ServerLost))),
         }
     }
 
