@@ -124,15 +124,8 @@ unsafe fn wait_for_command(command: libc::pid_t, watched: &libc::sigset_t) -> Op
     loop {
         // Reap first: SIGCHLD may have come before the mask was in place
         // for this loop, and orphans' exits arrive as SIGCHLD too.
-        loop {
-            let mut status = 0;
-            let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
-            if pid == command {
-                return Some(status);
-            }
-            if pid <= 0 {
-                break;
-            }
+        if let Some(status) = reap_exited(command) {
+            return Some(status);
         }
         let mut info: libc::siginfo_t = zeroed();
         let signal = libc::sigwaitinfo(watched, &mut info);
@@ -140,6 +133,24 @@ unsafe fn wait_for_command(command: libc::pid_t, watched: &libc::sigset_t) -> Op
             return None;
         }
         if signal == -1 && last_errno() != libc::EINTR {
+            return None;
+        }
+    }
+}
+
+/// Reap every child that exited (orphans re-parented to a subreaper
+/// among them); `command`'s wait status if it was one.
+///
+/// # Safety
+/// Async-signal-safe; for use after fork.
+pub(super) unsafe fn reap_exited(command: libc::pid_t) -> Option<i32> {
+    loop {
+        let mut status = 0;
+        let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+        if pid == command {
+            return Some(status);
+        }
+        if pid <= 0 {
             return None;
         }
     }

@@ -3,9 +3,7 @@
 //! left behind.
 
 use crate::cli::Env;
-use crate::sandbox::{
-    gone_soon, left_running, patch, run_script, run_turns, script_file, shell, tool, Run,
-};
+use crate::sandbox::{gone_soon, patch, run_script, run_turns, shell, signal_mid_run, tool, Run};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -295,20 +293,23 @@ fn a_hook_that_hangs_is_killed_at_its_timeout() {
 const STARTER: &str = "top=$(cut -d' ' -f4 /proc/$PPID/stat)\n\
                        starter=$(tr '\\0' ' ' < /proc/$top/cmdline)\n";
 
+/// An environment whose PreToolUse hook is `sh hook.sh`, `script` in the
+/// workspace.
+fn with_hook_script(script: &str) -> Env {
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
+    std::fs::write(env.work().join("hook.sh"), script).unwrap();
+    env
+}
+
 #[test]
 fn a_hook_starts_from_the_fork_server_and_its_background_jobs_end_with_it() {
     let marker = format!("{}.{}", 6000 + std::process::id() % 1000, 98);
-    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
-    std::fs::write(
-        env.work().join("hook.sh"),
-        format!(
-            "sleep {marker}1 &\n\
-             setsid sleep {marker}2 > /dev/null 2>&1 &\n\
-             nohup sleep {marker}3 > /dev/null 2>&1 &\n\
-             {STARTER}echo \"$starter\" > started-by\n"
-        ),
-    )
-    .unwrap();
+    let env = with_hook_script(&format!(
+        "sleep {marker}1 &\n\
+         setsid sleep {marker}2 > /dev/null 2>&1 &\n\
+         nohup sleep {marker}3 > /dev/null 2>&1 &\n\
+         {STARTER}echo \"$starter\" > started-by\n"
+    ));
     // Run after the hook returned: its jobs are gone already.
     let count = format!(
         "n=0; for f in /proc/[0-9]*/cmdline; do \
@@ -332,18 +333,13 @@ fn a_hook_starts_from_the_fork_server_and_its_background_jobs_end_with_it() {
 
 #[test]
 fn a_hook_whose_fork_server_dies_runs_again_the_usual_way() {
-    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
     // Served: kill the server (which kills this hook); else say so.
-    std::fs::write(
-        env.work().join("hook.sh"),
-        format!(
-            "{STARTER}case \"$starter\" in\n\
-             *__fork-server*) echo served >> runs; kill -9 $top; sleep 10 ;;\n\
-             *) echo usual >> runs ;;\n\
-             esac\n"
-        ),
-    )
-    .unwrap();
+    let env = with_hook_script(&format!(
+        "{STARTER}case \"$starter\" in\n\
+         *__fork-server*) echo served >> runs; kill -9 $top; sleep 10 ;;\n\
+         *) echo usual >> runs ;;\n\
+         esac\n"
+    ));
     let started = std::time::Instant::now();
     let r = run_turns(
         &env,
@@ -366,55 +362,32 @@ fn a_hook_whose_fork_server_dies_runs_again_the_usual_way() {
 
 #[test]
 fn nothing_a_hook_started_outlives_cogni_killed_mid_hook() {
-    let marker = format!("{}.{}", 6000 + std::process::id() % 1000, 97);
-    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
-    std::fs::write(
-        env.work().join("hook.sh"),
-        format!(
+    for (i, signal) in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT]
+        .into_iter()
+        .enumerate()
+    {
+        let marker = format!("{}.{i}7", 6000 + std::process::id() % 1000);
+        let env = with_hook_script(&format!(
             "{STARTER}echo $top > server\n\
              sleep {marker}1 &\n\
              setsid sleep {marker}2 > /dev/null 2>&1 &\n\
              sleep {marker}9\n"
-        ),
-    )
-    .unwrap();
-    let path = script_file(&env, &[vec![shell("echo never")]]);
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"));
-    cmd.current_dir(env.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.dir.path().join("home"))
-        .env("COGNI_HOME", env.dir.path().join("home"))
-        .args(["run", "--script"])
-        .arg(&path)
-        .args(UNCONFINED)
-        .arg("go")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().unwrap();
-    let mut started = false;
-    for _ in 0..200 {
-        if left_running(&marker).len() >= 3 {
-            started = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        ));
+        let turns = [vec![shell("echo never")]];
+        let started = signal_mid_run(&env, &turns, UNCONFINED, &marker, 3, signal);
+        assert!(started, "signal {signal}: the hook never started");
+        let left = gone_soon(&marker);
+        assert!(
+            left.is_empty(),
+            "signal {signal}: the hook's processes outlived cogni: {left:?}"
+        );
+        let server = std::fs::read_to_string(env.work().join("server")).unwrap();
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.trim())).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains("__fork-server"),
+            "signal {signal}: the fork server outlived cogni"
+        );
     }
-    // SAFETY: signalling the child this test spawned.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    let _ = child.wait();
-    assert!(started, "the hook never started");
-    let left = gone_soon(&marker);
-    assert!(
-        left.is_empty(),
-        "the hook's processes outlived cogni: {left:?}"
-    );
-    let server = std::fs::read_to_string(env.work().join("server")).unwrap();
-    let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.trim())).unwrap_or_default();
-    assert!(
-        !String::from_utf8_lossy(&cmdline).contains("__fork-server"),
-        "the fork server outlived cogni"
-    );
 }
 
 #[test]

@@ -362,15 +362,8 @@ unsafe fn supervise(command: libc::pid_t, socket: &OwnedFd, signals: &OwnedFd) -
     let mut listening = true;
     loop {
         // Reap first: orphans' exits come as SIGCHLD too.
-        loop {
-            let mut status = 0;
-            let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
-            if pid == command {
-                return Some(status);
-            }
-            if pid <= 0 {
-                break;
-            }
+        if let Some(status) = reaper::reap_exited(command) {
+            return Some(status);
         }
         let mut polls = [
             readable(signals.as_raw_fd()),
