@@ -174,8 +174,7 @@ pub fn submit(argv: &[String], env: &BTreeMap<String, String>, cwd: &Path, stdio
     let fds = [stdio.stdin, stdio.stdout, stdio.stderr, stdio.socket];
     match send_with_fds(control.as_fd(), &request, &fds) {
         Ok(()) => true,
-        // Full: the server is busy (or stuck; then the command's launch
-        // notices). Once, the usual way.
+        // Full: the server is behind. This one starts the usual way.
         Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => false,
         Err(e) => {
             stop(&mut state, &format!("cannot reach it: {e}"));

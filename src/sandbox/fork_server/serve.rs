@@ -335,6 +335,10 @@ unsafe fn run_one(
         ),
         pid => pid,
     };
+    // C makes itself a group leader too; making it here as well means the
+    // group exists before any signal for it is delivered (cogni may have
+    // asked for one already). Fails only once C exec'd: it did it itself.
+    libc::setpgid(pid, pid);
     drop((exec_check_w, stdin, stdout, stderr));
     let status = supervise(pid, &socket, signals);
     reaper::kill_descendants();
