@@ -11,10 +11,11 @@
 //! worker it forked ahead of time, which forks the command and supervises
 //! it with the reaper's guarantees (see `serve`).
 //!
-//! - **Started** at the first command that asks for it ([`submit`]), so a
-//!   session without hooks pays nothing; by a thread that stays alive as
-//!   long as the server (the parent-death signal follows the thread that
-//!   forked), waits for it and reaps it.
+//! - **Started** when a session with hooks starts, in the background
+//!   ([`start_in_background`]), or else at the first command that asks for
+//!   it ([`submit`]): a session without hooks pays nothing. By a thread
+//!   that stays alive as long as the server (the parent-death signal
+//!   follows the thread that forked), waits for it and reaps it.
 //! - **Dies with cogni**: its parent-death signal is SIGKILL, and end of
 //!   file on its control socket (cogni exited or gave it up) makes it exit.
 //!   A worker kills everything its command started when the server dies
@@ -157,17 +158,7 @@ pub fn submit(argv: &[String], env: &BTreeMap<String, String>, cwd: &Path, stdio
         return false;
     };
     let mut state = SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    if matches!(*state, State::NotStarted) {
-        *state = match start() {
-            Ok((control, pid)) => State::Running { control, pid },
-            Err(e) => {
-                tracing::warn!(
-                    "cannot start the fork server for hooks ({e}); they start the usual way"
-                );
-                State::Off
-            }
-        };
-    }
+    ensure_started(&mut state);
     let State::Running { control, .. } = &*state else {
         return false;
     };
@@ -180,6 +171,41 @@ pub fn submit(argv: &[String], env: &BTreeMap<String, String>, cwd: &Path, stdio
             stop(&mut state, &format!("cannot reach it: {e}"));
             false
         }
+    }
+}
+
+/// Start the server on another thread, unless it runs (or is starting)
+/// already or this process may not: the first command then finds it
+/// ready. For sessions with hooks, so that it starts while the first
+/// request to the model is on its way.
+pub fn start_in_background() {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    let not_started = match SERVER.try_lock() {
+        Ok(state) => matches!(*state, State::NotStarted),
+        // Being started (or used): nothing to do.
+        Err(std::sync::TryLockError::WouldBlock) => false,
+        Err(std::sync::TryLockError::Poisoned(e)) => matches!(*e.into_inner(), State::NotStarted),
+    };
+    if not_started {
+        let _ = std::thread::Builder::new()
+            .name("fork-server-start".into())
+            .spawn(|| ensure_started(&mut SERVER.lock().unwrap_or_else(|e| e.into_inner())));
+    }
+}
+
+fn ensure_started(state: &mut State) {
+    if matches!(*state, State::NotStarted) {
+        *state = match start() {
+            Ok((control, pid)) => State::Running { control, pid },
+            Err(e) => {
+                tracing::warn!(
+                    "cannot start the fork server for hooks ({e}); they start the usual way"
+                );
+                State::Off
+            }
+        };
     }
 }
 
