@@ -332,6 +332,33 @@ fn a_hook_starts_from_the_fork_server_and_its_background_jobs_end_with_it() {
 }
 
 #[test]
+fn a_hook_that_cannot_be_exec_d_could_not_start() {
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"not-a-program\"\n");
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // Executable, but neither a binary nor a script: exec fails (ENOEXEC).
+    let path = bin.join("not-a-program");
+    std::fs::write(&path, [0u8, 1, 2, 3]).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let search = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r = run_script(&env, &[vec![shell("echo ran")]], UNCONFINED, |cmd| {
+        cmd.env("PATH", &search);
+    });
+    let hook = hook_events(&r)[0];
+    assert_eq!(hook["decision"], "failed", "{hook}");
+    let reason = hook["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("could not start") && reason.contains("not-a-program"),
+        "{reason}"
+    );
+    assert!(r.calls[0].output.contains("ran"), "a failed hook goes on");
+}
+
+#[test]
 fn a_hook_whose_fork_server_dies_runs_again_the_usual_way() {
     // Served: kill the server (which kills this hook); else say so.
     let env = with_hook_script(&format!(

@@ -8,8 +8,9 @@
 //! about 1 ms of a `true` hook's 2 ms. The fork server is cogni's own binary
 //! exec'd afresh ([`serve_if_asked`], before anything else runs), so its
 //! address space is small; for each command it hands the request to a
-//! worker it forked ahead of time, which forks the command and supervises
-//! it with the reaper's guarantees (see `serve`).
+//! worker it forked ahead of time, which starts the command (without
+//! copying its own page tables) and supervises it with the reaper's
+//! guarantees (see `serve`).
 //!
 //! - **Started** when a session with hooks starts, in the background
 //!   ([`start_in_background`]), or else at the first command that asks for

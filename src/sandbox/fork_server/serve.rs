@@ -8,19 +8,21 @@
 //! - **W, a worker**: the supervisor of one command at a time, in the place
 //!   of the unconfined supervisor's S and R (`super::super::reaper`), with
 //!   the same guarantees. A child subreaper whose parent-death signal means
-//!   "kill everything"; it forks C, delivers the signals cogni asks for to
+//!   "kill everything"; it starts C, delivers the signals cogni asks for to
 //!   C's process group while C is unreaped (so the group id cannot have
 //!   been reused), kills C's group when cogni closes the command's socket,
 //!   and once C exited kills everything left below it
 //!   ([`reaper::kill_descendants`]) and reports C's wait status on that
 //!   socket. Then it tells the server it is ready for the next one.
-//! - **C, the command**: its own process group, death with W, the
-//!   command's descriptors, cwd and environment, then exec. What fails
-//!   before the exec writes its errno to a close-on-exec pipe that W reads
-//!   once C is gone (as std's spawn does).
+//! - **C, the command**: started as posix_spawn starts a process (sharing
+//!   W's memory until its exec, W suspended meanwhile: no page tables
+//!   copied); its own process group, death with W, the command's
+//!   descriptors, cwd and environment, then exec. What fails before the
+//!   exec writes its errno to a close-on-exec pipe that W reads once C is
+//!   gone (as std's spawn does).
 //!
-//! So starting a command costs one fork of a small process and an exec:
-//! no supervisor is forked or torn down on the way.
+//! So starting a command costs one clone and an exec: no supervisor is
+//! forked or torn down on the way.
 
 use super::super::forked::{
     check, close_fds_except, ignore_stop_signals, last_errno, reset_signal_handlers, send_i32,
@@ -321,24 +323,23 @@ unsafe fn run_one(
     };
     let command = Command::new(&request);
     let (exec_check, exec_check_w) = pipe()?;
-    let me = libc::getpid();
-    let pid = match libc::fork() {
-        -1 => {
-            report(socket.as_fd(), SPAWN_FAILED, last_errno());
+    let start = Start {
+        command: &command,
+        stdio: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
+        exec_check: exec_check_w.as_raw_fd(),
+        worker: libc::getpid(),
+    };
+    let pid = match start.spawn() {
+        Ok(pid) => pid,
+        Err(e) => {
+            report(
+                socket.as_fd(),
+                SPAWN_FAILED,
+                e.raw_os_error().unwrap_or(libc::EIO),
+            );
             return Ok(true);
         }
-        0 => c(
-            &command,
-            [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()],
-            exec_check_w.as_raw_fd(),
-            me,
-        ),
-        pid => pid,
     };
-    // C makes itself a group leader too; making it here as well means the
-    // group exists before any signal for it is delivered (cogni may have
-    // asked for one already). Fails only once C exec'd: it did it itself.
-    libc::setpgid(pid, pid);
     drop((exec_check_w, stdin, stdout, stderr));
     let status = supervise(pid, &socket, signals);
     reaper::kill_descendants();
@@ -444,42 +445,76 @@ impl<'a> Command<'a> {
     }
 }
 
-/// C: set up, exec; on failure the errno to `exec_check`, exit 127.
-///
-/// # Safety
-/// Call only in a child just forked from W (`worker`).
-unsafe fn c(
-    command: &Command,
-    stdio: [BorrowedFd; 3],
+/// What C needs, prepared in W.
+struct Start<'a> {
+    command: &'a Command<'a>,
+    stdio: [libc::c_int; 3],
     exec_check: libc::c_int,
     worker: libc::pid_t,
-) -> ! {
-    let error = match prepare(command, stdio, exec_check, worker) {
-        Ok(()) => {
-            libc::execve(
-                command.argv[0],
-                command.argv.as_ptr(),
-                command.envp.as_ptr(),
-            );
-            last_errno()
+}
+
+/// C's stack, while it shares W's memory until its exec.
+const C_STACK: usize = 64 * 1024;
+
+impl Start<'_> {
+    /// Start C, the way posix_spawn does: a child that shares W's memory
+    /// (no page tables copied) on a stack of its own, W suspended until C
+    /// exec'd or exited (`CLONE_VFORK`). So C's group exists before W
+    /// delivers any signal to it. C's pid.
+    ///
+    /// # Safety
+    /// In W (one thread). C only makes system calls on memory prepared
+    /// here, on its own stack, and never returns.
+    unsafe fn spawn(&self) -> io::Result<libc::pid_t> {
+        let mut stack = vec![0u64; C_STACK / 8];
+        // The top of the stack (it grows down), 16-byte aligned.
+        let top = (stack.as_mut_ptr() as usize + C_STACK) & !15;
+        let pid = libc::clone(
+            c,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (self as *const Self).cast_mut().cast(),
+        );
+        if pid == -1 {
+            return Err(io::Error::last_os_error());
         }
-        Err(e) => e.raw_os_error().unwrap_or(libc::EINVAL),
-    };
-    send_i32(exec_check, error);
-    libc::_exit(127)
+        Ok(pid)
+    }
+}
+
+/// C: set up, exec; on failure the errno to `exec_check`, exit 127.
+///
+/// Runs in W's memory (see [`Start::spawn`]): it writes only to its own
+/// stack and through system calls; `errno` is W's, which is suspended.
+extern "C" fn c(start: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `start` is the `Start` that `Start::spawn` passed, alive in
+    // the suspended W; everything below is a system call or works on the
+    // stack.
+    unsafe {
+        let start = &*(start as *const Start);
+        let error = match prepare(start) {
+            Ok(()) => {
+                let command = start.command;
+                libc::execve(
+                    command.argv[0],
+                    command.argv.as_ptr(),
+                    command.envp.as_ptr(),
+                );
+                last_errno()
+            }
+            Err(e) => e.raw_os_error().unwrap_or(libc::EINVAL),
+        };
+        send_i32(start.exec_check, error);
+        libc::_exit(127)
+    }
 }
 
 /// What C does before its exec: default signal handling, its own process
 /// group, death with W, its descriptors and cwd.
 ///
 /// # Safety
-/// As [`c`].
-unsafe fn prepare(
-    command: &Command,
-    stdio: [BorrowedFd; 3],
-    exec_check: libc::c_int,
-    worker: libc::pid_t,
-) -> io::Result<()> {
+/// In C (see [`c`]).
+unsafe fn prepare(start: &Start) -> io::Result<()> {
     // W ignores SIGPIPE and the stop signals: ignored stays ignored across
     // exec. Handlers first, then the mask (no signal is pending in a new
     // process).
@@ -492,12 +527,11 @@ unsafe fn prepare(
         libc::PR_SET_PDEATHSIG,
         libc::SIGKILL as libc::c_ulong,
     ))?;
-    if libc::getppid() != worker {
+    if libc::getppid() != start.worker {
         // W died before prctl took effect.
         libc::_exit(127);
     }
-    for (target, fd) in stdio.iter().enumerate() {
-        let fd = fd.as_raw_fd();
+    for (target, &fd) in start.stdio.iter().enumerate() {
         if fd == target as libc::c_int {
             // Already in place: only keep it open across the exec.
             check(libc::fcntl(fd, libc::F_SETFD, 0))?;
@@ -505,8 +539,8 @@ unsafe fn prepare(
             check(libc::dup2(fd, target as libc::c_int))?;
         }
     }
-    check(libc::chdir(command.request.cwd.as_ptr()))?;
-    close_fds_except(&[exec_check]);
+    check(libc::chdir(start.command.request.cwd.as_ptr()))?;
+    close_fds_except(&[start.exec_check]);
     Ok(())
 }
 
