@@ -4,8 +4,9 @@
 //! model) without a hook, with a `PreToolUse` hook running `true` started
 //! by the fork server, and with the same hook started by forking this
 //! process (the fork server off); the medians and their differences. Then
-//! the command alone, both ways, interleaved, and the first command of all,
-//! which starts the fork server.
+//! the command alone, both ways, and spawned bare by tokio (the floor; the
+//! command must then be a program's name), interleaved; and the first
+//! command of all, which starts the fork server.
 //!
 //! `cargo run --release --example bench_hook -- [--pairs N] [--command CMD]`
 
@@ -80,10 +81,18 @@ fn main() {
         fork_server::set_enabled(false);
         forked.push(timed_turn(&rt, dir.path(), hooks));
     }
-    let (mut alone_served, mut alone_forked) = (Vec::new(), Vec::new());
+    // The floor: the same program spawned bare (no supervisor, no stdin).
+    let run_bare = || {
+        let started = Instant::now();
+        rt.block_on(async { tokio::process::Command::new(&command).status().await })
+            .expect("runs");
+        started.elapsed()
+    };
+    let (mut alone_served, mut alone_forked, mut bare_spawn) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..pairs {
         alone_served.push(run_alone(true));
         alone_forked.push(run_alone(false));
+        bare_spawn.push(run_bare());
     }
     let (b, s, f) = (median(bare), median(served), median(forked));
     println!("turn without a hook:          {b:?} (median of {pairs})");
@@ -99,6 +108,10 @@ fn main() {
         "the command alone:            {:?} fork server, {:?} forking cogni",
         median(alone_served),
         median(alone_forked)
+    );
+    println!(
+        "`{command}` spawned bare:       {:?} (no supervisor)",
+        median(bare_spawn)
     );
     println!("the first command, starting the server: {first:?}");
 }
