@@ -1,14 +1,19 @@
 //! What a hook adds to a turn, measured in a process the size of cogni's
 //! own (criterion's process is many times larger, and a hook is a fork):
-//! 200 interleaved pairs of the same turn (one `read_file` call, scripted
-//! model) without a hook and with a `PreToolUse` hook running `true`; the
-//! medians and their difference.
+//! 200 interleaved rounds of the same turn (one `read_file` call, scripted
+//! model) without a hook, with a `PreToolUse` hook running `true` started
+//! by the fork server, and with the same hook started by forking this
+//! process (the fork server off); the medians and their differences. Then
+//! the command alone, both ways, and spawned bare by tokio (the floor; the
+//! command must then be a program's name), interleaved; and the first
+//! command of all, which starts the fork server.
 //!
 //! `cargo run --release --example bench_hook -- [--pairs N] [--command CMD]`
 
 #[path = "../benches/support/turn.rs"]
 mod turn;
 
+use cogni::sandbox::fork_server;
 use cogni::spec::hooks::{HookEvent, HookSpec, OnFailure, DEFAULT_TIMEOUT};
 use std::time::{Duration, Instant};
 
@@ -26,6 +31,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
+    // This binary serves as the fork server too, like cogni's.
+    fork_server::serve_if_asked();
     let mut pairs = 200;
     let mut command = "true".to_string();
     let mut args = std::env::args().skip(1);
@@ -49,29 +56,62 @@ fn main() {
         timeout: DEFAULT_TIMEOUT,
         on_failure: OnFailure::Allow,
     };
-    let (mut bare, mut hooked) = (Vec::new(), Vec::new());
+    let hooks = std::slice::from_ref(&hook);
+    let input = serde_json::json!({"hook_event_name": "PreToolUse"});
+    let run_alone = |served: bool| {
+        fork_server::set_enabled(served);
+        let started = Instant::now();
+        rt.block_on(cogni::agent::effects::command::run(
+            &command,
+            &input,
+            dir.path(),
+            &[],
+            DEFAULT_TIMEOUT,
+        ))
+        .expect("runs");
+        started.elapsed()
+    };
+    // The server starts with the first command that asks for it.
+    let first = run_alone(true);
+    let (mut bare, mut served, mut forked) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..pairs {
         bare.push(timed_turn(&rt, dir.path(), &[]));
-        hooked.push(timed_turn(&rt, dir.path(), std::slice::from_ref(&hook)));
+        fork_server::set_enabled(true);
+        served.push(timed_turn(&rt, dir.path(), hooks));
+        fork_server::set_enabled(false);
+        forked.push(timed_turn(&rt, dir.path(), hooks));
     }
-    let input = serde_json::json!({"hook_event_name": "PreToolUse"});
-    let alone: Vec<Duration> = (0..pairs)
-        .map(|_| {
-            let started = Instant::now();
-            rt.block_on(cogni::agent::effects::command::run(
-                &command,
-                &input,
-                dir.path(),
-                &[],
-                DEFAULT_TIMEOUT,
-            ))
+    // The floor: the same program spawned bare (no supervisor, no stdin).
+    let run_bare = || {
+        let started = Instant::now();
+        rt.block_on(async { tokio::process::Command::new(&command).status().await })
             .expect("runs");
-            started.elapsed()
-        })
-        .collect();
-    let (b, h) = (median(bare), median(hooked));
-    println!("turn without a hook:        {b:?} (median of {pairs})");
-    println!("turn with `{command}` as PreToolUse: {h:?}");
-    println!("the hook adds:              {:?}", h.saturating_sub(b));
-    println!("the command alone:          {:?}", median(alone));
+        started.elapsed()
+    };
+    let (mut alone_served, mut alone_forked, mut bare_spawn) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..pairs {
+        alone_served.push(run_alone(true));
+        alone_forked.push(run_alone(false));
+        bare_spawn.push(run_bare());
+    }
+    let (b, s, f) = (median(bare), median(served), median(forked));
+    println!("turn without a hook:          {b:?} (median of {pairs})");
+    println!(
+        "with `{command}` as PreToolUse, fork server: {s:?}, adds {:?}",
+        s.saturating_sub(b)
+    );
+    println!(
+        "with `{command}` as PreToolUse, forking cogni: {f:?}, adds {:?}",
+        f.saturating_sub(b)
+    );
+    println!(
+        "the command alone:            {:?} fork server, {:?} forking cogni",
+        median(alone_served),
+        median(alone_forked)
+    );
+    println!(
+        "`{command}` spawned bare:       {:?} (no supervisor)",
+        median(bare_spawn)
+    );
+    println!("the first command, starting the server: {first:?}");
 }

@@ -32,6 +32,7 @@
 //! [`Confinement`] in the child it spawns.
 
 mod child;
+pub mod fork_server;
 mod forked;
 pub mod protected;
 mod reaper;

@@ -30,7 +30,7 @@ use std::io;
 use std::mem::zeroed;
 
 /// R's parent-death signal: S is gone, kill everything.
-const PARENT_GONE: libc::c_int = libc::SIGUSR1;
+pub(super) const PARENT_GONE: libc::c_int = libc::SIGUSR1;
 /// Rounds of "kill every child, reap" before R gives up on a tree that
 /// keeps forking (each round kills every process directly below R).
 const MAX_ROUNDS: usize = 10_000;
@@ -124,15 +124,8 @@ unsafe fn wait_for_command(command: libc::pid_t, watched: &libc::sigset_t) -> Op
     loop {
         // Reap first: SIGCHLD may have come before the mask was in place
         // for this loop, and orphans' exits arrive as SIGCHLD too.
-        loop {
-            let mut status = 0;
-            let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
-            if pid == command {
-                return Some(status);
-            }
-            if pid <= 0 {
-                break;
-            }
+        if let Some(status) = reap_exited(command) {
+            return Some(status);
         }
         let mut info: libc::siginfo_t = zeroed();
         let signal = libc::sigwaitinfo(watched, &mut info);
@@ -145,9 +138,30 @@ unsafe fn wait_for_command(command: libc::pid_t, watched: &libc::sigset_t) -> Op
     }
 }
 
+/// Reap every child that exited (orphans re-parented to a subreaper
+/// among them); `command`'s wait status if it was one.
+///
+/// # Safety
+/// Async-signal-safe; for use after fork.
+pub(super) unsafe fn reap_exited(command: libc::pid_t) -> Option<i32> {
+    loop {
+        let mut status = 0;
+        let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+        if pid == command {
+            return Some(status);
+        }
+        if pid <= 0 {
+            return None;
+        }
+    }
+}
+
 /// SIGKILL every process below R, round after round (the children of a
 /// killed process are re-parented to R), until none is left.
-unsafe fn kill_descendants() {
+///
+/// # Safety
+/// Async-signal-safe; call in a child subreaper that never execs.
+pub(super) unsafe fn kill_descendants() {
     let me = libc::getpid();
     for _ in 0..MAX_ROUNDS {
         // The common case: the command left nothing behind; no /proc scan.

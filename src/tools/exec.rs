@@ -3,11 +3,15 @@
 //! the whole group, and cancellation (dropping the future) that does too.
 //! With a [`Confinement`] the child enters the kernel sandbox before exec;
 //! without one a subreaper supervises it (see `crate::sandbox`). Either
-//! way nothing it started outlives the call.
+//! way nothing it started outlives the call. [`run_served`] starts an
+//! unconfined command from the fork server instead of forking cogni
+//! (`crate::sandbox::fork_server`), with the same supervision.
 //!
 //! Each stream keeps at most `capture_limit_bytes` in memory: the first half
 //! and the last half of what was written; everything in between is counted
 //! (bytes and line feeds), not kept.
+
+mod served;
 
 use super::truncate::{self, Gap, Limits};
 use crate::sandbox::{self, Confinement};
@@ -20,7 +24,7 @@ use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
@@ -145,24 +149,49 @@ impl CapturedStream {
 ///
 /// Dropping the returned future kills the child's process group.
 pub async fn run(req: ExecRequest) -> Result<ExecOutput, ExecError> {
-    let mut stdout = Capture::new(req.capture_limit_bytes);
-    let mut stderr = Capture::new(req.capture_limit_bytes);
-    let ended = run_streaming(
-        req,
-        &mut stdout,
-        &mut stderr,
-        std::future::pending(),
-        |_| {},
-    )
-    .await?;
-    Ok(ExecOutput {
-        termination: ended.termination,
-        duration: ended.duration,
-        timed_out: ended.timed_out,
-        stdout: stdout.finish(),
-        stderr: stderr.finish(),
-        output_left_open: ended.output_left_open,
-    })
+    run_captured(req, Launcher::Spawn).await
+}
+
+/// [`run`], starting an unconfined command given by its path from the
+/// fork server (see `crate::sandbox::fork_server`): the same supervision
+/// without forking cogni. Anything else, or when the server is unavailable,
+/// starts the usual way.
+pub async fn run_served(req: ExecRequest) -> Result<ExecOutput, ExecError> {
+    run_captured(req, Launcher::ForkServer).await
+}
+
+/// [`run`] or [`run_served`]. A command whose fork server died while it
+/// ran (killing it) runs again the usual way, with a fresh capture.
+async fn run_captured(req: ExecRequest, mut launcher: Launcher) -> Result<ExecOutput, ExecError> {
+    loop {
+        let mut stdout = Capture::new(req.capture_limit_bytes);
+        let mut stderr = Capture::new(req.capture_limit_bytes);
+        let ended = run_launched(
+            &req,
+            launcher,
+            &mut stdout,
+            &mut stderr,
+            std::future::pending(),
+            |_| {},
+        )
+        .await;
+        let ended = match ended {
+            Err(ExecError::Wait(e)) if served::lost(&e) => {
+                tracing::warn!("`{}`: {e}; running it again the usual way", req.argv[0]);
+                launcher = Launcher::Spawn;
+                continue;
+            }
+            ended => ended?,
+        };
+        return Ok(ExecOutput {
+            termination: ended.termination,
+            duration: ended.duration,
+            timed_out: ended.timed_out,
+            stdout: stdout.finish(),
+            stderr: stderr.finish(),
+            output_left_open: ended.output_left_open,
+        });
+    }
 }
 
 /// Where a stream's bytes go as they are read.
@@ -202,6 +231,158 @@ pub async fn run_streaming(
     stop: impl Future<Output = ()>,
     on_start: impl FnOnce(i32),
 ) -> Result<Ended, ExecError> {
+    run_launched(&req, Launcher::Spawn, stdout, stderr, stop, on_start).await
+}
+
+/// Who starts the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launcher {
+    /// cogni forks it (tokio's spawn).
+    Spawn,
+    /// The fork server, when it can; else as `Spawn`.
+    ForkServer,
+}
+
+async fn run_launched(
+    req: &ExecRequest,
+    launcher: Launcher,
+    stdout: &mut impl Sink,
+    stderr: &mut impl Sink,
+    stop: impl Future<Output = ()>,
+    on_start: impl FnOnce(i32),
+) -> Result<Ended, ExecError> {
+    if req.argv.is_empty() {
+        return Err(ExecError::EmptyCommand);
+    }
+    let start = Instant::now();
+    let served = match launcher {
+        Launcher::ForkServer => served::launch(req),
+        Launcher::Spawn => None,
+    };
+    let mut process = match served {
+        Some(process) => process?,
+        None => spawn(req)?,
+    };
+    if let Some(pgid) = process.handle.pgid() {
+        on_start(pgid);
+    }
+    let input = req.stdin.clone().unwrap_or_default();
+    let (stdin_pipe, stdout_pipe, stderr_pipe) = (
+        process.stdin.take(),
+        process.stdout.take(),
+        process.stderr.take(),
+    );
+    let handle = &mut process.handle;
+
+    let pumps = async {
+        tokio::join!(
+            feed(stdin_pipe, &input),
+            pump(stdout_pipe, stdout),
+            pump(stderr_pipe, stderr)
+        );
+    };
+    let mut pumps = Pumps::new(pumps);
+    let waited = pumps
+        .alongside(async {
+            tokio::select! {
+                waited = tokio::time::timeout_at(start + req.timeout, handle.wait()) => {
+                    waited.map(|status| (status, false)).map_err(|_| false)
+                }
+                () = stop => Err(true),
+            }
+        })
+        .await;
+    let (status, timed_out, stopped) = match waited {
+        Ok((status, _)) => (status?, false, false),
+        Err(stopped) => {
+            let status = pumps.alongside(terminate(handle, req.kill_grace)).await?;
+            (status, !stopped, stopped)
+        }
+    };
+    let output_left_open = !pumps.finish_within(req.io_drain).await;
+    handle.disarm();
+    Ok(Ended {
+        termination: Termination::from_status(status),
+        duration: start.elapsed(),
+        timed_out,
+        stopped,
+        output_left_open,
+    })
+}
+
+/// A started process and our ends of its pipes.
+struct Process {
+    handle: Handle,
+    stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
+    stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    stderr: Option<Box<dyn AsyncRead + Send + Unpin>>,
+}
+
+/// What waiting for a process and signalling its group go through.
+enum Handle {
+    /// cogni's own child; `group` kills the group if the run is dropped.
+    Child {
+        child: Child,
+        group: Option<GroupGuard>,
+    },
+    /// Started by the fork server; dropping its socket kills the group.
+    Served(served::Served),
+}
+
+impl Handle {
+    /// The process group, known for cogni's own child.
+    fn pgid(&self) -> Option<i32> {
+        match self {
+            Handle::Child { group, .. } => group.as_ref().map(|g| g.pgid),
+            Handle::Served(_) => None,
+        }
+    }
+
+    async fn wait(&mut self) -> Result<ExitStatus, ExecError> {
+        match self {
+            Handle::Child { child, .. } => child.wait().await.map_err(ExecError::Wait),
+            Handle::Served(served) => served.wait().await,
+        }
+    }
+
+    /// Wait after a signal: a fork server that died took the command with
+    /// it (SIGKILL).
+    async fn wait_signaled(&mut self) -> Result<ExitStatus, ExecError> {
+        match self {
+            Handle::Child { child, .. } => child.wait().await.map_err(ExecError::Wait),
+            Handle::Served(served) => served.wait_signaled().await,
+        }
+    }
+
+    /// Wait after SIGKILL; the server gets `grace` to answer.
+    async fn wait_killed(&mut self, grace: Duration) -> Result<ExitStatus, ExecError> {
+        match self {
+            Handle::Child { child, .. } => child.wait().await.map_err(ExecError::Wait),
+            Handle::Served(served) => served.wait_killed(grace).await,
+        }
+    }
+
+    fn signal(&self, signal: i32) {
+        match self {
+            Handle::Child { .. } => signal_group(self.pgid(), signal),
+            Handle::Served(served) => served.signal(signal),
+        }
+    }
+
+    /// The run ended normally: nothing to kill when it is dropped.
+    fn disarm(&mut self) {
+        if let Handle::Child {
+            group: Some(group), ..
+        } = self
+        {
+            group.disarm();
+        }
+    }
+}
+
+/// Start `req` as cogni's own child: isolated, then confined or
+/// supervised before exec.
+fn spawn(req: &ExecRequest) -> Result<Process, ExecError> {
     let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -225,58 +406,16 @@ pub async fn run_streaming(
             None => cmd.pre_exec(|| sandbox::enter_unconfined()),
         };
     }
-
-    let start = Instant::now();
     let mut child = cmd.spawn().map_err(|source| ExecError::Spawn {
         program: program.clone(),
         source,
     })?;
-    let mut group = child.id().map(GroupGuard::new);
-    if let Some(group) = &group {
-        on_start(group.pgid);
-    }
-    let (stdout_pipe, stderr_pipe) = (child.stdout.take(), child.stderr.take());
-    let stdin_pipe = child.stdin.take();
-    let input = req.stdin.clone().unwrap_or_default();
-
-    let pumps = async {
-        tokio::join!(
-            feed(stdin_pipe, &input),
-            pump(stdout_pipe, stdout),
-            pump(stderr_pipe, stderr)
-        );
-    };
-    let mut pumps = Pumps::new(pumps);
-    let waited = pumps
-        .alongside(async {
-            tokio::select! {
-                waited = tokio::time::timeout_at(start + req.timeout, child.wait()) => {
-                    waited.map(|status| (status, false)).map_err(|_| false)
-                }
-                () = stop => Err(true),
-            }
-        })
-        .await;
-    let (status, timed_out, stopped) = match waited {
-        Ok((status, _)) => (status.map_err(ExecError::Wait)?, false, false),
-        Err(stopped) => {
-            let pgid = group.as_ref().map(|g| g.pgid);
-            let status = pumps
-                .alongside(terminate(&mut child, pgid, req.kill_grace))
-                .await?;
-            (status, !stopped, stopped)
-        }
-    };
-    let output_left_open = !pumps.finish_within(req.io_drain).await;
-    if let Some(group) = group.as_mut() {
-        group.disarm();
-    }
-    Ok(Ended {
-        termination: Termination::from_status(status),
-        duration: start.elapsed(),
-        timed_out,
-        stopped,
-        output_left_open,
+    let group = child.id().map(GroupGuard::new);
+    Ok(Process {
+        stdin: child.stdin.take().map(|p| Box::new(p) as _),
+        stdout: child.stdout.take().map(|p| Box::new(p) as _),
+        stderr: child.stderr.take().map(|p| Box::new(p) as _),
+        handle: Handle::Child { child, group },
     })
 }
 
@@ -311,21 +450,17 @@ fn isolate(cmd: &mut Command) {
 
 /// SIGTERM to the group, SIGKILL after `grace`, and SIGKILL again once the
 /// leader is gone so that members ignoring SIGTERM do not survive.
-async fn terminate(
-    child: &mut Child,
-    pgid: Option<i32>,
-    grace: Duration,
-) -> Result<ExitStatus, ExecError> {
-    signal_group(pgid, libc::SIGTERM);
-    let status = match tokio::time::timeout(grace, child.wait()).await {
+async fn terminate(handle: &mut Handle, grace: Duration) -> Result<ExitStatus, ExecError> {
+    handle.signal(libc::SIGTERM);
+    let status = match tokio::time::timeout(grace, handle.wait_signaled()).await {
         Ok(status) => status,
         Err(_) => {
-            signal_group(pgid, libc::SIGKILL);
-            child.wait().await
+            handle.signal(libc::SIGKILL);
+            handle.wait_killed(grace).await
         }
     };
-    signal_group(pgid, libc::SIGKILL);
-    status.map_err(ExecError::Wait)
+    handle.signal(libc::SIGKILL);
+    status
 }
 
 fn signal_group(pgid: Option<i32>, signal: i32) {
@@ -403,7 +538,7 @@ impl<F: Future<Output = ()>> Pumps<F> {
 
 /// Write `input` to the child's stdin and close it; a child that does not
 /// read it (a closed pipe) is not an error.
-async fn feed(stdin: Option<tokio::process::ChildStdin>, input: &[u8]) {
+async fn feed(stdin: Option<impl AsyncWrite + Unpin>, input: &[u8]) {
     use tokio::io::AsyncWriteExt;
     if let Some(mut stdin) = stdin {
         let _ = stdin.write_all(input).await;

@@ -3,7 +3,7 @@
 //! left behind.
 
 use crate::cli::Env;
-use crate::sandbox::{gone_soon, patch, run_script, run_turns, shell, tool, Run};
+use crate::sandbox::{gone_soon, patch, run_script, run_turns, shell, signal_mid_run, tool, Run};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -284,6 +284,137 @@ fn a_hook_that_hangs_is_killed_at_its_timeout() {
         gone_soon(&marker).is_empty(),
         "the hook's process outlived its timeout"
     );
+}
+
+/// Shell lines that put the pid of the hook's grandparent in `$top` and
+/// its command line in `$starter`: the fork server (its worker is the
+/// hook's parent), or a copy of cogni (the usual way: the hook's parent is
+/// the supervisor R, whose parent is S).
+const STARTER: &str = "top=$(cut -d' ' -f4 /proc/$PPID/stat)\n\
+                       starter=$(tr '\\0' ' ' < /proc/$top/cmdline)\n";
+
+/// An environment whose PreToolUse hook is `sh hook.sh`, `script` in the
+/// workspace.
+fn with_hook_script(script: &str) -> Env {
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\n");
+    std::fs::write(env.work().join("hook.sh"), script).unwrap();
+    env
+}
+
+#[test]
+fn a_hook_starts_from_the_fork_server_and_its_background_jobs_end_with_it() {
+    let marker = format!("{}.{}", 6000 + std::process::id() % 1000, 98);
+    let env = with_hook_script(&format!(
+        "sleep {marker}1 &\n\
+         setsid sleep {marker}2 > /dev/null 2>&1 &\n\
+         nohup sleep {marker}3 > /dev/null 2>&1 &\n\
+         {STARTER}echo \"$starter\" > started-by\n"
+    ));
+    // Run after the hook returned: its jobs are gone already.
+    let count = format!(
+        "n=0; for f in /proc/[0-9]*/cmdline; do \
+         tr '\\0' ' ' < $f 2>/dev/null | grep -q 'sleep {marker}[1-3]' && n=$((n+1)); \
+         done; echo left=$n"
+    );
+    let r = run_turns(&env, &[vec![shell(&count)]], UNCONFINED);
+    assert_eq!(hook_events(&r)[0]["decision"], "continue", "{:?}", r.events);
+    let started_by = std::fs::read_to_string(env.work().join("started-by")).unwrap();
+    assert!(started_by.contains("__fork-server"), "{started_by}");
+    assert!(
+        r.calls[0].output.contains("left=0"),
+        "{}",
+        r.calls[0].output
+    );
+    assert!(
+        gone_soon(&marker).is_empty(),
+        "the hook's jobs outlived cogni"
+    );
+}
+
+#[test]
+fn a_hook_that_cannot_be_exec_d_could_not_start() {
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"not-a-program\"\n");
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // Executable, but neither a binary nor a script: exec fails (ENOEXEC).
+    let path = bin.join("not-a-program");
+    std::fs::write(&path, [0u8, 1, 2, 3]).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let search = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r = run_script(&env, &[vec![shell("echo ran")]], UNCONFINED, |cmd| {
+        cmd.env("PATH", &search);
+    });
+    let hook = hook_events(&r)[0];
+    assert_eq!(hook["decision"], "failed", "{hook}");
+    let reason = hook["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("could not start") && reason.contains("not-a-program"),
+        "{reason}"
+    );
+    assert!(r.calls[0].output.contains("ran"), "a failed hook goes on");
+}
+
+#[test]
+fn a_hook_whose_fork_server_dies_runs_again_the_usual_way() {
+    // Served: kill the server (which kills this hook); else say so.
+    let env = with_hook_script(&format!(
+        "{STARTER}case \"$starter\" in\n\
+         *__fork-server*) echo served >> runs; kill -9 $top; sleep 10 ;;\n\
+         *) echo usual >> runs ;;\n\
+         esac\n"
+    ));
+    let started = std::time::Instant::now();
+    let r = run_turns(
+        &env,
+        &[vec![shell("echo one")], vec![shell("echo two")]],
+        UNCONFINED,
+    );
+    let runs = std::fs::read_to_string(env.work().join("runs")).unwrap();
+    assert_eq!(runs, "served\nusual\nusual\n");
+    for hook in hook_events(&r) {
+        assert_eq!(hook["decision"], "continue", "{hook}");
+    }
+    assert_eq!(r.calls.len(), 2);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "the killed hook's sleep held things up"
+    );
+    let log = std::fs::read_to_string(env.dir.path().join("home/log/cogni.log")).unwrap();
+    assert!(log.contains("running it again the usual way"), "{log}");
+}
+
+#[test]
+fn nothing_a_hook_started_outlives_cogni_killed_mid_hook() {
+    for (i, signal) in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT]
+        .into_iter()
+        .enumerate()
+    {
+        let marker = format!("{}.{i}7", 6000 + std::process::id() % 1000);
+        let env = with_hook_script(&format!(
+            "{STARTER}echo $top > server\n\
+             sleep {marker}1 &\n\
+             setsid sleep {marker}2 > /dev/null 2>&1 &\n\
+             sleep {marker}9\n"
+        ));
+        let turns = [vec![shell("echo never")]];
+        let started = signal_mid_run(&env, &turns, UNCONFINED, &marker, 3, signal);
+        assert!(started, "signal {signal}: the hook never started");
+        let left = gone_soon(&marker);
+        assert!(
+            left.is_empty(),
+            "signal {signal}: the hook's processes outlived cogni: {left:?}"
+        );
+        let server = std::fs::read_to_string(env.work().join("server")).unwrap();
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.trim())).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains("__fork-server"),
+            "signal {signal}: the fork server outlived cogni"
+        );
+    }
 }
 
 #[test]

@@ -633,6 +633,45 @@ fn nothing_a_command_starts_outlives_the_call_in_any_mode() {
     }
 }
 
+/// `cogni run --script` of `turns` with `args` in `env`, sent `signal`
+/// once `count` processes of `marker` (see [`left_running`]) run, then
+/// waited for; whether they ran.
+pub(crate) fn signal_mid_run(
+    env: &Env,
+    turns: &[Vec<Value>],
+    args: &[&str],
+    marker: &str,
+    count: usize,
+    signal: i32,
+) -> bool {
+    let path = script_file(env, turns);
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"));
+    cmd.current_dir(env.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path().join("home"))
+        .env("COGNI_HOME", env.dir.path().join("home"))
+        .args(["run", "--script"])
+        .arg(&path)
+        .args(args)
+        .arg("go")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut started = false;
+    for _ in 0..200 {
+        if left_running(marker).len() >= count {
+            started = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling the child this test spawned.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let _ = child.wait();
+    started
+}
+
 #[test]
 fn nothing_outlives_cogni_killed_mid_command() {
     for (i, signal) in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT]
@@ -649,31 +688,7 @@ fn nothing_outlives_cogni_killed_mid_command() {
             let env = env();
             let marker = format!("{}.{i}{j}0", 8000 + std::process::id() % 1000);
             let command = format!("{} ; sleep {marker}9", background_jobs(&marker));
-            let path = script_file(&env, &[vec![shell(&command)]]);
-            let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"));
-            cmd.current_dir(env.work())
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", env.dir.path().join("home"))
-                .env("COGNI_HOME", env.dir.path().join("home"))
-                .args(["run", "--script"])
-                .arg(&path)
-                .args(args)
-                .arg("go")
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            let mut child = cmd.spawn().unwrap();
-            let mut started = false;
-            for _ in 0..200 {
-                if left_running(&marker).len() >= 6 {
-                    started = true;
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            // SAFETY: signalling the child this test spawned.
-            unsafe { libc::kill(child.id() as i32, signal) };
-            let _ = child.wait();
+            let started = signal_mid_run(&env, &[vec![shell(&command)]], args, &marker, 6, signal);
             assert!(
                 started,
                 "signal {signal}, {args:?}: the command never started"

@@ -2,7 +2,8 @@
 //! `tools::exec` like every process cogni starts (own process group,
 //! supervised, killed at its timeout with everything it started), with a
 //! JSON document on stdin and the user's environment. It is the user's
-//! own program, not the model's, so it runs outside the sandbox.
+//! own program, not the model's, so it runs outside the sandbox, started
+//! by the fork server when it can (`exec::run_served`).
 
 use crate::tools::exec::{self, ExecRequest, Termination};
 use std::path::Path;
@@ -107,7 +108,7 @@ pub async fn run(
         sandbox: None,
         stdin: Some(serde_json::to_vec(input).unwrap_or_default()),
     };
-    let out = exec::run(request).await.map_err(|e| e.to_string())?;
+    let out = exec::run_served(request).await.map_err(|e| e.to_string())?;
     let text = |s: &exec::CapturedStream| {
         let mut all = s.head.clone();
         all.extend_from_slice(&s.tail);

@@ -52,8 +52,12 @@ fn phases(event: HookEvent) -> &'static [Phase] {
 }
 
 /// The hooks of `specs` as effects, in order, named by their place among
-/// their event's hooks (`hooks.PreToolUse[1]`).
+/// their event's hooks (`hooks.PreToolUse[1]`). With any hook, the fork
+/// server that will start them starts now, in the background.
 pub fn build(specs: &[HookSpec]) -> Vec<Box<dyn Effect>> {
+    if !specs.is_empty() {
+        crate::sandbox::fork_server::start_in_background();
+    }
     let kept_going = Arc::new(AtomicU32::new(0));
     let mut counts = std::collections::HashMap::new();
     specs
