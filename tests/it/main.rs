@@ -22,6 +22,7 @@ mod repl;
 mod responses_provider;
 mod runner;
 mod sandbox;
+mod scale;
 mod sessions;
 mod shard;
 mod shell;
