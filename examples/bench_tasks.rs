@@ -438,7 +438,7 @@ fn main() {
     let kept = std::env::var_os("BENCH_DIR").map(PathBuf::from);
     let dir = kept.as_deref().unwrap_or(temp.path());
     let only = o.only.clone();
-    let wants = |what: &str| only.as_deref().map_or(true, |o| o == what);
+    let wants = |what: &str| only.as_deref().is_none_or(|o| o == what);
     if wants("run") {
         bench_run(&o, dir);
     }
