@@ -201,26 +201,6 @@ pub(super) fn format_path<'a>(
     CStr::from_bytes_with_nul(&buf[..=total]).ok()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_are_formatted_without_allocating() {
-        let mut buf = [0u8; 32];
-        assert_eq!(
-            format_path(&mut buf, b"/proc/", 4711, b"/cwd").unwrap(),
-            c"/proc/4711/cwd"
-        );
-        assert_eq!(
-            format_path(&mut buf, b"/proc/self/fd/", 0, b"").unwrap(),
-            c"/proc/self/fd/0"
-        );
-        let mut small = [0u8; 8];
-        assert!(format_path(&mut small, b"/proc/", 123456, b"").is_none());
-    }
-}
-
 /// Block `signals` and read them from the returned signalfd instead.
 /// For a single-threaded process (a supervisor after fork, the fork
 /// server): the mask is the calling thread's.
@@ -266,5 +246,25 @@ pub(super) fn drain_signals(signals: &OwnedFd, watched: libc::c_int) -> bool {
             return seen;
         }
         seen |= info.ssi_signo == watched as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_formatted_without_allocating() {
+        let mut buf = [0u8; 32];
+        assert_eq!(
+            format_path(&mut buf, b"/proc/", 4711, b"/cwd").unwrap(),
+            c"/proc/4711/cwd"
+        );
+        assert_eq!(
+            format_path(&mut buf, b"/proc/self/fd/", 0, b"").unwrap(),
+            c"/proc/self/fd/0"
+        );
+        let mut small = [0u8; 8];
+        assert!(format_path(&mut small, b"/proc/", 123456, b"").is_none());
     }
 }
