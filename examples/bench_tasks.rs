@@ -57,6 +57,8 @@ struct Options {
 /// Wall time and peak RSS (KiB) of one cogni process; its exit code.
 struct Measured {
     wall: Duration,
+    /// User + system time.
+    cpu: Duration,
     max_rss_kib: i64,
     code: i32,
 }
@@ -84,8 +86,10 @@ fn run_cogni(cogni: &Path, args: &[&str], env: &[(&str, &Path)], key: &str) -> M
     let pid = child.id() as libc::pid_t;
     let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(rc, pid, "wait4 failed");
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Measured {
         wall: start.elapsed(),
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
         max_rss_kib: usage.ru_maxrss,
         code: if libc::WIFEXITED(status) {
             libc::WEXITSTATUS(status)
@@ -278,7 +282,7 @@ fn bench_shard(o: &Options, dir: &Path) {
 fn synthetic_shards(dir: &Path, attempts: usize) -> Vec<PathBuf> {
     use cogni::runner::results::*;
     use cogni::runner::shard::partition;
-    use cogni::transcript::{Builder, Entry};
+    use cogni::transcript::{Builder, Entry, Json};
     let names: Vec<String> = (0..attempts).map(|i| format!("task-{i:05}")).collect();
     let keys: Vec<(&str, &str, u32)> = names.iter().map(|n| (n.as_str(), "mock", 1)).collect();
     let of = partition(&keys, 16);
@@ -321,7 +325,7 @@ fn synthetic_shards(dir: &Path, attempts: usize) -> Vec<PathBuf> {
                     b.push(Entry::Assistant {
                         text: "done".into(),
                     });
-                    a.transcript = Some(b.finish(false));
+                    a.transcript = Some(Json::of(&b.finish(false)));
                     a.steps = 3;
                     a.model_requests = 3;
                     a.final_answer = "done".into();
@@ -375,15 +379,19 @@ fn bench_merge(o: &Options, dir: &Path) {
         args.extend(["--output-dir", merged.to_str().expect("path")]);
         // Warm the page cache, then the best of five.
         let mut walls = Vec::new();
+        let mut cpus = Vec::new();
         let mut rss = 0;
         for _ in 0..6 {
             let m = run_cogni(&o.cogni, &args, &[], "");
             assert_eq!(m.code, 0, "merge failed");
             walls.push(m.wall);
+            cpus.push(m.cpu);
             rss = rss.max(m.max_rss_kib);
         }
         walls.remove(0);
         walls.sort();
+        cpus.remove(0);
+        cpus.sort();
         let size: u64 = [
             "results.json",
             "transcripts.jsonl",
@@ -395,9 +403,11 @@ fn bench_merge(o: &Options, dir: &Path) {
         .map(|m| m.len())
         .sum();
         println!(
-            "merge: {label}: best {} median {} (peak RSS {:.1} MiB, {:.1} MiB written)",
+            "merge: {label}: best {} median {}, CPU (user + sys) median {} (peak RSS {:.1} MiB, \
+             {:.1} MiB written)",
             secs(walls[0]),
             secs(walls[walls.len() / 2]),
+            secs(cpus[cpus.len() / 2]),
             rss as f64 / 1024.0,
             size as f64 / (1024.0 * 1024.0)
         );

@@ -22,16 +22,13 @@ pub struct MergeArgs {
 
 /// 0, 1 or 4 as for the whole run; 2 when the shards do not add up.
 pub fn run(args: MergeArgs) -> u8 {
-    let mut parts = Vec::with_capacity(args.dirs.len());
-    for dir in &args.dirs {
-        match Part::load(dir) {
-            Ok(part) => parts.push(part),
-            Err(message) => {
-                eprintln!("cogni merge: {message}");
-                return exit::USAGE;
-            }
+    let parts = match Part::load_all(&args.dirs) {
+        Ok(parts) => parts,
+        Err(message) => {
+            eprintln!("cogni merge: {message}");
+            return exit::USAGE;
         }
-    }
+    };
     let merged = match merge(parts) {
         Ok(merged) => merged,
         Err(message) => {

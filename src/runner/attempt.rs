@@ -100,7 +100,7 @@ impl Attempt<'_> {
         }
         let mut transcript = transcript.finish(failed);
         transcript.map_text(&*self.plan.options.redact);
-        result.transcript = Some(transcript);
+        result.transcript = Some(transcript::Json::of(&transcript));
         self.progress.report(ProgressEvent::AttemptFinished {
             id: &id,
             result: &result,

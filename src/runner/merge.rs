@@ -8,7 +8,7 @@ use super::results::{
 };
 use super::shard::{self, Shard};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// One results file to merge, with where it came from (for messages).
@@ -18,6 +18,29 @@ pub struct Part {
 }
 
 impl Part {
+    /// Every part, read on as many threads as there are cores (parsing
+    /// the shards of a large run is most of a merge's work); the first
+    /// failure in the given order.
+    pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Part>, String> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(paths.len())
+            .max(1);
+        let chunk = paths.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            let loaders: Vec<_> = paths
+                .chunks(chunk)
+                .map(|chunk| {
+                    scope.spawn(move || chunk.iter().map(|p| Part::load(p)).collect::<Vec<_>>())
+                })
+                .collect();
+            loaders
+                .into_iter()
+                .flat_map(|l| l.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+
     /// A shard's results.json (or the one in a run directory), with the
     /// transcripts beside it.
     pub fn load(path: &Path) -> Result<Part, String> {
@@ -54,6 +77,11 @@ pub fn merge(mut parts: Vec<Part>) -> Result<RunResults, String> {
         }
     }
     parts.sort_by_key(|p| p.results.shards.iter().map(|s| s.index).min());
+    // The attempts move into the merged run.
+    let taken: Vec<Vec<TaskResult>> = parts
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.results.tasks))
+        .collect();
     let first = &parts[0];
     let total = first.results.shards[0].total;
     let planned = &first.results.planned;
@@ -92,7 +120,7 @@ pub fn merge(mut parts: Vec<Part>) -> Result<RunResults, String> {
         }
     }
 
-    let attempts = Attempts::collect(&parts)?;
+    let attempts = Attempts::collect(&parts, taken)?;
     let tasks = attempts.into_tasks(planned, total, &given)?;
 
     let mut agents: BTreeMap<String, AgentInfo> = BTreeMap::new();
@@ -148,19 +176,23 @@ fn name(task: &str, agent: &str, n: u32) -> String {
 
 type Key = (String, String, u32);
 
-/// Every attempt found, by key, with its task entry and source.
-struct Attempts<'a> {
-    found: HashMap<Key, (&'a TaskResult, &'a AttemptResult)>,
+/// Every attempt found, by key, with its task entry (attempts taken out)
+/// and source.
+struct Attempts {
+    tasks: Vec<TaskResult>,
+    found: HashMap<Key, (usize, AttemptResult)>,
 }
 
-impl<'a> Attempts<'a> {
-    fn collect(parts: &'a [Part]) -> Result<Self, String> {
+impl Attempts {
+    /// `taken`: each part's tasks, in the order of `parts`.
+    fn collect(parts: &[Part], taken: Vec<Vec<TaskResult>>) -> Result<Self, String> {
+        let mut tasks = Vec::new();
         let mut found = HashMap::new();
         let mut from: HashMap<Key, &str> = HashMap::new();
         let mut problems = Vec::new();
-        for part in parts {
-            for task in &part.results.tasks {
-                for a in &task.attempts {
+        for (part, part_tasks) in parts.iter().zip(taken) {
+            for mut task in part_tasks {
+                for a in std::mem::take(&mut task.attempts) {
                     let key = (task.id.clone(), task.agent.clone(), a.attempt);
                     if let Some(other) = from.insert(key.clone(), &part.source) {
                         problems.push(format!(
@@ -169,12 +201,13 @@ impl<'a> Attempts<'a> {
                             part.source
                         ));
                     }
-                    found.insert(key, (task, a));
+                    found.insert(key, (tasks.len(), a));
                 }
+                tasks.push(task);
             }
         }
         if problems.is_empty() {
-            Ok(Attempts { found })
+            Ok(Attempts { tasks, found })
         } else {
             Err(listed("duplicated attempts", problems))
         }
@@ -201,13 +234,13 @@ impl<'a> Attempts<'a> {
         let mut tasks = Vec::with_capacity(planned.len());
         for p in planned {
             let mut attempts = Vec::with_capacity(p.attempts as usize);
-            let mut entry: Option<&TaskResult> = None;
+            let mut entry: Option<usize> = None;
             for n in 1..=p.attempts {
                 let key = (p.task.clone(), p.agent.clone(), n);
                 match self.found.remove(&key) {
                     Some((task, a)) => {
                         entry.get_or_insert(task);
-                        attempts.push(a.clone());
+                        attempts.push(a);
                     }
                     None => {
                         let index = shard_of
@@ -226,7 +259,7 @@ impl<'a> Attempts<'a> {
                     }
                 }
             }
-            if let Some(task) = entry {
+            if let Some(task) = entry.map(|i| &self.tasks[i]) {
                 tasks.push(TaskResult {
                     id: p.task.clone(),
                     agent: p.agent.clone(),

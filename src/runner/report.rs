@@ -7,7 +7,8 @@ use super::results::{AttemptResult, RunResults, Status, TaskResult};
 use crate::tools::fs::write_atomic;
 pub use crate::transcript::format_ms;
 use crate::transcript::html::{self as transcript_html, escape as xml};
-use crate::transcript::{Line, Transcript};
+use crate::transcript::{Json, Line};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
@@ -21,20 +22,33 @@ pub const TRANSCRIPTS_FILE: &str = "transcripts.jsonl";
 /// Write the four files into `dir` (created when missing), each atomically.
 pub fn write_all(dir: &Path, results: &RunResults) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_vec_pretty(results).map_err(io::Error::other)?;
-    let files = [
-        (RESULTS_FILE, json),
-        (JUNIT_FILE, junit(results).into_bytes()),
-        (TRANSCRIPTS_FILE, transcripts(results)?),
-        (HTML_FILE, html(results).into_bytes()),
+    type Render = fn(&RunResults) -> io::Result<Vec<u8>>;
+    let files: [(&str, Render); 4] = [
+        (RESULTS_FILE, |r| {
+            serde_json::to_vec_pretty(r).map_err(io::Error::other)
+        }),
+        (JUNIT_FILE, |r| Ok(junit(r).into_bytes())),
+        (TRANSCRIPTS_FILE, transcripts),
+        (HTML_FILE, |r| Ok(html(r).into_bytes())),
     ];
-    let mut written = Vec::new();
-    for (name, bytes) in files {
-        let path = dir.join(name);
-        write_atomic(&path, &bytes)?;
-        written.push(path);
-    }
-    Ok(written)
+    // Each file is rendered and synced on a thread of its own: a merge of
+    // thousands of attempts writes tens of MiB, and the fsyncs overlap.
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = files
+            .into_iter()
+            .map(|(name, render)| {
+                scope.spawn(move || {
+                    let path = dir.join(name);
+                    write_atomic(&path, &render(results)?)?;
+                    Ok(path)
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// `$0.0123`, or `-` when unknown.
@@ -53,10 +67,10 @@ fn transcripts(results: &RunResults) -> io::Result<Vec<u8>> {
         for a in &task.attempts {
             if let Some(transcript) = &a.transcript {
                 let line = Line {
-                    task: task.id.clone(),
-                    agent: task.agent.clone(),
+                    task: Cow::Borrowed(&task.id),
+                    agent: Cow::Borrowed(&task.agent),
                     attempt: a.attempt,
-                    transcript: transcript.clone(),
+                    transcript: transcript.as_raw(),
                 };
                 serde_json::to_writer(&mut out, &line).map_err(io::Error::other)?;
                 out.push(b'\n');
@@ -76,14 +90,21 @@ pub fn attach_transcripts(dir: &Path, results: &mut RunResults) -> Result<(), St
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let mut by_key: HashMap<(String, String, u32), Transcript> = HashMap::new();
+    let mut by_key: HashMap<(String, String, u32), Json> = HashMap::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let line: Line = serde_json::from_str(line)
             .map_err(|e| format!("{}:{}: not a transcript line: {e}", path.display(), n + 1))?;
-        by_key.insert((line.task, line.agent, line.attempt), line.transcript);
+        by_key.insert(
+            (
+                line.task.into_owned(),
+                line.agent.into_owned(),
+                line.attempt,
+            ),
+            Json::from(line.transcript),
+        );
     }
     for task in &mut results.tasks {
         for a in &mut task.attempts {

@@ -5,7 +5,7 @@
 
 use crate::metrics::AgentTotals;
 use crate::protocol::{utc_date_time, Limit, Plan, TestRun};
-use crate::transcript::Transcript;
+use crate::transcript;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -248,7 +248,7 @@ pub struct AttemptResult {
     /// What the agent did, step by step; kept in transcripts.jsonl beside
     /// results.json, not in it.
     #[serde(skip)]
-    pub transcript: Option<Transcript>,
+    pub transcript: Option<transcript::Json>,
 }
 
 impl AttemptResult {

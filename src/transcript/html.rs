@@ -8,7 +8,7 @@
 //! page's load time, scripts included, is left in the `data-render-ms`
 //! attribute of `<html>`. Everything is inline: no network, no other file.
 
-use super::Transcript;
+use super::{Json, Transcript};
 
 /// Styles of the transcript blocks (the report adds its own).
 pub const STYLE: &str = "details.attempt{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px;content-visibility:auto;contain-intrinsic-size:auto 34px}\
@@ -143,16 +143,14 @@ pub fn escape(text: &str) -> String {
 }
 
 /// The transcript as JSON that is safe inside a `<script>` element.
-pub fn data(t: &Transcript) -> String {
-    serde_json::to_string(t)
-        .unwrap_or_else(|_| "{\"entries\":[]}".into())
-        .replace('<', "\\u003c")
+pub fn data(t: &Json) -> String {
+    t.as_str().replace('<', "\\u003c")
 }
 
 /// One transcript: a `<details>` (id `a<index>`; `class` adds to
 /// `attempt`) whose summary is `summary_html`, built when opened; `open`
 /// builds it on load. Its failure entry gets the id `f<index>`.
-pub fn block(index: usize, class: &str, summary_html: &str, open: bool, t: &Transcript) -> String {
+pub fn block(index: usize, class: &str, summary_html: &str, open: bool, t: &Json) -> String {
     format!(
         "<details id=\"a{index}\" class=\"attempt {}\" data-t=\"{index}\"{}><summary>{summary_html}</summary><div class=\"transcript\"></div></details>\n<script type=\"application/json\" id=\"t{index}\">{}</script>\n",
         escape(class),
@@ -167,7 +165,7 @@ pub fn page(title: &str, header_html: &str, t: &Transcript) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}}h1{{font-size:20px}}{STYLE}</style></head><body>\n<h1>{}</h1>\n{header_html}\n{}<script>{SCRIPT}</script>\n</body></html>\n",
         escape(title),
         escape(title),
-        block(0, "", "transcript", true, t)
+        block(0, "", "transcript", true, &Json::of(t))
     )
 }
 
@@ -184,7 +182,7 @@ mod tests {
             }],
             failure: None,
         };
-        let json = data(&t);
+        let json = data(&Json::of(&t));
         assert!(!json.contains("</script"), "{json}");
         assert_eq!(
             serde_json::from_str::<Transcript>(&json).unwrap(),

@@ -14,6 +14,8 @@ pub mod markdown;
 use crate::protocol::{AgentEvent, ApprovalStatus, Content, HistoryItem, Item, Role, ToolStatus};
 use crate::tools::truncate::{clip, head_tail, Limits};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// How much of a tool's output a transcript keeps: head and tail.
@@ -485,19 +487,89 @@ pub fn from_history(history: &[HistoryItem]) -> Transcript {
 }
 
 /// One JSON text per line (`transcripts.jsonl`): which attempt, and its
-/// transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Line {
-    pub task: String,
-    pub agent: String,
+/// transcript; read borrowing from the line.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Line<'a> {
+    #[serde(borrow)]
+    pub task: Cow<'a, str>,
+    #[serde(borrow)]
+    pub agent: Cow<'a, str>,
     pub attempt: u32,
-    pub transcript: Transcript,
+    #[serde(borrow)]
+    pub transcript: &'a RawValue,
+}
+
+/// A finished transcript as its compact JSON, made once: transcripts.jsonl
+/// and report.html hold exactly this text, so writing, reading and merging
+/// thousands of attempts copies it instead of parsing and printing it
+/// again.
+#[derive(Debug, Clone)]
+pub struct Json(Box<RawValue>);
+
+impl Json {
+    pub fn of(t: &Transcript) -> Json {
+        Json(serde_json::value::to_raw_value(t).expect("a transcript is always JSON"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// The transcript itself.
+    pub fn parse(&self) -> serde_json::Result<Transcript> {
+        serde_json::from_str(self.0.get())
+    }
+}
+
+impl From<&RawValue> for Json {
+    fn from(raw: &RawValue) -> Json {
+        Json(raw.to_owned())
+    }
+}
+
+impl PartialEq for Json {
+    fn eq(&self, other: &Json) -> bool {
+        self.as_str() == other.as_str()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::{StopReason, ToolCall, ToolOutput, TurnOutcome, Usage};
+
+    #[test]
+    fn a_line_carries_the_transcript_json_unchanged() {
+        let t = Transcript {
+            entries: vec![Entry::Assistant {
+                text: "done \"quoted\" </b>".into(),
+            }],
+            failure: Some(0),
+        };
+        let json = Json::of(&t);
+        assert_eq!(json.parse().unwrap(), t);
+        let line = Line {
+            task: Cow::Borrowed("t"),
+            agent: Cow::Borrowed("a"),
+            attempt: 2,
+            transcript: json.as_raw(),
+        };
+        let text = serde_json::to_string(&line).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                r#"{{"task":"t","agent":"a","attempt":2,"transcript":{}}}"#,
+                json.as_str()
+            )
+        );
+        let read: Line = serde_json::from_str(&text).unwrap();
+        assert_eq!((read.task.as_ref(), read.attempt), ("t", 2));
+        assert_eq!(Json::from(read.transcript), json);
+    }
 
     fn call(id: &str, status: ToolStatus, output: Option<&str>) -> Item {
         Item::ToolCall {

@@ -269,7 +269,7 @@ fn a_report_of_a_thousand_attempts_renders() {
 /// output, an answer); every tenth failed its check.
 pub(crate) fn large_run(n: usize) -> cogni::runner::RunResults {
     use cogni::runner::results::*;
-    use cogni::transcript::{Builder, Entry};
+    use cogni::transcript::{Builder, Entry, Json};
     let output: String = (0..40).map(|i| format!("output line {i}\n")).collect();
     let tasks: Vec<TaskResult> = (0..n)
         .map(|i| {
@@ -310,7 +310,7 @@ pub(crate) fn large_run(n: usize) -> cogni::runner::RunResults {
                 a.failure_reason = Some(FailureReason::CheckFailed);
                 a.error = Some("1 of 1 checks failed: command `cargo test`".into());
             }
-            a.transcript = Some(b.finish(failed));
+            a.transcript = Some(Json::of(&b.finish(failed)));
             a.steps = 3;
             a.wall_ms = 650;
             TaskResult {
