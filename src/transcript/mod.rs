@@ -329,6 +329,44 @@ impl Builder {
             AgentEvent::Reflect { step, text, .. } => {
                 self.note(format!("reflection on step {step}: {}", clip(text, 1_000)))
             }
+            AgentEvent::SubagentStarted { agent, task, .. } => self.note(format!(
+                "agent {} started: {}",
+                agent.join("/"),
+                clip(task, 1_000)
+            )),
+            AgentEvent::SubagentFinished {
+                agent,
+                outcome,
+                usage,
+                cost_usd,
+                duration_ms,
+                error,
+                ..
+            } => {
+                let text = format!(
+                    "agent {} finished: {outcome} in {}, {} tokens{}{}",
+                    agent.join("/"),
+                    format_ms(*duration_ms),
+                    usage.total(),
+                    cost_usd.map_or(String::new(), |c| format!(", ${c:.4}")),
+                    error.as_deref().map_or(String::new(), |e| format!(": {e}"))
+                );
+                if outcome == "done" {
+                    self.note(text)
+                } else {
+                    self.push(Entry::Warning {
+                        text: capped_text(&text),
+                    })
+                }
+            }
+            // Of a delegated agent's own events, its failures.
+            AgentEvent::Subagent { agent, event, .. } => {
+                if let AgentEvent::TurnFailed { error, .. } = event.as_ref() {
+                    self.push(Entry::Warning {
+                        text: capped_text(&format!("agent {}: {error}", agent.join("/"))),
+                    });
+                }
+            }
             AgentEvent::TurnFailed { error, .. } => self.push(Entry::Error {
                 text: capped_text(error),
             }),

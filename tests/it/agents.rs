@@ -629,6 +629,22 @@ fn a_task_attempt_delegates_and_results_json_breaks_spend_down_by_agent() {
         .map(|a| a["usage"]["input_tokens"].as_u64().unwrap())
         .sum();
     assert_eq!(attempt["tokens"]["input"].as_u64().unwrap(), sum);
+    // The transcript shows the child's start and finish in their place.
+    let line = std::fs::read_to_string(env.dir.path().join("out/transcripts.jsonl")).unwrap();
+    let transcript: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    let notes: Vec<&str> = transcript["transcript"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["k"] == "note")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes[0], "agent offline/helper#1 started: help");
+    assert!(
+        notes[1].starts_with("agent offline/helper#1 finished: done in "),
+        "{notes:?}"
+    );
 }
 
 #[test]
