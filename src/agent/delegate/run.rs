@@ -11,7 +11,7 @@ use crate::agent::limits::{StopHandle, TurnLimits};
 use crate::agent::session::{start_session_with_provider, Session};
 use crate::protocol::{AgentEvent, EventSink, SandboxMode, ToolCall, TurnOutcome, Usage};
 use crate::provider;
-use crate::tools::truncate::{head_tail, Limits};
+use crate::tools::truncate::head_tail;
 use crate::tools::ToolResult;
 use futures::future::BoxFuture;
 use futures::StreamExt;
@@ -307,10 +307,7 @@ impl Session {
             },
             None => (None, None),
         };
-        let limits = Limits {
-            max_bytes: self.toolset.ctx.config.max_output_bytes,
-            max_lines: self.toolset.ctx.config.max_output_lines,
-        };
+        let limits = self.toolset.ctx.config.output_limits();
         let report = match result {
             Ok(turn) => Report {
                 agent: run.agent.clone(),
