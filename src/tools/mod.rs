@@ -181,6 +181,16 @@ pub trait Tool: Send + Sync {
     fn run<'a>(&'a self, input: ToolInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
 }
 
+/// Tools from outside the configured set (MCP servers'), added to a
+/// session once they are there and kept when it is reconfigured.
+#[derive(Clone, Default)]
+pub struct ExtraTools {
+    /// Offered at once.
+    pub eager: Vec<Arc<dyn Tool>>,
+    /// Held back until `search_tools` finds them, each with its group.
+    pub deferred: Vec<(String, Arc<dyn Tool>)>,
+}
+
 /// The tools of a session, in the order they are offered to the model,
 /// and the tools held back until `search_tools` finds them
 /// ([`search`]).
@@ -261,6 +271,17 @@ impl ToolRegistry {
         match self.tools.iter_mut().find(|(s, _)| s.name == spec.name) {
             Some(entry) => *entry = (spec, tool),
             None => self.tools.push((spec, tool)),
+        }
+    }
+
+    /// Add `extra`'s tools: the eager ones after the others, the rest
+    /// held back.
+    pub fn add_extra(&mut self, extra: &ExtraTools) {
+        for tool in &extra.eager {
+            self.register(tool.clone());
+        }
+        for (group, tool) in &extra.deferred {
+            self.register_deferred(group, tool.clone());
         }
     }
 
