@@ -463,6 +463,7 @@ fn an_untrusted_project_may_tighten() {
 }
 
 mod hooks;
+mod mcp;
 
 #[test]
 fn skills_reach_the_session_only_when_enabled_and_project_skills_only_when_trusted() {

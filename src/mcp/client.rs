@@ -191,8 +191,8 @@ async fn http(
     for (name, value) in headers.iter().chain(from_env.iter().map(|(n, v)| (*n, v))) {
         let header = HeaderName::try_from(name.as_str())
             .map_err(|e| format!("header name `{name}`: {e}"))?;
-        let value = HeaderValue::try_from(value.as_str())
-            .map_err(|e| format!("header `{name}`: {e}"))?;
+        let value =
+            HeaderValue::try_from(value.as_str()).map_err(|e| format!("header `{name}`: {e}"))?;
         custom.insert(header, value);
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);

@@ -12,7 +12,7 @@ mod output;
 mod server;
 
 pub use client::Launch;
-pub use config::{McpConfig, ServerConfig, Transport};
+pub use config::{McpConfig, ServerConfig, Transport, DEFAULT_STARTUP_TIMEOUT};
 pub use server::Server;
 
 use crate::tools::{ExtraTools, Tool};

@@ -11,7 +11,10 @@ use serde_json::Value;
 /// server marked it an error.
 pub fn render(result: &Value) -> (String, bool) {
     let mut parts: Vec<String> = Vec::new();
-    let blocks = result["content"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let blocks = result["content"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     for block in blocks {
         parts.push(block_text(block));
     }

@@ -419,7 +419,6 @@ struct KillArgs {
     id: u32,
 }
 
-
 /// `shell_output`.
 pub struct ShellOutputTool;
 
@@ -454,7 +453,9 @@ impl Tool for ShellOutputTool {
                 Err(result) => return result,
             };
             let wait = Duration::from_millis(args.wait_ms.unwrap_or(0));
-            ctx.jobs.output(args.id, wait, ctx.config.output_limits()).await
+            ctx.jobs
+                .output(args.id, wait, ctx.config.output_limits())
+                .await
         })
     }
 }

@@ -405,14 +405,21 @@ impl Session {
             .map_err(|e| format!("agent `{name}`: {e}"))?;
         let mut tools = child.toolset.registry.clone();
         tools.retain(|n| !options.disallowed.iter().any(|d| d == n));
-        for (spec, tool) in self.toolset.registry.entries() {
-            let name = spec.name.as_str();
-            if options.inherit.allows(name)
+        let inherits = |name: &str| {
+            options.inherit.allows(name)
                 && !NOT_INHERITED.contains(&name)
                 && !options.disallowed.iter().any(|d| d == name)
-                && tools.spec(name).is_none()
-            {
+        };
+        for (spec, tool) in self.toolset.registry.entries() {
+            if inherits(&spec.name) && tools.spec(&spec.name).is_none() {
                 tools.register(tool.clone());
+            }
+        }
+        // Held-back (MCP) tools: held back in the child too, for its own
+        // search_tools.
+        for (group, tool) in self.toolset.registry.deferred_entries() {
+            if inherits(&tool.spec().name) {
+                tools.register_deferred(group, tool.clone());
             }
         }
         child
