@@ -186,3 +186,111 @@ fn server_config(name: &str, s: &McpServerFile) -> Result<ServerConfig, ConfigEr
         trusted_tools: s.trusted_tools.clone().unwrap_or_default(),
     })
 }
+
+/// A server for `cogni mcp add`.
+#[derive(Debug, Clone)]
+pub enum NewServer {
+    Stdio {
+        argv: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+    Http {
+        url: String,
+        bearer_token_env_var: Option<String>,
+    },
+}
+
+/// Write `[mcp_servers.NAME]` into `$COGNI_HOME/config.toml` (created
+/// when missing), keeping the rest of the file as it is, comments too.
+/// The result is checked before it is written (atomically). Returns
+/// whether a server of that name was replaced.
+pub fn add_server(home: &Path, name: &str, server: &NewServer) -> Result<bool, ConfigError> {
+    let mut table = toml_edit::Table::new();
+    match server {
+        NewServer::Stdio { argv, env } => {
+            let (command, args) = argv
+                .split_first()
+                .ok_or_else(|| ConfigError("no command given (after `--`)".into()))?;
+            table.insert("command", toml_edit::value(command.as_str()));
+            if !args.is_empty() {
+                table.insert(
+                    "args",
+                    toml_edit::value(args.iter().collect::<toml_edit::Array>()),
+                );
+            }
+            if !env.is_empty() {
+                let mut inline = toml_edit::InlineTable::new();
+                for (k, v) in env {
+                    inline.insert(k, v.as_str().into());
+                }
+                table.insert("env", toml_edit::value(inline));
+            }
+        }
+        NewServer::Http {
+            url,
+            bearer_token_env_var,
+        } => {
+            table.insert("url", toml_edit::value(url.as_str()));
+            if let Some(var) = bearer_token_env_var {
+                table.insert("bearer_token_env_var", toml_edit::value(var.as_str()));
+            }
+        }
+    }
+    edit_user_config(home, |doc| {
+        let servers = doc
+            .entry("mcp_servers")
+            .or_insert_with(|| {
+                let mut t = toml_edit::Table::new();
+                t.set_implicit(true);
+                toml_edit::Item::Table(t)
+            })
+            .as_table_mut()
+            .ok_or_else(|| ConfigError("`mcp_servers` is not a table".into()))?;
+        Ok(servers
+            .insert(name, toml_edit::Item::Table(table))
+            .is_some())
+    })
+}
+
+/// Remove `[mcp_servers.NAME]` from `$COGNI_HOME/config.toml`, keeping
+/// the rest of the file as it is.
+pub fn remove_server(home: &Path, name: &str) -> Result<(), ConfigError> {
+    edit_user_config(home, |doc| {
+        let removed = doc
+            .get_mut("mcp_servers")
+            .and_then(|s| s.as_table_like_mut())
+            .and_then(|s| s.remove(name));
+        match removed {
+            Some(_) => Ok(()),
+            None => err(format!(
+                "no MCP server `{name}` in {}",
+                home.join("config.toml").display()
+            )),
+        }
+    })
+}
+
+/// Change the user's config file with `change`, check the result as
+/// cogni would load it, and write it atomically.
+fn edit_user_config<T>(
+    home: &Path,
+    change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<T, ConfigError>,
+) -> Result<T, ConfigError> {
+    let path = home.join("config.toml");
+    let source = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut doc: toml_edit::DocumentMut = source
+        .parse()
+        .map_err(|e| ConfigError(format!("{}: invalid TOML: {e}", path.display())))?;
+    let out = change(&mut doc)?;
+    let text = doc.to_string();
+    let file = super::ConfigFile::parse(&path, &text)?;
+    mcp_config(&file.mcp_servers, file.mcp.as_ref())?;
+    std::fs::create_dir_all(home).map_err(|e| ConfigError(format!("{}: {e}", home.display())))?;
+    crate::tools::fs::write_atomic(&path, text.as_bytes())
+        .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+    Ok(out)
+}

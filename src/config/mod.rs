@@ -35,6 +35,7 @@ use std::time::Duration;
 
 pub use agent::AgentFile;
 pub use agents_md::load_user_instructions;
+pub use mcp::{add_server, remove_server, NewServer};
 pub use providers::ProviderFile;
 pub use trust::TrustStore;
 

@@ -192,3 +192,52 @@ fn an_untrusted_project_starts_no_server_until_trusted() {
         ]
     );
 }
+
+#[test]
+fn add_and_remove_keep_the_rest_of_the_user_config() {
+    let d = dirs();
+    let path = d.home.join("config.toml");
+    let before =
+        "# my settings\nmodel = \"gpt-4.1\" # the usual\n\n[tools]\nshell_timeout_ms = 5000\n";
+    std::fs::write(&path, before).unwrap();
+    let fs = NewServer::Stdio {
+        argv: vec!["npx".into(), "-y".into(), "server fs".into()],
+        env: [("LOG".to_string(), "1".to_string())].into(),
+    };
+    assert!(!add_server(&d.home, "fs", &fs).unwrap());
+    let web = NewServer::Http {
+        url: "http://127.0.0.1:9/mcp".into(),
+        bearer_token_env_var: Some("WEB_TOKEN".into()),
+    };
+    assert!(!add_server(&d.home, "web", &web).unwrap());
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(before), "{text}");
+    assert!(
+        text.contains("[mcp_servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"server fs\"]\nenv = { LOG = \"1\" }\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bearer_token_env_var = \"WEB_TOKEN\""),
+        "{text}"
+    );
+    let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
+    assert_eq!(c.mcp.servers.len(), 2);
+    assert_eq!(c.session.model.as_deref(), Some("gpt-4.1"));
+    // The same name again replaces it.
+    assert!(add_server(&d.home, "fs", &fs).unwrap());
+    remove_server(&d.home, "fs").unwrap();
+    remove_server(&d.home, "web").unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(before), "{text}");
+    assert!(!text.contains("fs"), "{text}");
+    let e = remove_server(&d.home, "fs").unwrap_err();
+    assert!(e.0.contains("no MCP server `fs`"), "{}", e.0);
+    // Nothing invalid is written: a bad name is refused and the file stays.
+    let e = add_server(&d.home, "a b", &fs).unwrap_err();
+    assert!(e.0.contains("only letters"), "{}", e.0);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // A home without a config file gets one.
+    let fresh = tempfile::tempdir().unwrap();
+    add_server(&fresh.path().join("home"), "fs", &fs).unwrap();
+    assert!(fresh.path().join("home/config.toml").is_file());
+}
