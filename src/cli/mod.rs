@@ -4,6 +4,7 @@ mod agents;
 mod approve;
 mod export;
 mod manual;
+mod mcp;
 mod merge;
 mod models;
 mod persist;
@@ -67,6 +68,8 @@ pub enum Command {
     Sandbox(sandbox::SandboxArgs),
     /// List the skills found (project and user), where each comes from, their problems and what the system prompt's listing leaves out.
     Skills(SkillsArgs),
+    /// MCP servers: list them with their tools, add or remove one.
+    Mcp(mcp::McpArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
     Trust(trust::TrustArgs),
     /// Check a task file without running anything.
@@ -305,6 +308,7 @@ pub fn main() -> ExitCode {
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),
         Some(Command::Skills(args)) => ExitCode::from(skills::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
+        Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),

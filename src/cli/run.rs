@@ -7,6 +7,7 @@ use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
 use super::{setup, signals, RunArgs};
 use crate::agent::{start_session_with_provider, AgentError, Delegating, EndReason, Session};
 use crate::config::ConfigFile;
+use crate::mcp::McpConfig;
 use crate::protocol::{AgentEvent, ContextFile, EventSink, SandboxMode, TurnOutcome};
 use crate::provider::{self, record, record::Recording};
 use crate::store::{Redactor, SessionFile, Store};
@@ -22,12 +23,13 @@ pub fn run(args: RunArgs) -> u8 {
         return super::tasks::run(args);
     }
     match prepare(&args) {
-        Ok((session, task, context, verbose_max_bytes, file, redact, recorder)) => {
+        Ok((session, task, context, verbose_max_bytes, file, redact, recorder, mcp)) => {
             let code = execute(
                 session,
                 Task {
                     text: task,
                     context,
+                    mcp,
                 },
                 &args,
                 verbose_max_bytes,
@@ -59,6 +61,7 @@ type Prepared = (
     Option<Arc<SessionFile>>,
     Redactor,
     Option<Recorder>,
+    McpConfig,
 );
 
 /// `--record FILE`: the session's recording and where it goes.
@@ -192,6 +195,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         file,
         redact,
         recorder,
+        loaded.mcp,
     ))
 }
 
@@ -257,10 +261,12 @@ fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
     Ok(value)
 }
 
-/// The task as sent, and the context files attached to it.
+/// The task as sent, the context files attached to it, and the MCP
+/// servers to start for it.
 struct Task {
     text: String,
     context: Vec<ContextFile>,
+    mcp: McpConfig,
 }
 
 fn execute(
@@ -308,7 +314,6 @@ fn execute(
             files: task.context,
         });
     }
-    let task = task.text;
     let runtime = match super::setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -316,6 +321,16 @@ fn execute(
             return exit::TASK_FAILED;
         }
     };
+    // A required MCP server that does not start is a usage error: the
+    // session would lack what its config says it needs.
+    let servers = match runtime.block_on(super::mcp::attach(&mut session, &task.mcp, sink)) {
+        Ok(servers) => servers,
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            return exit::USAGE;
+        }
+    };
+    let task = task.text;
     let stop = session.stop_handle();
     let result = runtime.block_on(async {
         // Ctrl-C, SIGTERM or SIGHUP stops the turn cleanly (running
@@ -324,6 +339,9 @@ fn execute(
         let received = signals::stop_on_interrupt(move |_| stop.stop())?;
         let turn = session.run_turn(&task, sink).await;
         session.end(EndReason::after(&turn), sink).await;
+        if let Some(servers) = &servers {
+            servers.shut_down().await;
+        }
         Ok::<_, String>((turn, received))
     });
     let (result, received) = match result {

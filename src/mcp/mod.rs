@@ -86,13 +86,15 @@ pub struct Started {
     /// Servers that did not start, filters that name no tool: for the
     /// user, as warnings.
     pub warnings: Vec<String>,
+    /// A required server did not start: which and why (a session must
+    /// not go on without it).
+    pub failed_required: Option<String>,
 }
 
 /// Start every enabled server of `config` at once, each within its
-/// `startup_timeout`. A server that does not start is a warning, unless
-/// it is `required`: then the error says which and why (and the others
-/// are stopped).
-pub async fn start(config: &McpConfig, launch: &Launch) -> Result<Started, String> {
+/// `startup_timeout`. A server that does not start is a warning (and,
+/// when it is `required`, [`Started::failed_required`]).
+pub async fn start(config: &McpConfig, launch: &Launch) -> Started {
     let attempts = config.enabled().map(|server| async move {
         let started =
             tokio::time::timeout(server.startup_timeout, client::connect(server, launch)).await;
@@ -180,11 +182,11 @@ pub async fn start(config: &McpConfig, launch: &Launch) -> Result<Started, Strin
             }
         },
     };
-    if let Some(error) = failed_required {
-        servers.shut_down().await;
-        return Err(error);
+    Started {
+        servers,
+        warnings,
+        failed_required,
     }
-    Ok(Started { servers, warnings })
 }
 
 fn report(server: &ServerConfig, status: Status) -> ServerReport {

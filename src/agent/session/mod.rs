@@ -521,6 +521,11 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// The environment policy of the processes the session starts.
+    pub fn shell_env(&self) -> &crate::tools::env::ShellEnvPolicy {
+        &self.toolset.ctx.config.shell_env
+    }
+
     /// The session's background shell jobs.
     pub fn jobs(&self) -> &Arc<crate::tools::jobs::JobTable> {
         &self.toolset.ctx.jobs
