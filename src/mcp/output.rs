@@ -19,14 +19,12 @@ pub fn render(result: &Value) -> (String, bool) {
         parts.push(block_text(block));
     }
     if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
-        let said = blocks.iter().any(|b| {
-            b["type"] == "text"
-                && b["text"]
-                    .as_str()
-                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                    .is_some_and(|v| &v == structured)
-        });
-        if !said {
+        let text: String = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        if !says(&text, structured) {
             parts.push(format!(
                 "structured content: {}",
                 serde_json::to_string_pretty(structured).unwrap_or_default()
@@ -40,6 +38,25 @@ pub fn render(result: &Value) -> (String, bool) {
         parts.join("\n")
     };
     (text, is_error)
+}
+
+/// Whether `text` already says what `value` holds: it is `value` as JSON,
+/// or every string and number in `value` is in it (servers are asked to
+/// send structured content as text too, often as a rendering of it).
+fn says(text: &str, value: &Value) -> bool {
+    if serde_json::from_str::<Value>(text).is_ok_and(|v| &v == value) {
+        return true;
+    }
+    fn leaves_said(text: &str, value: &Value) -> bool {
+        match value {
+            Value::String(s) => text.contains(s.as_str()),
+            Value::Number(n) => text.contains(&n.to_string()),
+            Value::Array(items) => items.iter().all(|v| leaves_said(text, v)),
+            Value::Object(map) => map.values().all(|v| leaves_said(text, v)),
+            Value::Bool(_) | Value::Null => true,
+        }
+    }
+    !text.is_empty() && leaves_said(text, value)
 }
 
 fn block_text(block: &Value) -> String {
@@ -123,6 +140,19 @@ mod tests {
             "structuredContent": structured
         });
         assert_eq!(render(&echoed).0, "{\"temperature\": 22.5}");
+        let rendered = json!({
+            "content": [{"type": "text", "text": "It is 22.5 degrees"}],
+            "structuredContent": structured
+        });
+        assert_eq!(render(&rendered).0, "It is 22.5 degrees");
+        let other = json!({
+            "content": [{"type": "text", "text": "see the data"}],
+            "structuredContent": structured
+        });
+        assert_eq!(
+            render(&other).0,
+            "see the data\nstructured content: {\n  \"temperature\": 22.5\n}"
+        );
         let alone = json!({"structuredContent": structured});
         assert_eq!(
             render(&alone),

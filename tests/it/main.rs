@@ -14,6 +14,7 @@ mod effects;
 mod engine_mock;
 mod hooks;
 mod manual;
+mod mcp;
 mod memory;
 mod ollama_provider;
 mod plan;
