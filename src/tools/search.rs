@@ -145,7 +145,7 @@ impl Deferred {
         let groups = self
             .groups()
             .iter()
-            .map(|(g, n)| format!("{g} ({n} tools)"))
+            .map(|(g, n)| format!("{g} ({n} tool{})", if *n == 1 { "" } else { "s" }))
             .collect::<Vec<_>>()
             .join(", ");
         ToolSpec {
@@ -263,4 +263,194 @@ fn score(entry: &Entry, words: &[String]) -> usize {
             }
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ToolConfig, ToolContext, ToolRegistry};
+    use super::*;
+    use crate::protocol::{EditTool, SandboxMode, ToolCall};
+    use futures::future::BoxFuture;
+
+    struct Named(&'static str, &'static str);
+
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: self.0.into(),
+                description: self.1.into(),
+                format: ToolFormat::Function {
+                    parameters: serde_json::json!({"type": "object", "properties": {}}),
+                },
+                read_only: false,
+            }
+        }
+
+        fn run<'a>(&'a self, _: ToolInput, _: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+            Box::pin(async move { ToolResult::ok(format!("ran {}", self.0)) })
+        }
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut registry =
+            ToolRegistry::from_config(&ToolConfig::default(), EditTool::None).unwrap();
+        for (group, name, description) in [
+            (
+                "fs",
+                "mcp__fs__read_file",
+                "Read the complete contents of a file.",
+            ),
+            ("fs", "mcp__fs__write_file", "Create or overwrite a file."),
+            (
+                "fs",
+                "mcp__fs__list_directory",
+                "List the entries of a directory.",
+            ),
+            (
+                "web",
+                "mcp__web__fetch",
+                "Fetch a URL and read it as markdown.",
+            ),
+        ] {
+            registry.register_deferred(group, Arc::new(Named(name, description)));
+        }
+        registry
+    }
+
+    fn call(name: &str, arguments: serde_json::Value) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: arguments.to_string(),
+            kind: Default::default(),
+        }
+    }
+
+    fn names(specs: Vec<ToolSpec>) -> Vec<String> {
+        specs.into_iter().map(|s| s.name).collect()
+    }
+
+    #[tokio::test]
+    async fn held_back_tools_are_offered_once_found_in_the_order_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = crate::tools::paths::tests::ctx(tmp.path(), SandboxMode::WorkspaceWrite);
+        let registry = registry();
+        let offered = names(registry.specs());
+        assert_eq!(offered.last().map(String::as_str), Some(SEARCH_TOOLS));
+        assert!(!offered.iter().any(|n| n.starts_with("mcp__")));
+        let search = registry.spec(SEARCH_TOOLS).unwrap();
+        assert!(search.read_only);
+        assert!(
+            search.description.contains("fs (3 tools), web (1 tool)"),
+            "{}",
+            search.description
+        );
+        // Not found yet: unknown, and nothing runs.
+        let early = registry
+            .dispatch(&call("mcp__web__fetch", serde_json::json!({})), &ctx)
+            .await;
+        assert!(early.is_error && early.content.contains("unknown tool"));
+
+        let found = registry
+            .dispatch(
+                &call(SEARCH_TOOLS, serde_json::json!({"query": "fetch url"})),
+                &ctx,
+            )
+            .await;
+        assert!(!found.is_error, "{}", found.content);
+        assert!(
+            found
+                .content
+                .contains("- mcp__web__fetch [web]: Fetch a URL"),
+            "{}",
+            found.content
+        );
+        let found = registry
+            .dispatch(
+                &call(SEARCH_TOOLS, serde_json::json!({"query": "fs", "limit": 2})),
+                &ctx,
+            )
+            .await;
+        assert!(
+            found.content.contains("mcp__fs__read_file"),
+            "{}",
+            found.content
+        );
+        assert!(
+            found.content.contains("mcp__fs__write_file"),
+            "{}",
+            found.content
+        );
+        assert!(
+            !found.content.contains("list_directory"),
+            "{}",
+            found.content
+        );
+        assert_eq!(
+            names(registry.found_specs()),
+            [
+                "mcp__web__fetch",
+                "mcp__fs__read_file",
+                "mcp__fs__write_file"
+            ]
+        );
+        // An exact name wins over everything else; found again, it says so.
+        let exact = registry
+            .dispatch(
+                &call(
+                    SEARCH_TOOLS,
+                    serde_json::json!({"query": "read_file", "limit": 1}),
+                ),
+                &ctx,
+            )
+            .await;
+        assert!(
+            exact
+                .content
+                .contains("mcp__fs__read_file [fs] (already yours)"),
+            "{}",
+            exact.content
+        );
+        let ran = registry
+            .dispatch(&call("mcp__web__fetch", serde_json::json!({})), &ctx)
+            .await;
+        assert_eq!(ran.content, "ran mcp__web__fetch");
+
+        let none = registry
+            .dispatch(
+                &call(SEARCH_TOOLS, serde_json::json!({"query": "quantum"})),
+                &ctx,
+            )
+            .await;
+        assert!(none.is_error);
+        assert!(
+            none.content.contains("fs: mcp__fs__read_file, mcp__fs__write_file, mcp__fs__list_directory; web: mcp__web__fetch"),
+            "{}",
+            none.content
+        );
+        let bad = registry
+            .dispatch(&call(SEARCH_TOOLS, serde_json::json!({"q": "x"})), &ctx)
+            .await;
+        assert!(bad.is_error, "{}", bad.content);
+    }
+
+    #[test]
+    fn a_copy_finds_on_its_own_and_a_replacement_keeps_what_was_found() {
+        let mut registry = registry();
+        registry.set_found(&["mcp__fs__write_file".into(), "mcp__web__fetch".into()]);
+        let copy = registry.clone();
+        copy.set_found(&[]);
+        assert_eq!(
+            registry.found_names(),
+            ["mcp__fs__write_file", "mcp__web__fetch"]
+        );
+        assert!(copy.found_names().is_empty());
+        // Leaving a tool out keeps the others found.
+        registry.retain(|n| n != "mcp__fs__write_file");
+        assert_eq!(registry.found_names(), ["mcp__web__fetch"]);
+        assert_eq!(registry.deferred_entries().count(), 3);
+        registry.retain(|n| !n.starts_with("mcp__"));
+        assert!(registry.spec(SEARCH_TOOLS).is_none());
+        assert!(!names(registry.specs()).contains(&SEARCH_TOOLS.to_string()));
+    }
 }
