@@ -794,3 +794,50 @@ fn mcp_list_add_and_remove() {
         stderr_of(&none)
     );
 }
+
+/// The figures in docs/performance.md: the first request's tools array
+/// and whole body with the filesystem and everything servers, offered at
+/// once and through search_tools (`cargo test --test it
+/// first_request_size -- --nocapture` prints them).
+#[test]
+fn first_request_size_with_eager_and_lazy_mcp_tools() {
+    let Some(servers) = installed("mcp_first_request_size") else {
+        return;
+    };
+    let mut sizes = Vec::new();
+    for (label, mcp) in [
+        ("no MCP servers", String::new()),
+        (
+            "eager (max_eager_tools = 40)",
+            format!(
+                "[mcp]\nmax_eager_tools = 40\n{}{}",
+                servers.filesystem(Path::new("/tmp")),
+                servers.everything()
+            ),
+        ),
+        (
+            "lazy (max_eager_tools = 0)",
+            format!(
+                "[mcp]\nmax_eager_tools = 0\n{}{}",
+                servers.filesystem(Path::new("/tmp")),
+                servers.everything()
+            ),
+        ),
+    ] {
+        let env = env_with(&mcp);
+        let mock = MockServer::start();
+        mock.enqueue(chat::text_response("done"));
+        let (out, _) = run(&env, &mock, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        let body = mock.requests()[0].body_json().clone();
+        let tools = serde_json::to_string(&body["tools"]).unwrap().len();
+        let count = body["tools"].as_array().map_or(0, Vec::len);
+        let whole = serde_json::to_string(&body).unwrap().len();
+        println!("{label}: {count} tools, tools array {tools} bytes, request body {whole} bytes");
+        sizes.push(tools);
+    }
+    let (none, eager, lazy) = (sizes[0], sizes[1], sizes[2]);
+    assert!(eager > none + 10_000, "{sizes:?}");
+    // Lazy: only search_tools more than without servers.
+    assert!(lazy < none + 1_000, "{sizes:?}");
+}
