@@ -61,6 +61,24 @@ impl Connection {
         Some(describe_end(&process, ended))
     }
 
+    /// Why the connection ended, after the transport said it did: how the
+    /// process ended, once it has (given up to a second to finish dying).
+    pub(super) async fn ended(&self) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            let exited = match &self.process {
+                Some(p) => p.lock().ok().and_then(|mut p| p.exited()).is_some(),
+                None => true,
+            };
+            if exited || tokio::time::Instant::now() >= deadline {
+                return self
+                    .gone()
+                    .unwrap_or_else(|| "the server closed its connection".to_string());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Close the protocol side, then stop the process (SIGTERM, then
     /// SIGKILL).
     pub(super) async fn close(self) {

@@ -99,22 +99,27 @@ impl Server {
                 ),
                 true,
             ),
-            Ok(Err(e)) => match connection.gone() {
-                Some(why) => {
-                    let after = self.restart(&connection, &why).await;
-                    (
-                        format!(
-                            "MCP server `{}` stopped during the call ({why}); {after}",
-                            self.config.name
-                        ),
+            Ok(Err(e)) => {
+                let closed = matches!(
+                    e,
+                    ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                );
+                if !closed && connection.gone().is_none() {
+                    return (
+                        format!("calling MCP server `{}` failed: {e}", self.config.name),
                         true,
-                    )
+                    );
                 }
-                None => (
-                    format!("calling MCP server `{}` failed: {e}", self.config.name),
+                let why = connection.ended().await;
+                let after = self.restart(&connection, &why).await;
+                (
+                    format!(
+                        "MCP server `{}` stopped during the call ({why}); {after}",
+                        self.config.name
+                    ),
                     true,
-                ),
-            },
+                )
+            }
         }
     }
 

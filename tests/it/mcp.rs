@@ -79,6 +79,15 @@ fn installed(test: &str) -> Option<Installed> {
     Some(Installed { bin })
 }
 
+/// An environment with `a.txt` ("alpha\n") in its workspace and the
+/// user config `config(workspace)`.
+fn workspace_env(config: impl FnOnce(&Path) -> String) -> Env {
+    let env = Env::new();
+    std::fs::write(env.work().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(env.dir.path().join("home/config.toml"), config(&env.work())).unwrap();
+    env
+}
+
 /// An environment whose user config is `config`.
 fn env_with(config: &str) -> Env {
     let env = Env::new();
@@ -270,17 +279,13 @@ fn tool_filters_and_trusted_tools_decide_what_is_offered_and_asked() {
     let Some(servers) = installed("mcp_filters") else {
         return;
     };
-    let env = Env::new();
-    std::fs::write(env.work().join("a.txt"), "alpha\n").unwrap();
-    std::fs::write(
-        env.dir.path().join("home/config.toml"),
+    let env = workspace_env(|work| {
         format!(
-            "{}enabled_tools = [\"read_text_file\", \"write_file\", \"list_directory\"]\n\
-             disabled_tools = [\"list_directory\", \"no_such_tool\"]\ntrusted_tools = [\"read_text_file\"]\n",
-            servers.filesystem(&env.work())
-        ),
+        "{}enabled_tools = [\"read_text_file\", \"write_file\", \"list_directory\"]\n\
+         disabled_tools = [\"list_directory\", \"no_such_tool\"]\ntrusted_tools = [\"read_text_file\"]\n",
+        servers.filesystem(&work)
     )
-    .unwrap();
+    });
     let mock = MockServer::start();
     mock.enqueue(chat::tool_calls_response(&[
         (
@@ -342,17 +347,13 @@ fn beyond_max_eager_tools_the_model_finds_tools_with_search_tools() {
     let Some(servers) = installed("mcp_lazy") else {
         return;
     };
-    let env = Env::new();
-    std::fs::write(env.work().join("a.txt"), "alpha\n").unwrap();
-    std::fs::write(
-        env.dir.path().join("home/config.toml"),
+    let env = workspace_env(|work| {
         format!(
             "[mcp]\nmax_eager_tools = 5\n{}{}",
-            servers.filesystem(&env.work()),
+            servers.filesystem(&work),
             servers.everything()
-        ),
-    )
-    .unwrap();
+        )
+    });
     let mock = MockServer::start();
     mock.enqueue(call(
         "s1",
@@ -480,13 +481,7 @@ fn a_delegated_agent_inherits_the_mcp_tools() {
     let Some(servers) = installed("mcp_delegation") else {
         return;
     };
-    let env = Env::new();
-    std::fs::write(env.work().join("a.txt"), "alpha\n").unwrap();
-    std::fs::write(
-        env.dir.path().join("home/config.toml"),
-        servers.filesystem(&env.work()),
-    )
-    .unwrap();
+    let env = workspace_env(|work| servers.filesystem(&work));
     let agents = env.dir.path().join("home/agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
@@ -523,17 +518,23 @@ fn a_delegated_agent_inherits_the_mcp_tools() {
     mock.assert_invariants();
 }
 
+/// An environment with the everything server, whose command line
+/// carries a marker the test finds its processes by.
+fn marked_everything(servers: &Installed, test: &str) -> (Env, String) {
+    let marker = format!("/tmp/cogni-mcp-{test}-{}", std::process::id());
+    let env = env_with(&format!(
+        "{}args = [\"stdio\", \"{marker}\"]\n",
+        servers.everything()
+    ));
+    (env, marker)
+}
+
 #[test]
 fn a_server_that_dies_mid_call_is_restarted_once_and_nothing_outlives_cogni() {
     let Some(servers) = installed("mcp_restart") else {
         return;
     };
-    // The server's command line carries the marker, so the test finds it.
-    let marker = format!("/tmp/cogni-mcp-{}", std::process::id());
-    let env = env_with(&format!(
-        "{}args = [\"stdio\", \"{marker}\"]\n",
-        servers.everything()
-    ));
+    let (env, marker) = marked_everything(&servers, "restart");
     let mock = MockServer::start();
     mock.enqueue(call(
         "long",
@@ -587,11 +588,7 @@ fn a_killed_cogni_leaves_no_server_behind() {
     let Some(servers) = installed("mcp_kill") else {
         return;
     };
-    let marker = format!("/tmp/cogni-mcp-kill-{}", std::process::id());
-    let env = env_with(&format!(
-        "{}args = [\"stdio\", \"{marker}\"]\n",
-        servers.everything()
-    ));
+    let (env, marker) = marked_everything(&servers, "kill");
     let mock = MockServer::start();
     mock.enqueue(chat::text_response("never sent").pause_before_headers(Pause::Forever));
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"))
