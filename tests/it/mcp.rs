@@ -283,7 +283,7 @@ fn tool_filters_and_trusted_tools_decide_what_is_offered_and_asked() {
         format!(
         "{}enabled_tools = [\"read_text_file\", \"write_file\", \"list_directory\"]\n\
          disabled_tools = [\"list_directory\", \"no_such_tool\"]\ntrusted_tools = [\"read_text_file\"]\n",
-        servers.filesystem(&work)
+        servers.filesystem(work)
     )
     });
     let mock = MockServer::start();
@@ -350,7 +350,7 @@ fn beyond_max_eager_tools_the_model_finds_tools_with_search_tools() {
     let env = workspace_env(|work| {
         format!(
             "[mcp]\nmax_eager_tools = 5\n{}{}",
-            servers.filesystem(&work),
+            servers.filesystem(work),
             servers.everything()
         )
     });
@@ -481,7 +481,7 @@ fn a_delegated_agent_inherits_the_mcp_tools() {
     let Some(servers) = installed("mcp_delegation") else {
         return;
     };
-    let env = workspace_env(|work| servers.filesystem(&work));
+    let env = workspace_env(|work| servers.filesystem(work));
     let agents = env.dir.path().join("home/agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
