@@ -149,9 +149,9 @@ checks = [{ command = "test -f d000/s0/f0.rs" }, { file_exists = "d004/s9/f4999.
                 options.scratch = Some(scratch.clone());
                 let plan = Plan::new(file.clone(), selection, configs, options).expect("plan");
                 let results = runtime.block_on(runner::run(
-                    &plan,
+                    std::sync::Arc::new(plan),
                     None,
-                    &|_: runner::ProgressEvent<'_>| {},
+                    std::sync::Arc::new(|_: runner::ProgressEvent<'_>| {}),
                     &RunControl::default(),
                 ));
                 assert_eq!(results.summary.passed, 1, "{results:?}");

@@ -318,9 +318,11 @@ async fn run_canaries(mode: SandboxMode) -> Result<Vec<Canary>, String> {
         },
         ..ctx.clone()
     };
+    // The markers name this check, so checks running side by side do not
+    // count each other's sleepers.
     for (which, ctx, marker) in [
-        ("", &ctx, "4711.0815"),
-        (" (unconfined)", &unconfined, "4711.0816"),
+        ("", &ctx, format!("4711.{pid}1")),
+        (" (unconfined)", &unconfined, format!("4711.{pid}2")),
     ] {
         let _ = shell(
             ctx,

@@ -316,6 +316,7 @@ fn execute(prepared: Prepared) -> u8 {
     let control = RunControl::default();
     let live = std::io::stderr().is_terminal();
     let renderer = Renderer::new(plan.attempt_count(), live, color);
+    let plan = std::sync::Arc::new(plan);
     let run = runtime.block_on(async {
         // Ctrl-C, SIGTERM (a CI system cancelling the job) or SIGHUP stops
         // the running attempts cleanly and starts no more; the results are
@@ -355,7 +356,13 @@ fn execute(prepared: Prepared) -> u8 {
                 }
             })
         });
-        let results = runner::run(&plan, repository, &renderer, &control).await;
+        let results = runner::run(
+            plan.clone(),
+            repository,
+            std::sync::Arc::new(renderer.clone_handle()),
+            &control,
+        )
+        .await;
         if let Some(ticker) = ticker {
             ticker.abort();
         }

@@ -221,8 +221,6 @@ impl Attempt<'_> {
             return result.fail(FailureReason::SetupFailed, e.to_string());
         }
         let _stoppable = self.control.register(session.stop_handle());
-        // On the runner's single thread nothing runs between this check
-        // and the turn taking its stop token.
         if self.control.is_interrupted() {
             return result.fail(
                 FailureReason::Interrupted,
@@ -254,7 +252,24 @@ impl Attempt<'_> {
             sink.emit(AgentEvent::Context { files });
         }
         let started = Instant::now();
-        let turn = session.run_turn(&prompt, &sink).await;
+        // An interrupt stops the turn through its stop handle; one that
+        // came (on another thread) after the check above but before the
+        // turn took its stop token is passed on again until the turn ends.
+        let stop = session.stop_handle();
+        let restop = async {
+            self.control.interrupted().await;
+            loop {
+                stop.stop();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        let turn = tokio::select! {
+            turn = session.run_turn(&prompt, &sink) => turn,
+            // `restop` never ends; were it to, the turn would be gone.
+            () = restop => {
+                return result.fail(FailureReason::Interrupted, "interrupted".into())
+            }
+        };
         session.end(EndReason::after(&turn), &sink).await;
         result.agent_ms = millis(started.elapsed());
         if let (Some(recording), Some(path)) = (&recording, &self.planned.record) {

@@ -248,23 +248,9 @@ mod tests {
         RunResults {
             schema_version: 1,
             run_id: "r".into(),
-            started_at: String::new(),
-            finished_at: String::new(),
-            cogni_version: String::new(),
-            tasks_file: String::new(),
-            repository: None,
-            settings: crate::runner::results::RunSettings {
-                selectors: vec![],
-                agent_override: None,
-                jobs: 1,
-                repeat: None,
-                fail_fast: false,
-            },
-            agents: vec![],
             summary: Summary::of(&tasks, Duration::ZERO),
             tasks,
-            shards: vec![],
-            planned: vec![],
+            ..RunResults::default()
         }
     }
 

@@ -269,7 +269,7 @@ fn listed(what: &str, problems: Vec<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::results::{RunSettings, Status};
+    use crate::runner::results::Status;
 
     /// The parts of a run of `tasks` (id, attempts) cut into `total` shards.
     fn shards(tasks: &[(&str, u32)], total: u32) -> Vec<Part> {
@@ -315,17 +315,6 @@ mod tests {
                         run_id: format!("r{index}"),
                         started_at: format!("2026-01-01T00:00:0{index}Z"),
                         finished_at: "2026-01-01T00:01:00Z".into(),
-                        cogni_version: "0".into(),
-                        tasks_file: "t.toml".into(),
-                        repository: None,
-                        settings: RunSettings {
-                            selectors: vec![],
-                            agent_override: None,
-                            jobs: 1,
-                            repeat: None,
-                            fail_fast: false,
-                        },
-                        agents: vec![],
                         summary: Summary::of(&by_task, Duration::ZERO),
                         tasks: by_task,
                         shards: vec![ShardInfo {
@@ -338,6 +327,7 @@ mod tests {
                             wall_ms: 10 * u64::from(index),
                         }],
                         planned: planned.clone(),
+                        ..RunResults::default()
                     },
                 }
             })

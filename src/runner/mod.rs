@@ -12,6 +12,7 @@ mod checks;
 mod command;
 pub mod compare;
 pub mod merge;
+mod pool;
 pub mod report;
 pub mod results;
 mod select;
@@ -26,10 +27,9 @@ use crate::provider::record::Redact;
 use crate::provider::WireApi;
 use crate::spec::tasks::{Budget, TaskFile, WorkspaceMode};
 use command::{git, Shell};
-use futures::StreamExt;
 use results::{
     compact_stamp, millis, rfc3339, AgentInfo, AttemptResult, PlannedTask, PriceInfo, Repository,
-    RunSettings, ShardInfo, Status, Summary, TaskResult, SCHEMA_VERSION,
+    RunSettings, ShardInfo, Summary, TaskResult, SCHEMA_VERSION,
 };
 use shard::Shard;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -188,6 +188,11 @@ impl RunControl {
 
     pub fn is_interrupted(&self) -> bool {
         self.0.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// Until the run is interrupted.
+    async fn interrupted(&self) {
+        self.0.stopped.cancelled().await
     }
 
     /// `work`, unless the run is interrupted first: then `None`, and the
@@ -516,69 +521,19 @@ async fn scratch_root(plan: &Plan) -> PathBuf {
 /// Run the plan: up to `jobs` attempts at once, each in its own workspace.
 /// Results come back in selection order, attempts in order.
 pub async fn run(
-    plan: &Plan,
+    plan: Arc<Plan>,
     repository: Option<Repository>,
-    progress: &dyn Progress,
+    progress: Arc<dyn Progress>,
     control: &RunControl,
 ) -> RunResults {
     let started_at = (plan.options.clock)();
     let started = Instant::now();
-    let scratch = scratch_root(plan)
+    let scratch = scratch_root(&plan)
         .await
         .join(format!("cogni-{}", plan.run_id));
-    // Attempts in the source itself take turns.
-    let mut locks: HashMap<&Path, Arc<tokio::sync::Mutex<()>>> = HashMap::new();
-    for p in &plan.attempts {
-        if plan.file.tasks[p.task].workspace == WorkspaceMode::InPlace {
-            locks.entry(p.source.as_path()).or_default();
-        }
-    }
-    let failed = AtomicBool::new(false);
-    let removals = std::sync::Mutex::new(Vec::new());
-    let runs = futures::stream::iter(plan.attempts.iter().enumerate())
-        .map(|(index, planned)| {
-            let (scratch, locks, failed, removals) = (&scratch, &locks, &failed, &removals);
-            async move {
-                let result = if control.is_interrupted() {
-                    AttemptResult::not_run(
-                        planned.attempt,
-                        Status::Skipped,
-                        "not run: the run was interrupted".into(),
-                    )
-                } else if plan.options.fail_fast && failed.load(Ordering::SeqCst) {
-                    AttemptResult::not_run(
-                        planned.attempt,
-                        Status::Skipped,
-                        "not run: --fail-fast stopped the run after a failure".into(),
-                    )
-                } else {
-                    let lock = locks.get(planned.source.as_path()).cloned();
-                    attempt::Attempt {
-                        plan,
-                        planned,
-                        scratch,
-                        progress,
-                        control,
-                        removals,
-                    }
-                    .run(lock)
-                    .await
-                };
-                if result.status != Status::Passed {
-                    failed.store(true, Ordering::SeqCst);
-                }
-                (index, result)
-            }
-        })
-        .buffer_unordered(plan.options.jobs)
-        .collect::<Vec<_>>()
-        .await;
-    // Copies are removed in the background as attempts finish; wait for
-    // them, then catch what a failed removal left behind.
-    let removals = std::mem::take(&mut *removals.lock().expect("lock"));
-    for removal in removals {
-        let _ = removal.await;
-    }
+    let runs = pool::run_all(plan.clone(), progress, control, scratch.clone()).await;
+    // Copies are removed in the background as attempts finish, and each
+    // thread waited for its own; catch what a failed removal left behind.
     let _ = workspace::remove_dir(scratch).await;
 
     let mut by_slot: Vec<Vec<(u32, AttemptResult)>> = vec![Vec::new(); plan.selection.len()];

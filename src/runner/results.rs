@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Bumped when a field changes meaning or goes away.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunResults {
     pub schema_version: u32,
     pub run_id: String,
@@ -74,7 +74,7 @@ pub struct Repository {
 }
 
 /// How the run was asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSettings {
     pub selectors: Vec<String>,
     pub agent_override: Option<String>,
@@ -312,7 +312,7 @@ pub struct CheckResult {
     pub duration_ms: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub tasks: usize,
     pub attempts: usize,
@@ -326,7 +326,7 @@ pub struct Summary {
     pub totals: Totals,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub tokens: Tokens,
     /// Sum over attempts with a known price; `null` when none had one.

@@ -5,6 +5,7 @@
 
 use std::ffi::CStr;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub(super) fn check(ret: libc::c_int) -> io::Result<()> {
     if ret == -1 {
@@ -198,6 +199,54 @@ pub(super) fn format_path<'a>(
     buf[prefix.len() + len..total].copy_from_slice(suffix);
     buf[total] = 0;
     CStr::from_bytes_with_nul(&buf[..=total]).ok()
+}
+
+/// Block `signals` and read them from the returned signalfd instead.
+/// For a single-threaded process (a supervisor after fork, the fork
+/// server): the mask is the calling thread's.
+pub(super) fn block_for_signalfd(signals: &[libc::c_int]) -> io::Result<OwnedFd> {
+    // SAFETY: sigset_t is plain data that sigemptyset initializes; the
+    // mask and the new descriptor are this process's.
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut mask);
+        for &signal in signals {
+            libc::sigaddset(&mut mask, signal);
+        }
+        check(libc::sigprocmask(
+            libc::SIG_BLOCK,
+            &mask,
+            std::ptr::null_mut(),
+        ))?;
+        let fd = libc::signalfd(-1, &mask, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        if fd == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// Read every pending signal from a signalfd made by
+/// [`block_for_signalfd`]; whether `watched` was among them.
+pub(super) fn drain_signals(signals: &OwnedFd, watched: libc::c_int) -> bool {
+    let mut seen = false;
+    loop {
+        // SAFETY: signalfd_siginfo is plain data that read fills.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: reading at most `size` bytes into `info`.
+        let n = unsafe {
+            libc::read(
+                signals.as_raw_fd(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                size,
+            )
+        };
+        if n != size as isize {
+            return seen;
+        }
+        seen |= info.ssi_signo == watched as u32;
+    }
 }
 
 #[cfg(test)]

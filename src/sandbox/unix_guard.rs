@@ -39,7 +39,9 @@
 //! multithreaded parent: system calls on stack memory only (the data of a
 //! `sendto` goes through an `mmap`ed buffer).
 
-use super::forked::{format_path, last_errno, recv_i32, send_i32};
+use super::forked::{
+    block_for_signalfd, drain_signals, format_path, last_errno, recv_i32, send_i32,
+};
 use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -179,34 +181,43 @@ impl Guard {
     /// # Safety
     /// Async-signal-safe; for use after fork, in P.
     pub(super) unsafe fn serve(&self, listener: libc::c_int, init: libc::pid_t) -> Option<i32> {
+        // Workers forked for blocking calls are P's children in the
+        // command's PID namespace: one left a zombie keeps the init's exit
+        // (it waits for every process of the namespace to be gone) from
+        // ever finishing, so each worker is reaped as soon as it exits.
         let init_fd = libc::syscall(libc::SYS_pidfd_open, init, 0 as libc::c_uint) as libc::c_int;
-        if init_fd < 0 {
-            // Cannot watch the init: stop serving (the command's filtered
-            // calls then fail with ENOSYS) and just wait.
-            libc::close(listener);
-            return super::forked::wait_for(init);
-        }
-        let mut fds = [
-            libc::pollfd {
-                fd: listener,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: init_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
+        let children = block_for_signalfd(&[libc::SIGCHLD]);
+        let children = match (init_fd, children) {
+            (0.., Ok(children)) => children,
+            _ => {
+                // Cannot watch the init or the workers: stop serving (the
+                // command's filtered calls then fail with ENOSYS) and just
+                // wait.
+                if init_fd >= 0 {
+                    libc::close(init_fd);
+                }
+                libc::close(listener);
+                return super::forked::wait_for(init);
+            }
+        };
+        let watch = |fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let mut fds = [watch(listener), watch(init_fd), watch(children.as_raw_fd())];
         loop {
             if let Some(status) = reap(init) {
                 return Some(status);
             }
-            if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
+            if libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) < 0 {
                 if last_errno() == libc::EINTR {
                     continue;
                 }
                 return super::forked::wait_for(init);
+            }
+            if fds[2].revents != 0 {
+                drain_signals(&children, libc::SIGCHLD);
             }
             if fds[0].revents & libc::POLLIN != 0 {
                 self.handle(listener);

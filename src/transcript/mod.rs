@@ -257,16 +257,7 @@ impl Builder {
                         ..
                     },
             } => {
-                self.open.insert(id.clone(), self.transcript.entries.len());
-                self.push(Entry::Tool {
-                    id: id.clone(),
-                    name: name.clone(),
-                    args: clip(arguments, ARGS_BYTES),
-                    out: None,
-                    code: None,
-                    err: false,
-                    dur: String::new(),
-                });
+                self.call(id, name, arguments);
             }
             AgentEvent::ItemCompleted { item } => self.completed(item),
             AgentEvent::Plan { plan } => self.push(Entry::Plan {
@@ -353,6 +344,22 @@ impl Builder {
         }
     }
 
+    /// A tool call without its output yet; its entry's index.
+    fn call(&mut self, id: &str, name: &str, arguments: &str) -> usize {
+        let index = self.transcript.entries.len();
+        self.open.insert(id.to_string(), index);
+        self.push(Entry::Tool {
+            id: id.to_string(),
+            name: name.to_string(),
+            args: clip(arguments, ARGS_BYTES),
+            out: None,
+            code: None,
+            err: false,
+            dur: String::new(),
+        });
+        index
+    }
+
     fn note(&mut self, text: String) {
         self.push(Entry::Note { text });
     }
@@ -376,16 +383,9 @@ impl Builder {
                 let index = match self.open.remove(id) {
                     Some(index) => index,
                     None => {
-                        self.transcript.entries.push(Entry::Tool {
-                            id: id.clone(),
-                            name: name.clone(),
-                            args: clip(arguments, ARGS_BYTES),
-                            out: None,
-                            code: None,
-                            err: false,
-                            dur: String::new(),
-                        });
-                        self.transcript.entries.len() - 1
+                        let index = self.call(id, name, arguments);
+                        self.open.remove(id);
+                        index
                     }
                 };
                 if let Some(Entry::Tool {
@@ -463,16 +463,7 @@ pub fn from_history(history: &[HistoryItem]) -> Transcript {
                 b.note(format!("{what}: {}", clip(text, 2_000)));
             }
             Content::ToolCall(call) => {
-                b.open.insert(call.id.clone(), b.transcript.entries.len());
-                b.push(Entry::Tool {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    args: clip(&call.arguments, ARGS_BYTES),
-                    out: None,
-                    code: None,
-                    err: false,
-                    dur: String::new(),
-                });
+                b.call(&call.id, &call.name, &call.arguments);
             }
             Content::ToolOutput(output) => {
                 let Some(index) = b.open.remove(&output.call_id) else {

@@ -326,22 +326,8 @@ pub(crate) fn large_run(n: usize) -> cogni::runner::RunResults {
     RunResults {
         schema_version: SCHEMA_VERSION,
         run_id: "20260101T000000Z-0000".into(),
-        started_at: "2026-01-01T00:00:00Z".into(),
-        finished_at: "2026-01-01T00:01:00Z".into(),
-        cogni_version: "0".into(),
-        tasks_file: "tasks.toml".into(),
-        repository: None,
-        settings: RunSettings {
-            selectors: vec![],
-            agent_override: None,
-            jobs: 32,
-            repeat: None,
-            fail_fast: false,
-        },
-        agents: vec![],
         summary: Summary::of(&tasks, Duration::from_secs(60)),
         tasks,
-        shards: vec![],
-        planned: vec![],
+        ..RunResults::default()
     }
 }

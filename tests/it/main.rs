@@ -24,6 +24,7 @@ mod repl;
 mod responses_provider;
 mod runner;
 mod sandbox;
+mod scale;
 mod sessions;
 mod shard;
 mod shell;

@@ -25,7 +25,8 @@
 //! forked or torn down on the way.
 
 use super::super::forked::{
-    check, close_fds_except, ignore_stop_signals, last_errno, reset_signal_handlers, send_i32,
+    block_for_signalfd, check, close_fds_except, drain_signals, ignore_stop_signals, last_errno,
+    reset_signal_handlers, send_i32,
 };
 use super::super::reaper::{self, PARENT_GONE};
 use super::{
@@ -168,7 +169,7 @@ impl Server {
 
     /// Reap the workers that exited (and orphans); forget them.
     fn reap(&mut self) {
-        drain(&self.signals);
+        drain_signals(&self.signals, PARENT_GONE);
         loop {
             let mut status = 0;
             // SAFETY: `status` is writable.
@@ -380,7 +381,7 @@ unsafe fn supervise(command: libc::pid_t, socket: &OwnedFd, signals: &OwnedFd) -
             }
             return None;
         }
-        if polls[0].revents != 0 && drain(signals) {
+        if polls[0].revents != 0 && drain_signals(signals, PARENT_GONE) {
             return None;
         }
         if polls[1].revents != 0 {
@@ -558,48 +559,6 @@ fn report(socket: BorrowedFd, kind: i32, value: i32) {
             libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
         )
     };
-}
-
-/// Block `signals` and read them from the returned signalfd instead.
-fn block_for_signalfd(signals: &[libc::c_int]) -> io::Result<OwnedFd> {
-    // SAFETY: sigset_t is plain data that sigemptyset initializes; the
-    // mask and the new descriptor are this (single-threaded) process's.
-    unsafe {
-        let mut mask: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut mask);
-        for &signal in signals {
-            libc::sigaddset(&mut mask, signal);
-        }
-        check(libc::sigprocmask(libc::SIG_BLOCK, &mask, null_mut()))?;
-        let fd = libc::signalfd(-1, &mask, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
-        if fd == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(OwnedFd::from_raw_fd(fd))
-    }
-}
-
-/// Read every pending signal from a signalfd; whether the parent-death
-/// signal was among them.
-fn drain(signals: &OwnedFd) -> bool {
-    let mut parent_gone = false;
-    loop {
-        // SAFETY: signalfd_siginfo is plain data that read fills.
-        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::signalfd_siginfo>();
-        // SAFETY: reading at most `size` bytes into `info`.
-        let n = unsafe {
-            libc::read(
-                signals.as_raw_fd(),
-                (&mut info as *mut libc::signalfd_siginfo).cast(),
-                size,
-            )
-        };
-        if n != size as isize {
-            return parent_gone;
-        }
-        parent_gone |= info.ssi_signo == PARENT_GONE as u32;
-    }
 }
 
 fn readable(fd: libc::c_int) -> libc::pollfd {
