@@ -6,6 +6,7 @@ mod export;
 mod launch;
 mod manual;
 mod mcp;
+mod mcp_server;
 mod merge;
 mod models;
 mod persist;
@@ -71,6 +72,8 @@ pub enum Command {
     Skills(SkillsArgs),
     /// MCP servers: list them with their tools, add or remove one.
     Mcp(mcp::McpArgs),
+    /// Serve cogni as an MCP server over stdio: tools `cogni` (run a task) and `cogni_reply` (continue its session).
+    McpServer(mcp_server::McpServerArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
     Trust(trust::TrustArgs),
     /// Check a task file without running anything.
@@ -284,7 +287,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        None | Some(Command::Run(_) | Command::Repl(_) | Command::Resume(_))
+        None | Some(
+            Command::Run(_) | Command::Repl(_) | Command::Resume(_) | Command::McpServer(_)
+        )
     ) {
         // These check the sandbox before their first request.
         crate::sandbox::probe_in_background();
@@ -310,6 +315,7 @@ pub fn main() -> ExitCode {
         Some(Command::Skills(args)) => ExitCode::from(skills::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
+        Some(Command::McpServer(args)) => ExitCode::from(mcp_server::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),
