@@ -15,6 +15,7 @@ mod engine_mock;
 mod hooks;
 mod manual;
 mod mcp;
+mod mcp_server;
 mod memory;
 mod ollama_provider;
 mod plan;

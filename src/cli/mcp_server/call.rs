@@ -266,7 +266,7 @@ impl Server {
             }
         };
         let handle = session.stop_handle();
-        let (sink, forward) = progress.start();
+        let (sink, forward) = progress.start(&stop);
         let work = async {
             let turn = async {
                 // A required MCP server that does not start: no turn runs.
@@ -345,8 +345,10 @@ impl Stop {
 
 impl Progress {
     /// The sink the session's events go to, and the future that sends
-    /// them on as progress notifications (it ends when the sink is dropped).
-    fn start(self) -> (ProgressSink, impl Future<Output = ()>) {
+    /// them on as progress notifications. It ends when the sink is
+    /// dropped, or once `stop` is requested: nobody waits for them then
+    /// (and after the client is gone, sending one would wait forever).
+    fn start(self, stop: &Stop) -> (ProgressSink, impl Future<Output = ()> + '_) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let sink = ProgressSink(self.token.is_some().then_some(tx));
         let forward = async move {
@@ -358,8 +360,10 @@ impl Progress {
                 sent += 1;
                 let note = ProgressNotificationParam::new(token.clone(), f64::from(sent))
                     .with_message(message);
-                // A client that went away stops the call another way.
-                let _ = self.peer.notify_progress(note).await;
+                tokio::select! {
+                    _ = self.peer.notify_progress(note) => {}
+                    () = stop.requested() => return,
+                }
             }
         };
         (sink, forward)
