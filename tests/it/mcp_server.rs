@@ -187,20 +187,12 @@ async fn a_task_writes_a_file_through_a_tool_call_and_reports_answer_outcome_and
     let env = Env::new();
     let script = env.write("script.toml", WRITE_HELLO);
     let mut served = serve(env, &["--script", script.to_str().unwrap()], &[]).await;
-    // With a progress token (rmcp's cancellable requests carry one).
-    let request = ClientRequest::CallToolRequest(Request::new(params(
-        "cogni",
-        json!({ "prompt": "write hello", "sandbox": "danger-full-access" }),
-    )));
-    let handle = served
-        .client
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-        .unwrap();
-    let result = match handle.await_response().await.unwrap() {
-        ServerResult::CallToolResult(result) => result,
-        other => panic!("not a tool result: {other:?}"),
-    };
+    let result = served
+        .call_with_progress(
+            "cogni",
+            json!({ "prompt": "write hello", "sandbox": "danger-full-access" }),
+        )
+        .await;
     let stderr = stderr_of(&served.env);
     assert_eq!(result.is_error, Some(false), "{result:?}; stderr: {stderr}");
     assert_eq!(text(&result), "Done: out.txt says hello.");
@@ -231,14 +223,7 @@ async fn a_task_writes_a_file_through_a_tool_call_and_reports_answer_outcome_and
         saved.display()
     );
     // The client heard how it went while it ran.
-    let mut messages = Vec::new();
-    while !messages.iter().any(|m: &String| m.starts_with("shell ")) {
-        let note = tokio::time::timeout(Duration::from_secs(30), served.progress.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no shell progress among {messages:?}"))
-            .unwrap();
-        messages.push(note.message.unwrap_or_default());
-    }
+    let messages = served.progress_until("shell ").await;
     assert_eq!(messages[0], "model request 1");
     assert!(
         messages.last().unwrap().contains("echo hello > out.txt"),
@@ -246,6 +231,40 @@ async fn a_task_writes_a_file_through_a_tool_call_and_reports_answer_outcome_and
     );
     let (status, env) = served.close().await;
     assert_eq!(status.code(), Some(0), "{}", stderr_of(&env));
+}
+
+impl Served {
+    /// Call `tool` with a progress token (rmcp's cancellable requests carry one).
+    async fn call_with_progress(&self, tool: &str, args: Value) -> CallToolResult {
+        let request = ClientRequest::CallToolRequest(Request::new(params(tool, args)));
+        let handle = self
+            .client
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .unwrap();
+        match handle.await_response().await {
+            Ok(ServerResult::CallToolResult(result)) => result,
+            other => panic!(
+                "not a tool result: {other:?}; stderr: {}",
+                stderr_of(&self.env)
+            ),
+        }
+    }
+
+    /// The progress messages up to the first that contains `needle`
+    /// (the client handles notifications on tasks of their own, so they
+    /// may come after the result).
+    async fn progress_until(&mut self, needle: &str) -> Vec<String> {
+        let mut messages = Vec::new();
+        while !messages.iter().any(|m: &String| m.contains(needle)) {
+            let note = tokio::time::timeout(Duration::from_secs(30), self.progress.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no progress with {needle:?} among {messages:?}"))
+                .unwrap();
+            messages.push(note.message.unwrap_or_default());
+        }
+        messages
+    }
 }
 
 /// The first message of `role` in `messages` whose text contains `needle`.
@@ -309,6 +328,49 @@ async fn a_reply_continues_the_session_with_its_history() {
         "{messages:#?}"
     );
     mock.assert_invariants();
+    let (status, env) = served.close().await;
+    assert_eq!(status.code(), Some(0), "{}", stderr_of(&env));
+}
+
+#[tokio::test]
+async fn an_approval_question_is_answered_no_at_once() {
+    let env = Env::new();
+    let script = env.write(
+        "script.toml",
+        r#"
+[[turns]]
+[[turns.tool_calls]]
+name = "shell"
+arguments = { command = "touch made.txt" }
+[[turns]]
+text = "I was not allowed to."
+"#,
+    );
+    let mut served = serve(env, &["--script", script.to_str().unwrap()], &[]).await;
+    let result = served
+        .call_with_progress(
+            "cogni",
+            json!({
+                "prompt": "make a file",
+                "sandbox": "danger-full-access",
+                "approval_policy": "untrusted"
+            }),
+        )
+        .await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(text(&result), "I was not allowed to.");
+    assert!(
+        !served.env.work().join("made.txt").exists(),
+        "the command never ran"
+    );
+    let messages = served.progress_until("denied").await;
+    assert!(
+        messages
+            .last()
+            .unwrap()
+            .starts_with("shell denied: no one to ask"),
+        "{messages:?}"
+    );
     let (status, env) = served.close().await;
     assert_eq!(status.code(), Some(0), "{}", stderr_of(&env));
 }
@@ -507,6 +569,21 @@ async fn a_cancelled_call_stops_its_turn_and_the_server_goes_on() {
         move || running(&marker)
     });
     assert!(started.await.unwrap(), "{}", stderr_of(&served.env));
+    // Its session is busy while it runs.
+    let sessions = crate::common::entries(&served.env.dir.path().join("home/sessions"));
+    let [file] = sessions.as_slice() else {
+        panic!("one session: {sessions:?}")
+    };
+    let id = file.trim_end_matches(".jsonl");
+    let busy = served
+        .call("cogni_reply", json!({ "session_id": id, "prompt": "and?" }))
+        .await;
+    assert_eq!(busy.is_error, Some(true), "{busy:?}");
+    assert!(
+        text(&busy).contains(&format!("session `{id}` is busy")),
+        "{}",
+        text(&busy)
+    );
     handle
         .cancel(Some("the user changed their mind".into()))
         .await

@@ -3,7 +3,7 @@
 
 use super::tools::{self, Reply, Report, Task, Usage};
 use crate::cli::{launch, ConfigArgs};
-use crate::protocol::{AgentEvent, ApprovalPolicy, EventSink, Item, SandboxMode};
+use crate::protocol::{AgentEvent, ApprovalPolicy, ApprovalStatus, EventSink, Item, SandboxMode};
 use crate::store::{Store, StoreError};
 use rmcp::model::{CallToolResult, JsonObject, ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
@@ -396,6 +396,12 @@ fn progress_message(event: &AgentEvent) -> Option<String> {
             }
             Some(format!("{name} {shown}"))
         }
+        AgentEvent::Approval {
+            tool,
+            status: ApprovalStatus::Denied,
+            reason,
+            ..
+        } => Some(format!("{tool} denied: {reason}")),
         AgentEvent::Retry { reason, .. } => Some(format!("retrying: {reason}")),
         AgentEvent::Warning { message } => Some(format!("warning: {message}")),
         _ => None,
