@@ -603,6 +603,89 @@ async fn a_cancelled_call_stops_its_turn_and_the_server_goes_on() {
     assert!(stderr_of(&env).contains(": interrupted (exit code 130)"));
 }
 
+/// Raw JSON-RPC lines, as a client writes them.
+const HANDSHAKE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    "\n",
+);
+
+#[test]
+fn stdout_carries_only_protocol_messages() {
+    use std::io::{BufRead, Write};
+    let env = Env::new();
+    let script = env.write(
+        "script.toml",
+        r#"
+[[turns]]
+text = "Talking."
+[[turns.tool_calls]]
+name = "shell"
+arguments = { command = "echo to-stdout; echo to-stderr >&2" }
+[[turns]]
+text = "Said it."
+"#,
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cogni"))
+        .current_dir(env.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path().join("home"))
+        .env("COGNI_HOME", env.dir.path().join("home"))
+        .args(["mcp-server", "--sandbox", "danger-full-access", "--script"])
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take();
+    let call = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "cogni", "arguments": { "prompt": "talk" }, "_meta": { "progressToken": 9 } }
+    });
+    let pipe = stdin.as_mut().unwrap();
+    write!(pipe, "{HANDSHAKE}{call}\n").unwrap();
+    pipe.flush().unwrap();
+    let mut lines = Vec::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let message: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        let answered = message["id"] == 2;
+        lines.push(message);
+        if answered {
+            // The client is done: it closes the server's stdin.
+            drop(stdin.take());
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let result = &lines.last().unwrap()["result"];
+    assert_eq!(
+        result["structuredContent"]["answer"], "Said it.",
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["method"] == "notifications/progress"),
+        "{lines:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // What the command printed went to the model, not to the client.
+    assert!(
+        stderr.contains(": done (exit code 0)") && !stderr.contains("to-stderr"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn a_server_with_a_broken_config_exits_2_naming_it() {
     let env = Env::new();
