@@ -646,7 +646,7 @@ text = "Said it."
         "params": { "name": "cogni", "arguments": { "prompt": "talk" }, "_meta": { "progressToken": 9 } }
     });
     let pipe = stdin.as_mut().unwrap();
-    write!(pipe, "{HANDSHAKE}{call}\n").unwrap();
+    writeln!(pipe, "{HANDSHAKE}{call}").unwrap();
     pipe.flush().unwrap();
     let mut lines = Vec::new();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
