@@ -123,15 +123,16 @@ impl Server {
             cancelled,
             shutdown: self.shutdown.clone(),
         };
-        let parsed = if name == tools::REPLY {
-            Reply::parse(arguments).map(Request::Reply)
+        let result = if name == tools::REPLY {
+            match Reply::parse(arguments) {
+                Ok(reply) => self.reply(reply, stop, progress).await,
+                Err(message) => Err(message),
+            }
         } else {
-            Task::parse(arguments).map(Request::Task)
-        };
-        let result = match parsed {
-            Ok(Request::Task(task)) => self.task(task, stop, progress).await,
-            Ok(Request::Reply(reply)) => self.reply(reply, stop, progress).await,
-            Err(message) => Err(message),
+            match Task::parse(arguments) {
+                Ok(task) => self.task(task, stop, progress).await,
+                Err(message) => Err(message),
+            }
         };
         result.unwrap_or_else(tools::failure)
     }
@@ -319,12 +320,6 @@ impl Server {
         }
         .into_result())
     }
-}
-
-/// The checked arguments of a call.
-enum Request {
-    Task(Task),
-    Reply(Reply),
 }
 
 /// What stops a call's turn: the client cancels the request, or the
