@@ -14,16 +14,19 @@ mod tools;
 
 use super::signals::{self, Interrupt};
 use super::{exit, setup, ConfigArgs};
+use crate::agent::effects::panic_message;
 use crate::config::ConfigFile;
 use crate::protocol::{ApprovalPolicy, SandboxMode};
 use call::{Defaults, Progress, Server};
 use clap::Args;
+use futures::FutureExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -197,10 +200,16 @@ impl ServerHandler for Handler {
             peer: context.peer.clone(),
             token: context.meta.get_progress_token(),
         };
-        let result = self
+        let call = self
             .0
-            .call(&request.name, request.arguments, context.ct, progress)
-            .await;
+            .call(&request.name, request.arguments, context.ct, progress);
+        // A bug in a call answers that call; the server goes on.
+        let result = AssertUnwindSafe(call)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                tools::failure(format!("internal error: {}", panic_message(&*panic)))
+            });
         Ok(result.into())
     }
 }
