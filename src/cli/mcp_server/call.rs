@@ -2,6 +2,7 @@
 //! it, its turn, progress notifications while it runs, and its report.
 
 use super::tools::{self, Reply, Report, Task, Usage};
+use crate::agent::{AgentError, Session, TurnResult};
 use crate::cli::{launch, ConfigArgs};
 use crate::protocol::{AgentEvent, ApprovalPolicy, ApprovalStatus, EventSink, Item, SandboxMode};
 use crate::store::{Store, StoreError};
@@ -288,37 +289,42 @@ impl Server {
             turn
         };
         let (turn, ()) = tokio::join!(work, forward);
-        let turn = turn?;
-        let (exit_code, reason) = launch::verdict(&turn, session.context().max_iterations);
-        let totals = session.metrics().snapshot().turn;
-        let usage = Usage {
-            input_tokens: totals.usage.input_tokens,
-            output_tokens: totals.usage.output_tokens,
-            cached_input_tokens: totals.usage.cached_input_tokens,
-            estimated: totals.usage.estimated,
-            cost_usd: totals.cost_usd,
-            model_requests: totals.model_requests,
-            tool_calls: totals.tool_calls(),
-            wall_ms: totals.wall_ms,
-        };
-        let (outcome, answer) = match turn {
-            Ok(turn) => (Some(turn.outcome), turn.final_text),
-            Err(_) => (None, String::new()),
-        };
+        let report = report(&session, turn?);
         eprintln!(
-            "cogni mcp-server: session {}: {} (exit code {exit_code})",
-            session.id,
-            reason.as_deref().unwrap_or("done")
+            "cogni mcp-server: session {}: {} (exit code {})",
+            report.session_id,
+            report.reason.as_deref().unwrap_or("done"),
+            report.exit_code
         );
-        Ok(Report {
-            session_id: session.id.clone(),
-            outcome,
-            exit_code,
-            answer,
-            reason,
-            usage,
-        }
-        .into_result())
+        Ok(report.into_result())
+    }
+}
+
+/// How the session's turn went: its outcome, answer and spend.
+fn report(session: &Session, turn: Result<TurnResult, AgentError>) -> Report {
+    let (exit_code, reason) = launch::verdict(&turn, session.context().max_iterations);
+    let totals = session.metrics().snapshot().turn;
+    let usage = Usage {
+        input_tokens: totals.usage.input_tokens,
+        output_tokens: totals.usage.output_tokens,
+        cached_input_tokens: totals.usage.cached_input_tokens,
+        estimated: totals.usage.estimated,
+        cost_usd: totals.cost_usd,
+        model_requests: totals.model_requests,
+        tool_calls: totals.tool_calls(),
+        wall_ms: totals.wall_ms,
+    };
+    let (outcome, answer) = match turn {
+        Ok(turn) => (Some(turn.outcome), turn.final_text),
+        Err(_) => (None, String::new()),
+    };
+    Report {
+        session_id: session.id.clone(),
+        outcome,
+        exit_code,
+        answer,
+        reason,
+        usage,
     }
 }
 
