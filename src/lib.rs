@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod mcp;
 pub mod metrics;
 pub mod protocol;
 pub mod provider;

@@ -1,7 +1,7 @@
 //! The tools of a session and who approves their calls.
 
 use crate::protocol::Approver;
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::tools::{ExtraTools, ToolContext, ToolRegistry};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -14,4 +14,9 @@ pub(crate) struct Toolset {
     pub(crate) approver: Arc<dyn Approver>,
     /// Calls the user approved for the rest of the session, by call key.
     pub(crate) approved: Mutex<HashSet<String>>,
+    /// Tools added after the start (MCP servers'), kept when the session
+    /// is reconfigured.
+    pub(crate) extra: ExtraTools,
+    /// Held-back tools found so far that the offered list shows.
+    pub(crate) found_shown: usize,
 }

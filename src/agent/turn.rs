@@ -189,6 +189,7 @@ impl Session {
                 .collect();
             self.append(pending);
             self.append(std::mem::take(&mut run.queued));
+            self.offer_found_tools();
             if std::mem::take(&mut self.history.tokens.stale) {
                 self.history.tokens.context = self.estimate_context(sink);
             }

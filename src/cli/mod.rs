@@ -3,7 +3,10 @@
 mod agents;
 mod approve;
 mod export;
+mod launch;
 mod manual;
+mod mcp;
+mod mcp_server;
 mod merge;
 mod models;
 mod persist;
@@ -67,6 +70,10 @@ pub enum Command {
     Sandbox(sandbox::SandboxArgs),
     /// List the skills found (project and user), where each comes from, their problems and what the system prompt's listing leaves out.
     Skills(SkillsArgs),
+    /// MCP servers: list them with their tools, add or remove one.
+    Mcp(mcp::McpArgs),
+    /// Serve cogni as an MCP server over stdio: tools `cogni` (run a task) and `cogni_reply` (continue its session).
+    McpServer(mcp_server::McpServerArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
     Trust(trust::TrustArgs),
     /// Check a task file without running anything.
@@ -168,7 +175,7 @@ pub struct AgentsArgs {
 }
 
 /// Where the configuration comes from; shared by every command.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ConfigArgs {
     /// Model to use (overrides config).
     #[arg(short, long)]
@@ -280,7 +287,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        None | Some(Command::Run(_) | Command::Repl(_) | Command::Resume(_))
+        None | Some(
+            Command::Run(_) | Command::Repl(_) | Command::Resume(_) | Command::McpServer(_)
+        )
     ) {
         // These check the sandbox before their first request.
         crate::sandbox::probe_in_background();
@@ -305,6 +314,8 @@ pub fn main() -> ExitCode {
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),
         Some(Command::Skills(args)) => ExitCode::from(skills::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
+        Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
+        Some(Command::McpServer(args)) => ExitCode::from(mcp_server::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),

@@ -2,14 +2,13 @@
 
 use super::approve::TerminalApprover;
 use super::exit;
-use super::persist::{self, Persist, Resume};
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
-use super::{setup, signals, RunArgs};
-use crate::agent::{start_session_with_provider, AgentError, Delegating, EndReason, Session};
-use crate::config::ConfigFile;
-use crate::protocol::{AgentEvent, ContextFile, EventSink, SandboxMode, TurnOutcome};
-use crate::provider::{self, record, record::Recording};
-use crate::store::{Redactor, SessionFile, Store};
+use super::{launch, setup, signals, RunArgs};
+use crate::agent::Session;
+use crate::mcp::McpConfig;
+use crate::protocol::{AgentEvent, ContextFile, EventSink, TurnOutcome};
+use crate::provider::record::Recording;
+use crate::store::{Redactor, SessionFile};
 use crate::tools::attach;
 use crate::tools::fs::write_atomic;
 use std::io::{IsTerminal, Read, Write};
@@ -22,12 +21,13 @@ pub fn run(args: RunArgs) -> u8 {
         return super::tasks::run(args);
     }
     match prepare(&args) {
-        Ok((session, task, context, verbose_max_bytes, file, redact, recorder)) => {
+        Ok((session, task, context, verbose_max_bytes, file, redact, recorder, mcp)) => {
             let code = execute(
                 session,
                 Task {
                     text: task,
                     context,
+                    mcp,
                 },
                 &args,
                 verbose_max_bytes,
@@ -59,6 +59,7 @@ type Prepared = (
     Option<Arc<SessionFile>>,
     Redactor,
     Option<Recorder>,
+    McpConfig,
 );
 
 /// `--record FILE`: the session's recording and where it goes.
@@ -104,16 +105,6 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         }
     }
 
-    let flags = ConfigFile {
-        sandbox_mode: if args.no_sandbox {
-            Some(SandboxMode::DangerFullAccess)
-        } else {
-            args.sandbox
-        },
-        approval_policy: args.approval,
-        max_iterations: args.max_iterations,
-        ..Default::default()
-    };
     let record = match &args.record {
         Some(path) => {
             let path = launch_dir.join(path);
@@ -130,54 +121,34 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         }
         None => None,
     };
-    let loaded = setup::load(&args.common, &launch_dir, cwd, flags)?;
-    let home = loaded.home;
-    let loaded = loaded.config;
-    let catalog = super::agents::catalog(&loaded, &home);
-    for problem in &catalog.problems {
-        eprintln!("cogni: warning: {problem}");
-    }
-    let base = loaded.session.clone();
-    let mut session_config = loaded.session;
-    if let Some(name) = &args.batch.agent {
-        let card = catalog
-            .cards
-            .iter()
-            .find(|c| &c.name == name)
-            .ok_or_else(|| format!("--agent {name}: no such agent; `cogni agents` lists them"))?;
-        super::agents::apply(&mut session_config, card);
-    }
-    session_config.verbose = args.verbose;
-    session_config.output_schema = output_schema;
-    let redact = persist::redactor([&session_config]);
-    setup::init_logging(&home, redact.clone());
-    setup::check_sandbox(session_config.sandbox_policy.mode, args.no_sandbox)?;
-    let persist = Persist {
-        store: Store::new(&home),
-        enabled: !args.no_persist,
-        resume: args.resume.clone().map(Resume::Id),
-        fork: args.fork,
-    };
-    persist.prepare(&mut session_config)?;
+    let (config, launch) = launch::configure(
+        launch::Options {
+            common: &args.common,
+            sandbox: args.sandbox,
+            no_sandbox: args.no_sandbox,
+            approval: args.approval,
+            max_iterations: args.max_iterations,
+            agent: args.batch.agent.as_deref(),
+            verbose: args.verbose,
+            output_schema,
+            persist: !args.no_persist,
+            resume: args.resume.clone(),
+            fork: args.fork,
+        },
+        &launch_dir,
+        cwd,
+    )?;
     let context = context_files(
         args,
         &mut task,
-        &session_config.cwd,
-        loaded.auto_context,
-        loaded.max_context_bytes,
+        &config.cwd,
+        launch.auto_context,
+        launch.max_context_bytes,
     )?;
-    session_config.delegation = Some(Delegating {
-        registry: super::agents::registry(&base, &catalog.cards),
-        limits: loaded.delegation,
-    });
     let recording = record
         .is_some()
-        .then(|| Recording::new(redact.clone(), args.record_outputs));
-    let provider = provider::create(&session_config.provider).map_err(|e| e.to_string())?;
-    let provider = record::wrap(provider, recording.as_ref());
-    let mut session =
-        start_session_with_provider(session_config, provider).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, redact.clone())?;
+        .then(|| Recording::new(launch.redact.clone(), args.record_outputs));
+    let (session, file) = launch.start(config, recording.as_ref())?;
     let recorder = recording.zip(record).map(|(recording, path)| Recorder {
         recording,
         path,
@@ -188,10 +159,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         session,
         task,
         context,
-        loaded.verbose_max_bytes,
+        launch.verbose_max_bytes,
         file,
-        redact,
+        launch.redact,
         recorder,
+        launch.mcp,
     ))
 }
 
@@ -257,10 +229,12 @@ fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
     Ok(value)
 }
 
-/// The task as sent, and the context files attached to it.
+/// The task as sent, the context files attached to it, and the MCP
+/// servers to start for it.
 struct Task {
     text: String,
     context: Vec<ContextFile>,
+    mcp: McpConfig,
 }
 
 fn execute(
@@ -308,7 +282,6 @@ fn execute(
             files: task.context,
         });
     }
-    let task = task.text;
     let runtime = match super::setup::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -316,14 +289,23 @@ fn execute(
             return exit::TASK_FAILED;
         }
     };
+    // A required MCP server that does not start is a usage error: the
+    // session would lack what its config says it needs.
+    let servers = match runtime.block_on(super::mcp::attach(&mut session, &task.mcp, sink)) {
+        Ok(servers) => servers,
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            return exit::USAGE;
+        }
+    };
+    let task = task.text;
     let stop = session.stop_handle();
     let result = runtime.block_on(async {
         // Ctrl-C, SIGTERM or SIGHUP stops the turn cleanly (running
         // commands are killed and every call gets its output, which the
         // session file records); a second signal leaves at once.
         let received = signals::stop_on_interrupt(move |_| stop.stop())?;
-        let turn = session.run_turn(&task, sink).await;
-        session.end(EndReason::after(&turn), sink).await;
+        let turn = launch::run_task(&mut session, servers, file.as_deref(), &task, sink).await;
         Ok::<_, String>((turn, received))
     });
     let (result, received) = match result {
@@ -333,25 +315,14 @@ fn execute(
             return exit::TASK_FAILED;
         }
     };
-    if let (Some(file), Ok(turn)) = (&file, &result) {
-        file.record_usage(&turn.usage);
-    }
-    persist::report_failure(file.as_deref(), &mut false);
-    match result {
-        Err(AgentError::Provider(e)) => {
-            eprintln!("cogni: {e}");
-            exit::PROVIDER
-        }
-        Err(e @ AgentError::Panic(_)) => {
-            eprintln!("cogni: {e}");
-            exit::TASK_FAILED
-        }
+    let (code, why) = launch::verdict(&result, session.context().max_iterations);
+    match &result {
         Ok(turn) if turn.outcome == TurnOutcome::Interrupted => {
             match received.get() {
                 Some(signal) => eprintln!("cogni: interrupted ({})", signal.describe()),
                 None => eprintln!("cogni: interrupted"),
             }
-            received.exit_code()
+            return received.exit_code();
         }
         Ok(turn) => {
             if !args.json {
@@ -369,41 +340,11 @@ fn execute(
                     return exit::TASK_FAILED;
                 }
             }
-            match turn.outcome {
-                TurnOutcome::Done => exit::DONE,
-                TurnOutcome::BudgetExceeded => {
-                    eprintln!(
-                        "cogni: the task did not finish: {}",
-                        turn.reason.as_deref().unwrap_or("a budget ran out")
-                    );
-                    exit::BUDGET_EXCEEDED
-                }
-                other => {
-                    let why = match &turn.reason {
-                        Some(reason) => reason.clone(),
-                        None => describe(&other, session.context().max_iterations),
-                    };
-                    eprintln!("cogni: the task did not finish: {why}");
-                    exit::TASK_FAILED
-                }
-            }
         }
+        Err(_) => {}
     }
-}
-
-fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
-    match outcome {
-        TurnOutcome::Done => "done".into(),
-        TurnOutcome::MaxSteps => format!(
-            "reached the limit of {max_iterations} steps (raise --max-iterations or [agent] max_steps)"
-        ),
-        TurnOutcome::EmptyResponse => "the model returned empty responses".into(),
-        TurnOutcome::Truncated => "the model's output was cut off at its token limit".into(),
-        TurnOutcome::RepeatedFailure => "the model kept repeating a failing tool call".into(),
-        TurnOutcome::InvalidOutput => "the final answer does not match --output-schema".into(),
-        TurnOutcome::Interrupted => "interrupted".into(),
-        TurnOutcome::BudgetExceeded => "a budget ran out".into(),
-        TurnOutcome::Blocked => "blocked by a guardrail or a hook".into(),
-        TurnOutcome::BlockedByReflect => "a reflection blocked the step".into(),
+    if let Some(why) = why {
+        eprintln!("cogni: {why}");
     }
+    code
 }

@@ -9,6 +9,7 @@ mod agent;
 mod agents_md;
 mod hooks;
 mod keys;
+mod mcp;
 mod model_aliases;
 mod providers;
 mod run;
@@ -34,6 +35,7 @@ use std::time::Duration;
 
 pub use agent::AgentFile;
 pub use agents_md::load_user_instructions;
+pub use mcp::{add_server, remove_server, NewServer};
 pub use providers::ProviderFile;
 pub use trust::TrustStore;
 
@@ -170,6 +172,12 @@ pub struct ConfigFile {
     pub agents: BTreeMap<String, AgentDef>,
     /// `[delegation]`: limits for delegated agents.
     pub delegation: Option<DelegationFile>,
+    /// `[mcp_servers.NAME]`: MCP servers whose tools sessions get
+    /// (docs/mcp.md).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, mcp::McpServerFile>,
+    /// `[mcp]`: how MCP tools are offered.
+    pub mcp: Option<mcp::McpFile>,
 }
 
 /// `[delegation]`.
@@ -268,6 +276,9 @@ impl ConfigFile {
         }
         if let Some(run) = self.run.as_mut() {
             run.resolve_paths(dir);
+        }
+        for server in self.mcp_servers.values_mut() {
+            server.resolve_paths(dir);
         }
     }
 
@@ -376,6 +387,12 @@ impl ConfigFile {
             pick(&mut d.max_concurrent_agents, o.max_concurrent_agents);
             pick(&mut d.max_agents_per_session, o.max_agents_per_session);
         }
+        // A later layer's server replaces one of the same name whole.
+        self.mcp_servers.extend(over.mcp_servers);
+        if let Some(o) = over.mcp {
+            let m = self.mcp.get_or_insert_with(Default::default);
+            pick(&mut m.max_eager_tools, o.max_eager_tools);
+        }
     }
 
     /// The `COGNI_*` environment layer.
@@ -465,6 +482,8 @@ pub struct Config {
     /// The skills found for the working directory, also when
     /// `features.skills_enabled` is off (`cogni skills` lists them).
     pub skills: Arc<Skills>,
+    /// `[mcp_servers.NAME]` and `[mcp]`: the servers front doors start.
+    pub mcp: crate::mcp::McpConfig,
 }
 
 /// Default cap on `@path` attachments per REPL message.
@@ -660,6 +679,7 @@ pub fn resolve(
         agent.apply(&mut session, "agent").map_err(ConfigError)?;
     }
     session.run = run::run_config(c.run)?;
+    let mcp = mcp::mcp_config(&c.mcp_servers, c.mcp.as_ref())?;
     Ok(Config {
         session,
         warnings,
@@ -674,6 +694,7 @@ pub fn resolve(
         agents: c.agents,
         project_trusted: false,
         skills,
+        mcp,
     })
 }
 

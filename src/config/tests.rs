@@ -269,6 +269,8 @@ fn the_example_config_is_valid() {
     assert_eq!(c.session.provider.id, "openai");
     assert_eq!(c.session.max_iterations, 25);
     assert_eq!(c.session.model_aliases["fast"], "gpt-4.1-mini");
+    assert_eq!(c.mcp.servers.len(), 2);
+    assert_eq!(c.mcp.enabled().count(), 0, "the examples start nothing");
     let local = providers::resolve(
         "local",
         &ConfigFile::load(&path).unwrap().model_providers,
@@ -463,6 +465,7 @@ fn an_untrusted_project_may_tighten() {
 }
 
 mod hooks;
+mod mcp;
 
 #[test]
 fn skills_reach_the_session_only_when_enabled_and_project_skills_only_when_trusted() {

@@ -1,7 +1,8 @@
 //! Trust: a repository's own `cogni.toml` is somebody else's file until the
 //! user says otherwise. Before that, what it says about where keys and
-//! traffic go, anything that would loosen the sandbox, and its hooks
-//! (commands cogni would run unconfined) are ignored with a warning; everything else (model, limits that tighten, tool caps, ...)
+//! traffic go, anything that would loosen the sandbox, and its hooks and
+//! MCP servers (commands cogni would run unconfined) are ignored with a
+//! warning; everything else (model, limits that tighten, tool caps, ...)
 //! applies.
 //!
 //! A directory is trusted when its canonical path, or one of its parents,
@@ -172,6 +173,11 @@ pub(super) fn restrict_untrusted(
     if project.delegation.take().is_some() {
         ignore("delegation".into());
     }
+    // Servers are processes cogni would start unconfined, or endpoints
+    // it would send the session's data to.
+    for name in std::mem::take(&mut project.mcp_servers).into_keys() {
+        ignore(format!("mcp_servers.{name}"));
+    }
     for (id, p) in project.model_providers.iter_mut() {
         let fields: [(&str, bool); 9] = [
             ("base_url", p.base_url.take().is_some()),
@@ -320,7 +326,7 @@ pub(super) fn restrict_untrusted(
 pub(super) fn warning(file: &Path, dropped: &[String]) -> String {
     format!(
         "{}: this directory is not trusted, so its cogni.toml may not redirect providers or keys, \
-         loosen the sandbox or run commands (hooks, command effects); ignored: {}. Run `cogni trust` here if you trust it.",
+         loosen the sandbox or run commands (hooks, command effects, MCP servers); ignored: {}. Run `cogni trust` here if you trust it.",
         file.display(),
         dropped.join(", ")
     )

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -383,33 +383,13 @@ impl Handle {
 /// Start `req` as cogni's own child: isolated, then confined or
 /// supervised before exec.
 fn spawn(req: &ExecRequest) -> Result<Process, ExecError> {
-    let (program, args) = req.argv.split_first().ok_or(ExecError::EmptyCommand)?;
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(&req.cwd)
-        .env_clear()
-        .envs(&req.env)
-        .stdin(if req.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    isolate(&mut cmd);
-    // SAFETY: `enter` and `enter_unconfined` are made for a pre_exec hook
-    // (after `isolate`'s): they run between fork and exec and use only
-    // async-signal-safe system calls on data prepared before the fork.
-    unsafe {
-        match req.sandbox.clone() {
-            Some(confinement) => cmd.pre_exec(move || confinement.enter()),
-            None => cmd.pre_exec(|| sandbox::enter_unconfined()),
-        };
-    }
-    let mut child = cmd.spawn().map_err(|source| ExecError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
+    let stdin = if req.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let mut cmd = supervised(&req.argv, &req.cwd, &req.env, req.sandbox.clone(), stdin)?;
+    let mut child = start_child(&mut cmd, &req.argv)?;
     let group = child.id().map(GroupGuard::new);
     Ok(Process {
         stdin: child.stdin.take().map(|p| Box::new(p) as _),
@@ -417,6 +397,133 @@ fn spawn(req: &ExecRequest) -> Result<Process, ExecError> {
         stderr: child.stderr.take().map(|p| Box::new(p) as _),
         handle: Handle::Child { child, group },
     })
+}
+
+/// The command for `argv`: in `cwd`, with exactly `env`, stdout and
+/// stderr piped, in its own process group, dying with cogni, and either
+/// confined by `sandbox` or supervised by the subreaper.
+fn supervised(
+    argv: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    sandbox: Option<Arc<Confinement>>,
+    stdin: Stdio,
+) -> Result<Command, ExecError> {
+    let (program, args) = argv.split_first().ok_or(ExecError::EmptyCommand)?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    isolate(&mut cmd);
+    // SAFETY: `enter` and `enter_unconfined` are made for a pre_exec hook
+    // (after `isolate`'s): they run between fork and exec and use only
+    // async-signal-safe system calls on data prepared before the fork.
+    unsafe {
+        match sandbox {
+            Some(confinement) => cmd.pre_exec(move || confinement.enter()),
+            None => cmd.pre_exec(|| sandbox::enter_unconfined()),
+        };
+    }
+    Ok(cmd)
+}
+
+fn start_child(cmd: &mut Command, argv: &[String]) -> Result<Child, ExecError> {
+    cmd.spawn().map_err(|source| ExecError::Spawn {
+        program: argv.first().cloned().unwrap_or_default(),
+        source,
+    })
+}
+
+/// A long-lived process cogni talks to over its stdin and stdout (an MCP
+/// server), supervised like every command: its own process group, the
+/// subreaper below it, killed with cogni. What it writes on stderr is kept
+/// (head and tail) for error messages. Dropping it kills its process group
+/// and everything the subreaper holds.
+pub struct Service {
+    /// Always cogni's own child.
+    handle: Handle,
+    stderr: Arc<std::sync::Mutex<Capture>>,
+}
+
+/// The pipes of a [`Service`].
+pub struct ServicePipes {
+    pub stdin: tokio::process::ChildStdin,
+    pub stdout: tokio::process::ChildStdout,
+}
+
+impl Service {
+    /// Start `argv` in `cwd` with exactly `env`, unconfined (a server
+    /// runs with the user's permissions, like a command approved to run
+    /// without the sandbox). Keeps at most `stderr_limit` bytes of stderr.
+    /// Call it on the runtime that reads the pipes.
+    pub fn spawn(
+        argv: &[String],
+        cwd: &Path,
+        env: &BTreeMap<String, String>,
+        stderr_limit: usize,
+    ) -> Result<(Service, ServicePipes), ExecError> {
+        let mut cmd = supervised(argv, cwd, env, None, Stdio::piped())?;
+        cmd.kill_on_drop(true);
+        let mut child = start_child(&mut cmd, argv)?;
+        let group = child.id().map(GroupGuard::new);
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(ExecError::Spawn {
+                program: argv[0].clone(),
+                source: io::Error::other("no pipes to the process"),
+            });
+        };
+        let stderr = Arc::new(std::sync::Mutex::new(Capture::new(stderr_limit)));
+        if let Some(pipe) = child.stderr.take() {
+            let capture = stderr.clone();
+            tokio::spawn(async move {
+                pump(Some(pipe), &mut SharedCapture(capture)).await;
+            });
+        }
+        Ok((
+            Service {
+                handle: Handle::Child { child, group },
+                stderr,
+            },
+            ServicePipes { stdin, stdout },
+        ))
+    }
+
+    /// What it wrote on stderr so far, capped to `limits`.
+    pub fn stderr(&self, limits: Limits) -> String {
+        match self.stderr.lock() {
+            Ok(capture) => capture.clone().finish().to_model_text(limits),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// How it ended, if it did.
+    pub fn exited(&mut self) -> Option<Termination> {
+        match &mut self.handle {
+            Handle::Child { child, .. } => child.try_wait().ok().flatten(),
+            Handle::Served(_) => None,
+        }
+        .map(Termination::from_status)
+    }
+
+    /// Stop it: SIGTERM to its group, SIGKILL after `grace`.
+    pub async fn stop(mut self, grace: Duration) {
+        let _ = terminate(&mut self.handle, grace).await;
+    }
+}
+
+/// A capture shared with whoever reads it while the pipe is pumped.
+struct SharedCapture(Arc<std::sync::Mutex<Capture>>);
+
+impl Sink for SharedCapture {
+    fn push(&mut self, bytes: &[u8]) {
+        if let Ok(mut capture) = self.0.lock() {
+            capture.push(bytes);
+        }
+    }
 }
 
 /// Put the child in its own process group and, on Linux, have the kernel
@@ -562,7 +669,7 @@ async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, sink: &mut impl Sink) {
 
 /// Head + tail capture of one stream while it is being read: memory stays
 /// under the limit whatever the stream's size.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Capture {
     head: Vec<u8>,
     head_cap: usize,
@@ -671,7 +778,7 @@ fn incomplete_char_suffix(bytes: &[u8]) -> usize {
 }
 
 /// Fixed-size ring of the most recent bytes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Ring {
     buf: Vec<u8>,
     cap: usize,

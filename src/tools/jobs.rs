@@ -419,13 +419,6 @@ struct KillArgs {
     id: u32,
 }
 
-fn limits(ctx: &ToolContext) -> Limits {
-    Limits {
-        max_bytes: ctx.config.max_output_bytes,
-        max_lines: ctx.config.max_output_lines,
-    }
-}
-
 /// `shell_output`.
 pub struct ShellOutputTool;
 
@@ -460,7 +453,9 @@ impl Tool for ShellOutputTool {
                 Err(result) => return result,
             };
             let wait = Duration::from_millis(args.wait_ms.unwrap_or(0));
-            ctx.jobs.output(args.id, wait, limits(ctx)).await
+            ctx.jobs
+                .output(args.id, wait, ctx.config.output_limits())
+                .await
         })
     }
 }
@@ -494,7 +489,7 @@ impl Tool for ShellKillTool {
                 Ok(args) => args,
                 Err(result) => return result,
             };
-            ctx.jobs.stop(args.id, limits(ctx)).await
+            ctx.jobs.stop(args.id, ctx.config.output_limits()).await
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod paths;
 pub mod plan;
 pub mod read_file;
 pub mod safety;
+pub mod search;
 pub mod shell;
 pub mod skills;
 pub mod truncate;
@@ -101,6 +102,16 @@ impl Default for ToolConfig {
     }
 }
 
+impl ToolConfig {
+    /// The cap on what the model sees of one output.
+    pub fn output_limits(&self) -> truncate::Limits {
+        truncate::Limits {
+            max_bytes: self.max_output_bytes,
+            max_lines: self.max_output_lines,
+        }
+    }
+}
+
 /// What a tool sees of the session.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -170,10 +181,23 @@ pub trait Tool: Send + Sync {
     fn run<'a>(&'a self, input: ToolInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
 }
 
-/// The tools of a session, in the order they are offered to the model.
+/// Tools from outside the configured set (MCP servers'), added to a
+/// session once they are there and kept when it is reconfigured.
+#[derive(Clone, Default)]
+pub struct ExtraTools {
+    /// Offered at once.
+    pub eager: Vec<Arc<dyn Tool>>,
+    /// Held back until `search_tools` finds them, each with its group.
+    pub deferred: Vec<(String, Arc<dyn Tool>)>,
+}
+
+/// The tools of a session, in the order they are offered to the model,
+/// and the tools held back until `search_tools` finds them
+/// ([`search`]).
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<(ToolSpec, Arc<dyn Tool>)>,
+    deferred: search::Deferred,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -250,40 +274,101 @@ impl ToolRegistry {
         }
     }
 
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|(s, _)| s.clone()).collect()
+    /// Add `extra`'s tools: the eager ones after the others, the rest
+    /// held back.
+    pub fn add_extra(&mut self, extra: &ExtraTools) {
+        for tool in &extra.eager {
+            self.register(tool.clone());
+        }
+        for (group, tool) in &extra.deferred {
+            self.register_deferred(group, tool.clone());
+        }
     }
 
+    /// Hold `tool` back, as one of `group`'s, until `search_tools` finds
+    /// it; `search_tools` is offered while anything is held back.
+    pub fn register_deferred(&mut self, group: &str, tool: Arc<dyn Tool>) {
+        self.deferred.add(group, tool);
+    }
+
+    /// The tools offered from the start: the registered ones, then
+    /// `search_tools` when tools are held back. Found tools follow them
+    /// ([`ToolRegistry::found_specs`]).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|(s, _)| s)
+            .chain(self.deferred.search_tool())
+            .cloned()
+            .collect()
+    }
+
+    /// The held-back tools `search_tools` found, in the order it found them.
+    pub fn found_specs(&self) -> Vec<ToolSpec> {
+        self.deferred
+            .found()
+            .into_iter()
+            .map(|(spec, _)| spec.clone())
+            .collect()
+    }
+
+    /// The names of the found tools, for [`ToolRegistry::set_found`].
+    pub fn found_names(&self) -> Vec<String> {
+        self.deferred.found_names()
+    }
+
+    /// Mark these held-back tools as found, in this order (a registry that
+    /// replaces another keeps what the model found).
+    pub fn set_found(&self, names: &[String]) {
+        self.deferred.set_found(names);
+    }
+
+    /// An offered tool's spec (a found one's and `search_tools`' too).
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.find(name)
+            .map(|(spec, _)| spec)
+            .or_else(|| self.deferred.search_tool().filter(|s| s.name == name))
+    }
+
+    fn find(&self, name: &str) -> Option<(&ToolSpec, &Arc<dyn Tool>)> {
         self.tools
             .iter()
             .find(|(s, _)| s.name == name)
-            .map(|(s, _)| s)
+            .map(|(s, t)| (s, t))
+            .or_else(|| self.deferred.get(name))
     }
 
     pub fn is_read_only(&self, name: &str) -> bool {
         self.spec(name).is_some_and(|s| s.read_only)
     }
 
-    /// Run one call. Never panics and always returns exactly one result:
-    /// an unknown tool or undecodable arguments become an error result and
-    /// nothing runs.
-    /// The tools in order, with their specs.
+    /// The registered tools in order, with their specs (not the held-back
+    /// ones: [`ToolRegistry::deferred_entries`]).
     pub fn entries(&self) -> impl Iterator<Item = (&ToolSpec, &Arc<dyn Tool>)> {
         self.tools.iter().map(|(spec, tool)| (spec, tool))
     }
 
-    /// Keep only the tools whose name `keep` accepts.
-    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
-        self.tools.retain(|(spec, _)| keep(&spec.name));
+    /// The held-back tools, each with its group.
+    pub fn deferred_entries(&self) -> impl Iterator<Item = (&str, &Arc<dyn Tool>)> {
+        self.deferred.entries()
     }
 
+    /// Keep only the tools (held-back ones too) whose name `keep` accepts.
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.tools.retain(|(spec, _)| keep(&spec.name));
+        self.deferred.retain(keep);
+    }
+
+    /// Run one call. Never panics and always returns exactly one result:
+    /// an unknown tool or undecodable arguments become an error result and
+    /// nothing runs.
     pub async fn dispatch(&self, call: &ToolCall, ctx: &ToolContext) -> ToolResult {
         if call.name == INVALID_CALL {
             return ToolResult::error(invalid_call_error(&call.arguments));
         }
-        let Some((spec, tool)) = self.tools.iter().find(|(s, _)| s.name == call.name) else {
-            let names: Vec<&str> = self.tools.iter().map(|(s, _)| s.name.as_str()).collect();
+        let Some(spec) = self.spec(&call.name) else {
+            let mut names: Vec<String> = self.specs().into_iter().map(|s| s.name).collect();
+            names.extend(self.found_names());
             return ToolResult::error(format!(
                 "unknown tool `{}`; available tools: {}",
                 call.name,
@@ -317,7 +402,11 @@ impl ToolRegistry {
                 }
             }
         };
-        tool.run(input, ctx).await
+        match self.find(&call.name) {
+            Some((_, tool)) => tool.run(input, ctx).await,
+            // The one offered tool that is not registered.
+            None => self.deferred.search(input),
+        }
     }
 }
 

@@ -6,7 +6,6 @@
 use super::env::ShellEnvPolicy;
 use super::exec::{self, ExecOutput, ExecRequest};
 use super::output::{fmt_secs, push_block, render_streams, status_line};
-use super::truncate::Limits;
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
 use crate::sandbox::{protected, Confinement};
@@ -414,10 +413,7 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
             "note: a background process kept stdout/stderr open; later output was not read"
         );
     }
-    let limits = Limits {
-        max_bytes: config.max_output_bytes,
-        max_lines: config.max_output_lines,
-    };
+    let limits = config.output_limits();
     let streams = render_streams(&output.stdout, &output.stderr, limits);
     text.push_str(if streams.is_empty() {
         "(no output)\n"

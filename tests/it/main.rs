@@ -14,6 +14,8 @@ mod effects;
 mod engine_mock;
 mod hooks;
 mod manual;
+mod mcp;
+mod mcp_server;
 mod memory;
 mod ollama_provider;
 mod plan;

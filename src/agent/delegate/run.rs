@@ -11,7 +11,7 @@ use crate::agent::limits::{StopHandle, TurnLimits};
 use crate::agent::session::{start_session_with_provider, Session};
 use crate::protocol::{AgentEvent, EventSink, SandboxMode, ToolCall, TurnOutcome, Usage};
 use crate::provider;
-use crate::tools::truncate::{head_tail, Limits};
+use crate::tools::truncate::head_tail;
 use crate::tools::ToolResult;
 use futures::future::BoxFuture;
 use futures::StreamExt;
@@ -307,10 +307,7 @@ impl Session {
             },
             None => (None, None),
         };
-        let limits = Limits {
-            max_bytes: self.toolset.ctx.config.max_output_bytes,
-            max_lines: self.toolset.ctx.config.max_output_lines,
-        };
+        let limits = self.toolset.ctx.config.output_limits();
         let report = match result {
             Ok(turn) => Report {
                 agent: run.agent.clone(),
@@ -408,14 +405,21 @@ impl Session {
             .map_err(|e| format!("agent `{name}`: {e}"))?;
         let mut tools = child.toolset.registry.clone();
         tools.retain(|n| !options.disallowed.iter().any(|d| d == n));
-        for (spec, tool) in self.toolset.registry.entries() {
-            let name = spec.name.as_str();
-            if options.inherit.allows(name)
+        let inherits = |name: &str| {
+            options.inherit.allows(name)
                 && !NOT_INHERITED.contains(&name)
                 && !options.disallowed.iter().any(|d| d == name)
-                && tools.spec(name).is_none()
-            {
+        };
+        for (spec, tool) in self.toolset.registry.entries() {
+            if inherits(&spec.name) && tools.spec(&spec.name).is_none() {
                 tools.register(tool.clone());
+            }
+        }
+        // Held-back (MCP) tools: held back in the child too, for its own
+        // search_tools.
+        for (group, tool) in self.toolset.registry.deferred_entries() {
+            if inherits(&tool.spec().name) {
+                tools.register_deferred(group, tool.clone());
             }
         }
         child

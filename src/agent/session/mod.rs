@@ -36,7 +36,7 @@ use crate::spec::hooks::HookSpec;
 use crate::tools::memory::RememberTool;
 use crate::tools::plan::{PlanStore, UpdatePlanTool};
 use crate::tools::shell::ShellTool;
-use crate::tools::{ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
+use crate::tools::{ExtraTools, ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -241,6 +241,8 @@ pub fn start_session_with_provider(
             ctx: tool_ctx,
             approver: Arc::new(NonInteractive),
             approved: Mutex::new(HashSet::new()),
+            extra: ExtraTools::default(),
+            found_shown: 0,
         },
         provider,
         wire,
@@ -465,7 +467,11 @@ impl Session {
         self.ctx = fresh.ctx;
         // The new model may call tools another way.
         self.provider = fresh.provider;
+        // MCP tools stay, and so do the ones the model found.
+        let found = self.toolset.registry.found_names();
         self.toolset.registry = fresh.toolset.registry;
+        self.toolset.registry.add_extra(&self.toolset.extra);
+        self.toolset.registry.set_found(&found);
         // Background jobs keep running across a switch of model or agent.
         self.toolset.ctx = ToolContext {
             jobs: self.toolset.ctx.jobs.clone(),
@@ -515,6 +521,11 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// The environment policy of the processes the session starts.
+    pub fn shell_env(&self) -> &crate::tools::env::ShellEnvPolicy {
+        &self.toolset.ctx.config.shell_env
+    }
+
     /// The session's background shell jobs.
     pub fn jobs(&self) -> &Arc<crate::tools::jobs::JobTable> {
         &self.toolset.ctx.jobs
@@ -526,6 +537,27 @@ impl Session {
         self.refresh_tools();
     }
 
+    /// Add tools from outside (MCP servers'): offered after the others, or
+    /// held back for `search_tools`. They stay when the session is
+    /// reconfigured.
+    pub fn add_tools(&mut self, extra: &ExtraTools) {
+        self.toolset.registry.add_extra(extra);
+        self.toolset.extra.eager.extend(extra.eager.iter().cloned());
+        self.toolset
+            .extra
+            .deferred
+            .extend(extra.deferred.iter().cloned());
+        self.refresh_tools();
+    }
+
+    /// Offer the tools `search_tools` found since the last request
+    /// (appended: the tools offered before keep their places).
+    pub(crate) fn offer_found_tools(&mut self) {
+        if self.toolset.registry.found_names().len() != self.toolset.found_shown {
+            self.refresh_tools();
+        }
+    }
+
     /// Let this session delegate to the agents of `registry` (the root of
     /// a tree: `[delegation]` limits apply to every agent below it). The
     /// delegation tools are offered when someone other than this agent is
@@ -535,7 +567,8 @@ impl Session {
         self.refresh_tools();
     }
 
-    /// The tools offered: the registry's, then the delegation tools.
+    /// The tools offered: the registry's, then the delegation tools, then
+    /// the ones `search_tools` found, in the order it found them.
     fn refresh_tools(&mut self) {
         let mut specs = self.toolset.registry.specs();
         if let Some(d) = &self.extensions.delegation {
@@ -543,6 +576,9 @@ impl Session {
                 specs.extend(delegate::specs());
             }
         }
+        let found = self.toolset.registry.found_specs();
+        self.toolset.found_shown = found.len();
+        specs.extend(found);
         self.ctx.tools = specs;
         self.ctx.rebuild_system_prompt();
     }

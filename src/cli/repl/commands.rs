@@ -137,6 +137,12 @@ fn builtins() -> Vec<Builtin> {
             run: handler!(tools),
         },
         Builtin {
+            name: "mcp",
+            usage: "",
+            help: "MCP servers: status and tools",
+            run: handler!(mcp),
+        },
+        Builtin {
             name: "jobs",
             usage: "[kill N]",
             help: "background shell jobs; `kill N` stops one",
@@ -367,6 +373,23 @@ async fn tools(r: &mut Repl, _: &str) -> Flow {
         let first = t.description.split(['.', '\n']).next().unwrap_or("");
         let ro = if t.read_only { " (read-only)" } else { "" };
         let _ = writeln!(text, "  {:<14} {}{ro}", t.name, first.trim());
+    }
+    r.sink.say(text.trim_end());
+    Flow::Continue
+}
+
+async fn mcp(r: &mut Repl, _: &str) -> Flow {
+    let Some(servers) = &r.mcp else {
+        r.sink.say(crate::cli::mcp::render(&[]).trim_end());
+        return Flow::Continue;
+    };
+    let mut text = crate::cli::mcp::render(&servers.reports().await);
+    let held_back = servers.tools().deferred.len();
+    if held_back > 0 {
+        let _ = writeln!(
+            text,
+            "{held_back} tools are offered through search_tools (more than [mcp] max_eager_tools)"
+        );
     }
     r.sink.say(text.trim_end());
     Flow::Continue

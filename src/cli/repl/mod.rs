@@ -24,6 +24,7 @@ use super::ReplArgs;
 use crate::agent::delegate::DelegationLimits;
 use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
 use crate::config::ConfigFile;
+use crate::mcp::{McpConfig, Servers};
 use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
 use crate::spec::cards::AgentCard;
 use crate::store::{Redactor, SessionFile, Store};
@@ -127,6 +128,10 @@ pub(super) struct Repl {
     /// Agents to switch to (`/agent`) and delegate to.
     agents: Vec<AgentCard>,
     delegation: DelegationLimits,
+    /// `[mcp_servers.NAME]`: started when the REPL starts.
+    mcp_config: McpConfig,
+    /// The started servers (their tools go to every session it opens).
+    mcp: Option<Servers>,
 }
 
 /// Run the REPL; returns the exit code.
@@ -212,6 +217,8 @@ fn prepare(
         save_failure_reported: false,
         agents: catalog.cards,
         delegation,
+        mcp_config: loaded.config.mcp,
+        mcp: None,
     };
     Ok((repl, completions))
 }
@@ -242,6 +249,12 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
                 Arc::new(Quit::default())
             }
         };
+        // A required MCP server that does not start ends the REPL before
+        // it begins.
+        match super::mcp::attach(&mut repl.session, &repl.mcp_config, &repl.sink).await {
+            Ok(servers) => repl.mcp = servers,
+            Err(message) => return Err(message),
+        }
         repl.banner();
         repl.main_loop(&editor, &quit).await;
         let reason = match quit.signal() {
@@ -249,11 +262,20 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
             None => EndReason::Exit,
         };
         repl.session.end(reason, &repl.sink).await;
-        quit
+        if let Some(servers) = &repl.mcp {
+            servers.shut_down().await;
+        }
+        Ok(quit)
     });
     drop(editor);
     term::restore();
-    quit.signal().map_or(exit::DONE, Interrupt::exit_code)
+    match quit {
+        Ok(quit) => quit.signal().map_or(exit::DONE, Interrupt::exit_code),
+        Err(message) => {
+            eprintln!("cogni: {message}");
+            exit::USAGE
+        }
+    }
 }
 
 /// Create `path` readable by its owner only, if it does not exist: typed
@@ -508,6 +530,9 @@ impl Repl {
             super::agents::registry(&self.original, &self.agents),
             self.delegation,
         );
+        if let Some(servers) = &self.mcp {
+            session.add_tools(servers.tools());
+        }
         let file = persist.attach(&mut session, self.redact.clone())?;
         self.session.end(EndReason::Switched, &self.sink).await;
         self.current = config;
