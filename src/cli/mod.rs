@@ -6,6 +6,7 @@ mod export;
 mod manual;
 mod mcp;
 mod merge;
+mod mode;
 mod models;
 mod persist;
 mod render;
@@ -15,6 +16,7 @@ mod sandbox;
 mod setup;
 mod signals;
 mod skills;
+mod slash;
 mod tasks;
 mod trust;
 
