@@ -3,6 +3,7 @@
 mod agents;
 mod approve;
 mod export;
+mod interactive;
 mod manual;
 mod mcp;
 mod merge;
@@ -173,7 +174,7 @@ pub struct AgentsArgs {
 }
 
 /// Where the configuration comes from; shared by every command.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ConfigArgs {
     /// Model to use (overrides config).
     #[arg(short, long)]

@@ -18,16 +18,16 @@ mod sink;
 mod term;
 
 use super::exit;
+use super::interactive::{self, Options};
 use super::mode::{sync_plan_note, Mode};
-use super::persist::{self, Persist, Resume};
+use super::persist::{Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
 use super::slash;
 use super::ReplArgs;
 use crate::agent::delegate::DelegationLimits;
 use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
-use crate::config::ConfigFile;
 use crate::mcp::{McpConfig, Servers};
-use crate::protocol::{SandboxMode, TurnOutcome};
+use crate::protocol::TurnOutcome;
 use crate::spec::cards::AgentCard;
 use crate::store::{Redactor, SessionFile, Store};
 use commands::{Flow, Registry};
@@ -88,73 +88,49 @@ fn prepare(
     fork: bool,
 ) -> Result<(Repl, Completions), String> {
     let (launch_dir, cwd) = super::setup::dirs(&args.common)?;
-    let flags = ConfigFile {
-        sandbox_mode: if args.no_sandbox {
-            Some(SandboxMode::DangerFullAccess)
-        } else {
-            args.sandbox
-        },
-        approval_policy: args.approval,
-        ..Default::default()
+    let options = Options {
+        common: args.common,
+        sandbox: args.sandbox,
+        approval: args.approval,
+        no_sandbox: args.no_sandbox,
+        mode: args.mode.as_deref().and_then(Mode::parse),
+        persist: !args.no_persist,
     };
-    let loaded = super::setup::load(&args.common, &launch_dir, cwd.clone(), flags)?;
-    let home = loaded.home;
-    let catalog = super::agents::catalog(&loaded.config, &home);
-    let delegation = loaded.config.delegation;
-    let mut config = loaded.config.session;
-    let redact = persist::redactor([&config]);
-    super::setup::init_logging(&home, redact.clone());
-    let unconfined = config.sandbox_policy.mode == SandboxMode::DangerFullAccess;
-    if let Some(mode) = args.mode.as_deref().and_then(Mode::parse) {
-        mode.apply(&mut config, unconfined);
-    }
-    super::setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox)?;
-    let store = Store::new(&home);
-    let persist = Persist {
-        store: store.clone(),
-        enabled: !args.no_persist,
-        resume,
-        fork,
-    };
-    persist.prepare(&mut config)?;
-    let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, redact.clone())?;
-    let mode = Mode::of(&config);
+    let mut opened = interactive::open(&options, &launch_dir, cwd.clone(), resume, fork)?;
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
-    let stop = Arc::new(Mutex::new(session.stop_handle()));
+    let stop = Arc::new(Mutex::new(opened.session.stop_handle()));
     let approver = Arc::new(approver::ReplApprover::new(stop.clone(), sink.caps()));
-    session.set_approver(approver.clone());
-    let (registry, problems) = commands::load(&cwd, &home);
-    for p in problems.iter().chain(&catalog.problems) {
+    opened.session.set_approver(approver.clone());
+    let (registry, problems) = commands::load(&cwd, &opened.home);
+    for p in problems.iter().chain(&opened.problems) {
         sink.error(&format!("warning: {p}"));
     }
-    session.set_delegation(super::agents::registry(&config, &catalog.cards), delegation);
     let registry = Arc::new(registry);
     let completions = Completions {
         commands: Arc::new(Mutex::new(registry.completion_names())),
         cwd,
     };
     let repl = Repl {
-        session,
-        original: config.clone(),
-        current: config,
+        session: opened.session,
+        original: opened.config.clone(),
+        current: opened.config,
         sink,
-        file,
-        store,
-        persist: !args.no_persist,
-        redact,
-        mode,
-        unconfined,
+        file: opened.file,
+        store: opened.store,
+        persist: options.persist,
+        redact: opened.redact,
+        mode: opened.mode,
+        unconfined: opened.unconfined,
         agent: None,
-        home,
-        max_context_bytes: loaded.config.max_context_bytes,
+        home: opened.home,
+        max_context_bytes: opened.max_context_bytes,
         registry,
         stop,
         approver,
         save_failure_reported: false,
-        agents: catalog.cards,
-        delegation,
-        mcp_config: loaded.config.mcp,
+        agents: opened.agents,
+        delegation: opened.delegation,
+        mcp_config: opened.mcp,
         mcp: None,
     };
     Ok((repl, completions))
