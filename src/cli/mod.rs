@@ -1,5 +1,6 @@
 //! Front doors: argument parsing, `cogni run`, renderers.
 
+mod acp;
 mod agents;
 mod approve;
 mod export;
@@ -73,6 +74,8 @@ pub enum Command {
     Skills(SkillsArgs),
     /// MCP servers: list them with their tools, add or remove one.
     Mcp(mcp::McpArgs),
+    /// Serve an editor over the Agent Client Protocol on stdin and stdout (Zed and other ACP clients).
+    Acp(acp::AcpArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
     Trust(trust::TrustArgs),
     /// Check a task file without running anything.
@@ -286,7 +289,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        None | Some(Command::Run(_) | Command::Repl(_) | Command::Resume(_))
+        None | Some(Command::Run(_) | Command::Repl(_) | Command::Resume(_) | Command::Acp(_))
     ) {
         // These check the sandbox before their first request.
         crate::sandbox::probe_in_background();
@@ -312,6 +315,7 @@ pub fn main() -> ExitCode {
         Some(Command::Skills(args)) => ExitCode::from(skills::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
+        Some(Command::Acp(args)) => ExitCode::from(acp::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),

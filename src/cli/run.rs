@@ -409,7 +409,7 @@ fn execute(
     }
 }
 
-fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
+pub(super) fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
     match outcome {
         TurnOutcome::Done => "done".into(),
         TurnOutcome::MaxSteps => format!(

@@ -8,6 +8,7 @@
 //! taken. Any other built-in can: an agent command with its name gets the
 //! bare `/name`, and the built-in stays reachable as `/cogni:name`.
 
+use crate::agent::{Session, SessionConfig};
 use crate::spec::cards as agents;
 use crate::tools::skills::Skills;
 use std::path::{Path, PathBuf};
@@ -205,6 +206,69 @@ pub fn split(text: &str) -> Option<(&str, &str)> {
         Some((name, args)) => (name, args.trim()),
         None => (rest, ""),
     })
+}
+
+/// `/model NAME`: switch `session` (configured as `current`) to the
+/// model, keeping the conversation.
+pub fn switch_model(
+    session: &mut Session,
+    current: &mut SessionConfig,
+    model: &str,
+) -> Result<(), String> {
+    let mut config = current.clone();
+    config.model_override = Some(model.to_string());
+    session
+        .reconfigure(config.clone())
+        .map_err(|e| e.to_string())?;
+    *current = config;
+    Ok(())
+}
+
+/// The usage of `/context` with a subcommand.
+pub const CONTEXT_USAGE: &str =
+    "usage: /context [pop [N]|checkpoint NAME|rollback NAME|reset|summarize]";
+
+/// `/context SUB [ARG]` (not the listing): the context stack operation,
+/// and what to tell the user about it.
+pub async fn context_op(session: &mut Session, args: &str) -> Result<String, String> {
+    let (sub, rest) = args.split_once(' ').unwrap_or((args, ""));
+    let rest = rest.trim();
+    match sub {
+        "pop" => {
+            let n = if rest.is_empty() {
+                Ok(1)
+            } else {
+                rest.parse::<usize>()
+            };
+            match n {
+                Ok(n) => Ok(format!("removed {} items", session.pop(n))),
+                Err(_) => Err("usage: /context pop [N]".into()),
+            }
+        }
+        "checkpoint" if !rest.is_empty() => {
+            session.checkpoint(rest);
+            Ok(format!("checkpoint `{rest}` saved"))
+        }
+        "rollback" if !rest.is_empty() => match session.rollback(rest) {
+            Ok(()) => Ok(format!(
+                "rolled back to `{rest}` ({} items)",
+                session.history().len()
+            )),
+            Err(e) => Err(e.to_string()),
+        },
+        "reset" => {
+            session.reset();
+            Ok("context reset to the initial context".into())
+        }
+        "summarize" => match session.summarize().await {
+            Ok(()) => Ok(format!(
+                "history replaced by a summary ({} items)",
+                session.history().len()
+            )),
+            Err(e) => Err(e.to_string()),
+        },
+        _ => Err(CONTEXT_USAGE.into()),
+    }
 }
 
 #[cfg(test)]

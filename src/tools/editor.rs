@@ -63,21 +63,17 @@ impl Files {
     }
 
     /// The text of the existing file at `path` (symlinks followed) and its
-    /// permissions on disk, if it is there. Blocking.
-    pub(crate) fn read_text(
-        &self,
-        path: &Path,
-    ) -> Result<(String, Option<Permissions>), ReadTextError> {
+    /// permissions. Through an editor, the file must exist on disk too (a
+    /// buffer never saved is not a file yet). Blocking.
+    pub(crate) fn read_text(&self, path: &Path) -> Result<(String, Permissions), ReadTextError> {
         let Some(editor) = self.reader() else {
-            return read_text(path).map(|(text, permissions)| (text, Some(permissions)));
+            return read_text(path);
         };
-        let permissions = match fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => return Err(ReadTextError::Directory),
-            Ok(meta) => Some(meta.permissions()),
-            // Perhaps a buffer not saved yet: the editor says.
-            Err(_) => None,
-        };
-        Ok((editor.read(path)?, permissions))
+        let meta = fs::metadata(path)?;
+        if meta.is_dir() {
+            return Err(ReadTextError::Directory);
+        }
+        Ok((editor.read(path)?, meta.permissions()))
     }
 
     /// Create or replace the file at `path` with `text`: atomically on
@@ -162,7 +158,6 @@ pub(crate) mod tests {
             .insert(path.clone(), "unsaved".into());
         let files = Files::through(buffers.clone());
         assert_eq!(files.read_text(&path).unwrap().0, "unsaved");
-        assert!(files.read_text(&path).unwrap().1.is_some());
         assert_eq!(files.write_text(&path, "new").unwrap(), Written::Replaced);
         let fresh = dir.path().join("d/e.txt");
         assert_eq!(files.write_text(&fresh, "x").unwrap(), Written::Created);

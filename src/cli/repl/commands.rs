@@ -215,14 +215,9 @@ async fn model(r: &mut Repl, args: &str) -> Flow {
         ));
         return Flow::Continue;
     }
-    let mut config = r.current.clone();
-    config.model_override = Some(args.to_string());
-    match r.session.reconfigure(config.clone()) {
-        Ok(()) => {
-            r.current = config;
-            r.sink.note(&format!("model: {args}"));
-        }
-        Err(e) => r.sink.error(&e.to_string()),
+    match slash::switch_model(&mut r.session, &mut r.current, args) {
+        Ok(()) => r.sink.note(&format!("model: {args}")),
+        Err(e) => r.sink.error(&e),
     }
     Flow::Continue
 }
@@ -452,49 +447,13 @@ fn role(item: &HistoryItem) -> &'static str {
 }
 
 async fn context(r: &mut Repl, args: &str) -> Flow {
-    let (sub, rest) = args.split_once(' ').unwrap_or((args, ""));
-    let rest = rest.trim();
-    match sub {
-        "" => show_context(r).await,
-        "pop" => {
-            let n = if rest.is_empty() {
-                Ok(1)
-            } else {
-                rest.parse::<usize>()
-            };
-            match n {
-                Ok(n) => {
-                    let removed = r.session.pop(n);
-                    r.sink.note(&format!("removed {removed} items"));
-                }
-                Err(_) => r.sink.error("usage: /context pop [N]"),
-            }
-        }
-        "checkpoint" if !rest.is_empty() => {
-            r.session.checkpoint(rest);
-            r.sink.note(&format!("checkpoint `{rest}` saved"));
-        }
-        "rollback" if !rest.is_empty() => match r.session.rollback(rest) {
-            Ok(()) => r.sink.note(&format!(
-                "rolled back to `{rest}` ({} items)",
-                r.session.history().len()
-            )),
-            Err(e) => r.sink.error(&e.to_string()),
-        },
-        "reset" => {
-            r.session.reset();
-            r.sink.note("context reset to the initial context");
-        }
-        "summarize" => match r.session.summarize().await {
-            Ok(()) => r.sink.note(&format!(
-                "history replaced by a summary ({} items)",
-                r.session.history().len()
-            )),
-            Err(e) => r.sink.error(&e.to_string()),
-        },
-        _ => r
-            .sink
-            .error("usage: /context [pop [N]|checkpoint NAME|rollback NAME|reset|summarize]"),
+    if args.is_empty() {
+        show_context(r).await;
+        return Flow::Continue;
+    }
+    match slash::context_op(&mut r.session, args).await {
+        Ok(done) => r.sink.note(&done),
+        Err(e) => r.sink.error(&e),
     }
     Flow::Continue
 }

@@ -266,7 +266,7 @@ fn plan_op(
             changes.push(Change::Write {
                 path: write_to,
                 contents: updated.text.into_bytes(),
-                permissions,
+                permissions: Some(permissions),
                 original: Some(original),
             });
             Ok(match move_to {
