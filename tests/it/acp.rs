@@ -758,3 +758,41 @@ fn saved_sessions_are_listed_and_load_replays_them() {
         },
     );
 }
+
+#[test]
+fn closing_stdin_mid_turn_stops_everything_and_exits_0() {
+    let env = Env::new();
+    let marker = format!("sleep 4{}.5", std::process::id() % 1000);
+    let script = env.script_file(
+        "script.toml",
+        json!([{ "text": "Waiting.", "tool_calls": [call("shell", json!({ "command": marker }))] }]),
+    );
+    let editor = Arc::new(Editor::default());
+    let work = env.work();
+    let script = script.to_str().unwrap().to_string();
+    let needle = marker.clone();
+    drive(
+        &env,
+        &["--script", &script, "--mode", "auto"],
+        editor,
+        false,
+        async |cx, editor| {
+            let id = new_session(&cx, &work).await?.session_id;
+            let running =
+                cx.send_request(acp::PromptRequest::new(id, vec!["wait".to_string().into()]));
+            editor
+                .wait_for(
+                    "the command's start",
+                    |u| matches!(u, acp::SessionUpdate::ToolCall(c) if c.title == needle),
+                )
+                .await;
+            // The editor goes away with the prompt still running.
+            running.detach();
+            Ok(())
+        },
+    );
+    assert!(
+        processes_with(&marker).is_empty(),
+        "no command outlives cogni acp"
+    );
+}
