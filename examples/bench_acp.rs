@@ -75,6 +75,8 @@ fn main() {
             other => panic!("unknown argument {other}; use --runs N, --cogni PATH"),
         }
     }
+    let cogni = std::fs::canonicalize(&cogni)
+        .unwrap_or_else(|e| panic!("{}: {e}; build it with cargo build --release", cogni.display()));
     let home = tempfile::tempdir().unwrap();
     // Warm the page cache.
     initialize(&cogni, home.path());
@@ -85,7 +87,11 @@ fn main() {
         bare.push(version(&cogni, home.path()));
     }
     let (m, min) = median(init);
-    println!("cogni acp: spawn to the initialize answer: {} (min {})", ms(m), ms(min));
+    println!(
+        "cogni acp: spawn to the initialize answer: {} (min {})",
+        ms(m),
+        ms(min)
+    );
     let (m, min) = median(bare);
     println!("cogni --version: {} (min {})", ms(m), ms(min));
 }
