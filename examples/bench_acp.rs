@@ -75,8 +75,12 @@ fn main() {
             other => panic!("unknown argument {other}; use --runs N, --cogni PATH"),
         }
     }
-    let cogni = std::fs::canonicalize(&cogni)
-        .unwrap_or_else(|e| panic!("{}: {e}; build it with cargo build --release", cogni.display()));
+    let cogni = std::fs::canonicalize(&cogni).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; build it with cargo build --release",
+            cogni.display()
+        )
+    });
     let home = tempfile::tempdir().unwrap();
     // Warm the page cache.
     initialize(&cogni, home.path());

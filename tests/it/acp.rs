@@ -434,6 +434,7 @@ fn a_prompt_streams_thoughts_text_tool_calls_and_plans_through_the_editors_files
             assert_eq!(
                 statuses(&updates, &write.tool_call_id),
                 [
+                    acp::ToolCallStatus::Pending,
                     acp::ToolCallStatus::InProgress,
                     acp::ToolCallStatus::Completed
                 ]
@@ -613,7 +614,7 @@ fn cancel_stops_a_turn_and_a_rejected_write_fails() {
             let write = tool_call(&updates, "Write denied.txt");
             assert_eq!(
                 statuses(&updates, &write.tool_call_id),
-                [acp::ToolCallStatus::Failed],
+                [acp::ToolCallStatus::Pending, acp::ToolCallStatus::Failed],
                 "{updates:#?}"
             );
             assert!(

@@ -38,6 +38,9 @@ pub struct ClientApprover {
 impl Approver for ClientApprover {
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
         Box::pin(async move {
+            // The call waits for the answer.
+            self.updates
+                .status(&request.call_id, acp::ToolCallStatus::Pending);
             let call = acp::ToolCallUpdate::new(
                 request.call_id.clone(),
                 acp::ToolCallUpdateFields::new()

@@ -144,11 +144,47 @@ async fn serve(
         agent_client_protocol::on_receive_notification!(),
     );
     drop(tx);
-    builder
+    // The agent runs beside the connection, so that however the
+    // connection ends (stdin closed, stdout gone), its sessions end too.
+    let (cx_tx, cx_rx) = tokio::sync::oneshot::channel::<Cx>();
+    let (over_tx, over_rx) = tokio::sync::oneshot::channel::<()>();
+    let agent = tokio::task::spawn_local(async move {
+        if let Ok(cx) = cx_rx.await {
+            let over = async {
+                let _ = over_rx.await;
+            };
+            Agent::new(options, launch_dir, home, cx)
+                .serve(rx, over)
+                .await;
+        }
+    });
+    let eof = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = eof.clone();
+    let connection = builder
         .connect_with(Stdio::new(), async move |cx: Cx| {
-            let agent = Agent::new(options, launch_dir, home, cx.clone());
-            agent.serve(rx, cx.incoming_closed()).await;
+            let _ = cx_tx.send(cx.clone());
+            cx.incoming_closed().await;
+            seen.store(true, std::sync::atomic::Ordering::SeqCst);
             Ok(())
         })
-        .await
+        .await;
+    let _ = over_tx.send(());
+    if let Err(e) = agent.await {
+        tracing::warn!(error = %e, "the agent's task failed");
+    }
+    match connection {
+        // The client left: once stdin is closed, a reply it can no longer
+        // read (a broken stdout) is no failure.
+        Err(e) if eof.load(std::sync::atomic::Ordering::SeqCst) || gone(&e) => {
+            tracing::debug!(error = %e, "the client left");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// Whether `e` says the client stopped reading (stdout is a broken pipe).
+fn gone(e: &agent_client_protocol::Error) -> bool {
+    let text = format!("{} {:?}", e.message, e.data);
+    text.contains("Broken pipe") || text.contains("os error 32")
 }
