@@ -688,6 +688,10 @@ pub enum AgentEvent {
     /// is retried from the start): drop what was shown of it.
     #[serde(rename = "item.discarded")]
     ItemDiscarded { id: String, reason: String },
+    /// The model's reasoning as readable text (a reasoning summary,
+    /// thinking), when the provider returns it.
+    #[serde(rename = "reasoning")]
+    Reasoning { text: String },
     /// The provider is retrying a failed request.
     #[serde(rename = "retry")]
     Retry {

@@ -35,9 +35,29 @@ pub(crate) enum Precheck {
 /// (JSON re-serialised, so spacing and key order do not matter).
 pub(crate) fn call_key(call: &ToolCall) -> String {
     let args = serde_json::from_str::<serde_json::Value>(&call.arguments)
-        .map(|v| v.to_string())
+        .map(|v| sorted_keys(v).to_string())
         .unwrap_or_else(|_| call.arguments.clone());
     format!("{}\u{0}{args}", call.name)
+}
+
+/// `value` with the keys of every object in order (a JSON object keeps the
+/// order it was written in, which must not make two calls differ).
+fn sorted_keys(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, sorted_keys(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted_keys).collect()),
+        other => other,
+    }
 }
 
 /// A shell call's command as the model sent it.

@@ -85,7 +85,14 @@ impl Session {
                     first_token.get_or_insert_with(|| started.elapsed());
                 }
                 ResponseEvent::ToolCall(call) => response.reply.tool_calls.push(call),
-                ResponseEvent::Reasoning(r) => response.reasoning.push(r),
+                ResponseEvent::Reasoning(r) => {
+                    if !r.text.is_empty() {
+                        sink.emit(AgentEvent::Reasoning {
+                            text: r.text.clone(),
+                        });
+                    }
+                    response.reasoning.push(r);
+                }
                 ResponseEvent::ModelInfo { context_window } => {
                     // The server says how large the window is: compaction
                     // limits follow it.

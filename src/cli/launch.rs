@@ -175,7 +175,7 @@ pub(super) fn verdict(
     (code, Some(format!("the task did not finish: {why}")))
 }
 
-fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
+pub(super) fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
     match outcome {
         TurnOutcome::Done => "done".into(),
         TurnOutcome::MaxSteps => format!(

@@ -1,13 +1,16 @@
 //! Front doors: argument parsing, `cogni run`, renderers.
 
+mod acp;
 mod agents;
 mod approve;
 mod export;
+mod interactive;
 mod launch;
 mod manual;
 mod mcp;
 mod mcp_server;
 mod merge;
+mod mode;
 mod models;
 mod persist;
 mod render;
@@ -17,6 +20,7 @@ mod sandbox;
 mod setup;
 mod signals;
 mod skills;
+mod slash;
 mod tasks;
 mod trust;
 
@@ -74,6 +78,8 @@ pub enum Command {
     Mcp(mcp::McpArgs),
     /// Serve cogni as an MCP server over stdio: tools `cogni` (run a task) and `cogni_reply` (continue its session).
     McpServer(mcp_server::McpServerArgs),
+    /// Serve an editor over the Agent Client Protocol on stdin and stdout (Zed and other ACP clients).
+    Acp(acp::AcpArgs),
     /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
     Trust(trust::TrustArgs),
     /// Check a task file without running anything.
@@ -288,7 +294,11 @@ pub fn main() -> ExitCode {
     if matches!(
         cli.command,
         None | Some(
-            Command::Run(_) | Command::Repl(_) | Command::Resume(_) | Command::McpServer(_)
+            Command::Run(_)
+                | Command::Repl(_)
+                | Command::Resume(_)
+                | Command::McpServer(_)
+                | Command::Acp(_)
         )
     ) {
         // These check the sandbox before their first request.
@@ -316,6 +326,7 @@ pub fn main() -> ExitCode {
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
         Some(Command::McpServer(args)) => ExitCode::from(mcp_server::run(args)),
+        Some(Command::Acp(args)) => ExitCode::from(acp::run(args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),

@@ -5,6 +5,7 @@
 //! model = "gpt-4.1"                    # optional: the model a recording came from
 //!
 //! [[turns]]
+//! reasoning = "A shell call will do."  # optional: the model's thinking
 //! text = "Creating the file."          # streamed piece by piece
 //! delay_ms = 5                         # optional pause before each piece
 //! [[turns.tool_calls]]
@@ -24,7 +25,7 @@
 //! responses than the script has) fails with an error naming the step.
 
 use super::{ModelRequest, Provider, ProviderError, ResponseEvent, ResponseStream};
-use crate::protocol::{Content, HistoryItem, StopReason, ToolCall, ToolCallKind, Usage};
+use crate::protocol::{Content, HistoryItem, Reasoning, StopReason, ToolCall, ToolCallKind, Usage};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -53,6 +54,9 @@ pub struct ScriptTurn {
     /// The latest tool output in the request must contain this text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<String>,
+    /// The model's reasoning, sent before the text as readable thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     #[serde(default)]
     pub text: String,
     /// Pause before each streamed piece, in milliseconds.
@@ -394,10 +398,16 @@ impl Provider for ScriptedProvider {
             return Box::pin(futures::stream::once(async move { Err(err) }));
         }
         let delay = Duration::from_millis(turn.delay_ms);
-        let mut events: Vec<ResponseEvent> = turn
-            .pieces()
-            .into_iter()
-            .map(ResponseEvent::TextDelta)
+        let reasoning = turn.reasoning.iter().map(|text| {
+            ResponseEvent::Reasoning(Reasoning {
+                id: None,
+                text: text.clone(),
+                encrypted: None,
+                source: ID.into(),
+            })
+        });
+        let mut events: Vec<ResponseEvent> = reasoning
+            .chain(turn.pieces().into_iter().map(ResponseEvent::TextDelta))
             .collect();
         let mut sent = Vec::new();
         for scripted in &turn.tool_calls {

@@ -7,7 +7,8 @@
 
 use super::apply_patch::dominant_eol;
 use super::apply_patch::seek::{closest_window, Haystack};
-use super::fs::{read_text, stopped_before_commit, write_atomic, CommitGate, ReadTextError};
+use super::editor::Files;
+use super::fs::{stopped_before_commit, CommitGate, ReadTextError};
 use super::paths::{model_path, FinalLink, WriteAccess};
 use super::{parse_args, Tool, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxPolicy, ToolFormat, ToolSpec};
@@ -68,10 +69,14 @@ impl Tool for EditFileTool {
                 Ok(r) => r,
                 Err(e) => return e,
             };
-            let (cwd, policy, commits) =
-                (ctx.cwd.clone(), ctx.sandbox.clone(), ctx.commits.clone());
+            let (cwd, policy, commits, files) = (
+                ctx.cwd.clone(),
+                ctx.sandbox.clone(),
+                ctx.commits.clone(),
+                ctx.files.clone(),
+            );
             let edited = tokio::task::spawn_blocking(move || {
-                edit_file_in(&cwd, &policy, &commits, &request)
+                edit_file_through(&files, &cwd, &policy, &commits, &request)
             });
             match edited.await {
                 Ok(Ok(summary)) => ToolResult::ok(summary),
@@ -86,9 +91,20 @@ impl Tool for EditFileTool {
     }
 }
 
-/// Apply one edit under `cwd`, committed through `commits`. Blocking.
-/// Returns the summary for the model.
+/// Apply one edit under `cwd` on disk, committed through `commits`.
+/// Blocking. Returns the summary for the model.
 pub fn edit_file_in(
+    cwd: &Path,
+    policy: &SandboxPolicy,
+    commits: &CommitGate,
+    req: &EditRequest,
+) -> Result<String, EditError> {
+    edit_file_through(&Files::default(), cwd, policy, commits, req)
+}
+
+/// [`edit_file_in`], reading and writing the file through `files`.
+fn edit_file_through(
+    files: &Files,
     cwd: &Path,
     policy: &SandboxPolicy,
     commits: &CommitGate,
@@ -101,7 +117,7 @@ pub fn edit_file_in(
         .map_err(|e| EditError(e.to_string()))?;
     let shown = path.display();
 
-    let content = match read_text(&real) {
+    let content = match files.read_text(&real) {
         Ok((text, _)) => Some(text),
         Err(ReadTextError::Io(e)) if e.kind() == io::ErrorKind::NotFound => None,
         Err(ReadTextError::Io(e)) => return Err(EditError(format!("cannot read `{shown}`: {e}"))),
@@ -140,7 +156,8 @@ pub fn edit_file_in(
     if !commits.admit() {
         return Err(EditError(stopped_before_commit().to_string()));
     }
-    write_atomic(&real, new_content.as_bytes())
+    files
+        .write_text(&real, &new_content)
         .map_err(|e| EditError(format!("cannot write `{shown}`: {e}")))?;
     Ok(summary)
 }

@@ -5,6 +5,7 @@
 pub mod apply_patch;
 pub mod attach;
 pub mod edit_file;
+pub mod editor;
 pub mod env;
 pub mod exec;
 pub mod fs;
@@ -123,6 +124,8 @@ pub struct ToolContext {
     /// File tools make their changes only when it admits them (closed
     /// when the turn is stopped).
     pub commits: fs::CommitGate,
+    /// Where the file tools read and write text (the disk, or an editor).
+    pub files: editor::Files,
 }
 
 impl ToolContext {
@@ -138,6 +141,7 @@ impl ToolContext {
             config,
             jobs,
             commits: fs::CommitGate::default(),
+            files: editor::Files::default(),
         }
     }
 }

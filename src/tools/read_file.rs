@@ -1,5 +1,7 @@
 //! `read_file`: a slice of a text file as numbered lines.
 
+use super::editor::Files;
+use super::fs::ReadTextError;
 use super::{parse_args, paths, truncate, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
@@ -73,7 +75,8 @@ impl Tool for ReadFileTool {
                 max_bytes: ctx.config.read_max_bytes,
             };
             let shown = paths::display(&ctx.cwd, &path);
-            match tokio::task::spawn_blocking(move || read_slice(&path, slice)).await {
+            let files = ctx.files.clone();
+            match tokio::task::spawn_blocking(move || read_slice(&files, &path, slice)).await {
                 Ok(Ok(text)) => ToolResult::ok(text),
                 Ok(Err(e)) => ToolResult::error(format!("cannot read `{shown}`: {e}")),
                 Err(_) => ToolResult::error(format!("reading `{shown}` was interrupted")),
@@ -101,7 +104,20 @@ enum ReadError {
     PastEnd { offset: usize, lines: usize },
 }
 
-fn read_slice(path: &Path, slice: Slice) -> Result<String, ReadError> {
+fn read_slice(files: &Files, path: &Path, slice: Slice) -> Result<String, ReadError> {
+    if files.reads_through_editor() {
+        let text = match files.read_text(path) {
+            Ok((text, _)) => text,
+            Err(ReadTextError::Directory) => return Err(ReadError::Directory),
+            Err(ReadTextError::NotUtf8) => return Err(ReadError::Binary(0)),
+            Err(ReadTextError::Io(e)) => return Err(e.into()),
+        };
+        let probe = &text.as_bytes()[..text.len().min(BINARY_PROBE_BYTES as usize)];
+        if memchr::memchr(0, probe).is_some() {
+            return Err(ReadError::Binary(text.len() as u64));
+        }
+        return render_lines(&mut Cursor::new(text.as_bytes()), slice);
+    }
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {

@@ -1,6 +1,6 @@
 //! `write_file`: create or replace a whole file, atomically.
 
-use super::fs::{stopped_before_commit, write_atomic, Written};
+use super::fs::{stopped_before_commit, Written};
 use super::{parse_args, paths, Tool, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
@@ -49,12 +49,12 @@ impl Tool for WriteFileTool {
             };
             let shown = paths::display(&ctx.cwd, &target);
             let bytes = args.content.len();
-            let commits = ctx.commits.clone();
+            let (commits, files) = (ctx.commits.clone(), ctx.files.clone());
             let written = tokio::task::spawn_blocking(move || {
                 if !commits.admit() {
                     return Err(stopped_before_commit());
                 }
-                write_atomic(&target, args.content.as_bytes())
+                files.write_text(&target, &args.content)
             })
             .await;
             match written {

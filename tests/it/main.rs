@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area.
 
+mod acp;
 mod agents;
 mod anthropic_provider;
 mod apply_patch_fixtures;

@@ -104,17 +104,18 @@ impl Prompt<'_> {
     /// with the tool section of `tool_call_mode = "text"` in place.
     pub fn to_json(&self, mode: ToolCallMode) -> serde_json::Value {
         match mode {
+            // The input first: the verbose log clips the end.
             ToolCallMode::Native => serde_json::json!({
-                "instructions": self.instructions,
                 "input_items": self.input_items,
+                "instructions": self.instructions,
                 "tools": self.tools,
                 "parallel_tool_calls": self.parallel_tool_calls,
                 "output_schema": self.output_schema,
             }),
             // What `TextTools` sends in its place.
             ToolCallMode::Text => serde_json::json!({
-                "instructions": text_tools::instructions(&self.instructions, self.tools, self.output_schema),
                 "input_items": text_tools::history_as_text(&self.input_items),
+                "instructions": text_tools::instructions(&self.instructions, self.tools, self.output_schema),
                 "tools": [],
                 "parallel_tool_calls": false,
                 "output_schema": null,

@@ -400,6 +400,12 @@ impl Session {
         self.toolset.approver = approver;
     }
 
+    /// Set where the file tools read and write text (an editor's buffers
+    /// instead of the disk; kept when the session is reconfigured).
+    pub fn set_files(&mut self, files: crate::tools::editor::Files) {
+        self.toolset.ctx.files = files;
+    }
+
     /// Set who is told about history changes (e.g. the session file).
     /// It sees only changes made from now on.
     pub fn set_history_observer(&mut self, observer: Arc<dyn HistoryObserver>) {
@@ -472,9 +478,11 @@ impl Session {
         self.toolset.registry = fresh.toolset.registry;
         self.toolset.registry.add_extra(&self.toolset.extra);
         self.toolset.registry.set_found(&found);
-        // Background jobs keep running across a switch of model or agent.
+        // Background jobs keep running across a switch of model or agent,
+        // and files stay where the front door put them.
         self.toolset.ctx = ToolContext {
             jobs: self.toolset.ctx.jobs.clone(),
+            files: self.toolset.ctx.files.clone(),
             ..fresh.toolset.ctx
         };
         let lifecycle = self.extensions.lifecycle;

@@ -1,19 +1,18 @@
-//! Slash commands: a registry of built-ins (name, usage, one line of help,
-//! a handler) and user commands (markdown files in `.cogni/commands/` and
-//! `$COGNI_HOME/commands/`, the file is the prompt with `$ARGUMENTS`
-//! replaced). A user command that takes a built-in's name wins as `/name`;
-//! the built-in stays reachable as `/cogni:name`. The reserved commands
-//! (`/exit`, `/quit`, `/help`, `/clear`) cannot be taken.
+//! The REPL's slash commands: built-ins (name, usage, one line of help, a
+//! handler) in the shared registry ([`crate::cli::slash`]) beside user
+//! commands, which may take a built-in's name (the built-in stays
+//! reachable as `/cogni:name`).
 
 use super::{Mode, Repl};
 use crate::cli::render::plan_lines;
+use crate::cli::slash;
 use crate::metrics::tokens;
 use crate::protocol::{Content, HistoryItem, Role};
-use crate::spec::cards::{self as agents, AgentCard};
+use crate::spec::cards::AgentCard;
 use crate::tools::memory::Scope;
 use futures::future::BoxFuture;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What the REPL does after a command.
 #[derive(Debug, PartialEq, Eq)]
@@ -33,57 +32,26 @@ pub struct Builtin {
     pub run: Handler,
 }
 
-/// A prompt file that became a command.
-#[derive(Debug, Clone)]
-pub struct UserCommand {
-    pub name: String,
-    pub path: PathBuf,
-    template: String,
-}
-
-impl UserCommand {
-    /// The prompt with `$ARGUMENTS` replaced (appended when the file does
-    /// not mention it).
-    pub fn expand(&self, args: &str) -> String {
-        if self.template.contains("$ARGUMENTS") {
-            self.template.replace("$ARGUMENTS", args)
-        } else if args.is_empty() {
-            self.template.clone()
-        } else {
-            format!("{}\n\n{args}", self.template.trim_end())
-        }
+impl slash::Builtin for Builtin {
+    fn name(&self) -> &str {
+        self.name
     }
 
-    fn summary(&self) -> String {
-        let first = self
-            .template
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        let mut line: String = first
-            .trim()
-            .trim_start_matches('#')
-            .trim()
-            .chars()
-            .take(60)
-            .collect();
-        if line.is_empty() {
-            line = "(empty prompt)".into();
-        }
-        format!("{line}  [{}]", self.path.display())
+    fn usage(&self) -> &str {
+        self.usage
+    }
+
+    fn help(&self) -> &str {
+        self.help
     }
 }
 
-pub enum Found<'a> {
-    Builtin(&'a Builtin),
-    User(&'a UserCommand),
-}
+pub type Registry = slash::Registry<Builtin>;
 
-const RESERVED: &[&str] = &["exit", "quit", "help", "clear"];
-
-pub struct Registry {
-    builtins: Vec<Builtin>,
-    user: Vec<UserCommand>,
+/// The built-ins and the user commands found for `cwd` and `home`, with
+/// problems to report.
+pub fn load(cwd: &Path, home: &Path) -> (Registry, Vec<String>) {
+    Registry::load(builtins(), cwd, home)
 }
 
 macro_rules! handler {
@@ -217,98 +185,6 @@ fn builtins() -> Vec<Builtin> {
     ]
 }
 
-impl Registry {
-    /// The built-ins and the user commands found for `cwd` and `home`,
-    /// with problems to report.
-    pub fn load(cwd: &Path, home: &Path) -> (Registry, Vec<String>) {
-        let dirs = [cwd.join(".cogni/commands"), home.join("commands")];
-        let mut problems = Vec::new();
-        let mut user = Vec::new();
-        for (name, path) in agents::markdown_files(&dirs) {
-            if RESERVED.contains(&name.as_str()) {
-                problems.push(format!(
-                    "{}: /{name} is reserved; the file is ignored",
-                    path.display()
-                ));
-                continue;
-            }
-            match std::fs::read_to_string(&path) {
-                Ok(template) => user.push(UserCommand {
-                    name,
-                    path,
-                    template,
-                }),
-                Err(e) => problems.push(format!("{}: {e}", path.display())),
-            }
-        }
-        (
-            Registry {
-                builtins: builtins(),
-                user,
-            },
-            problems,
-        )
-    }
-
-    /// The command `/name` names: a user command before a built-in;
-    /// `cogni:name` is always the built-in.
-    pub fn find(&self, name: &str) -> Option<Found<'_>> {
-        if let Some(name) = name.strip_prefix("cogni:") {
-            return self.builtin(name).map(Found::Builtin);
-        }
-        if let Some(cmd) = self.user.iter().find(|c| c.name == name) {
-            return Some(Found::User(cmd));
-        }
-        self.builtin(name).map(Found::Builtin)
-    }
-
-    fn builtin(&self, name: &str) -> Option<&Builtin> {
-        self.builtins.iter().find(|b| b.name == name)
-    }
-
-    fn shadowed(&self, name: &str) -> bool {
-        self.user.iter().any(|u| u.name == name)
-    }
-
-    /// Everything Tab may complete to.
-    pub fn completion_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .builtins
-            .iter()
-            .map(|b| {
-                if self.shadowed(b.name) {
-                    format!("/cogni:{}", b.name)
-                } else {
-                    format!("/{}", b.name)
-                }
-            })
-            .collect();
-        names.extend(self.user.iter().map(|u| format!("/{}", u.name)));
-        names
-    }
-
-    /// One line per command, built-in and user-defined.
-    pub fn help_lines(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        for b in &self.builtins {
-            let name = if self.shadowed(b.name) {
-                format!("/cogni:{}", b.name)
-            } else {
-                format!("/{}", b.name)
-            };
-            lines.push(format!("{:<40} {}", format!("{name} {}", b.usage), b.help));
-        }
-        for u in &self.user {
-            lines.push(format!(
-                "{:<40} {}",
-                format!("/{} [ARGS]", u.name),
-                u.summary()
-            ));
-        }
-        lines
-    }
-}
-
 async fn help(r: &mut Repl, _: &str) -> Flow {
     let mut text = String::from("commands:\n");
     for line in r.registry.help_lines() {
@@ -339,14 +215,9 @@ async fn model(r: &mut Repl, args: &str) -> Flow {
         ));
         return Flow::Continue;
     }
-    let mut config = r.current.clone();
-    config.model_override = Some(args.to_string());
-    match r.session.reconfigure(config.clone()) {
-        Ok(()) => {
-            r.current = config;
-            r.sink.note(&format!("model: {args}"));
-        }
-        Err(e) => r.sink.error(&e.to_string()),
+    match slash::switch_model(&mut r.session, &mut r.current, args) {
+        Ok(()) => r.sink.note(&format!("model: {args}")),
+        Err(e) => r.sink.error(&e),
     }
     Flow::Continue
 }
@@ -576,49 +447,13 @@ fn role(item: &HistoryItem) -> &'static str {
 }
 
 async fn context(r: &mut Repl, args: &str) -> Flow {
-    let (sub, rest) = args.split_once(' ').unwrap_or((args, ""));
-    let rest = rest.trim();
-    match sub {
-        "" => show_context(r).await,
-        "pop" => {
-            let n = if rest.is_empty() {
-                Ok(1)
-            } else {
-                rest.parse::<usize>()
-            };
-            match n {
-                Ok(n) => {
-                    let removed = r.session.pop(n);
-                    r.sink.note(&format!("removed {removed} items"));
-                }
-                Err(_) => r.sink.error("usage: /context pop [N]"),
-            }
-        }
-        "checkpoint" if !rest.is_empty() => {
-            r.session.checkpoint(rest);
-            r.sink.note(&format!("checkpoint `{rest}` saved"));
-        }
-        "rollback" if !rest.is_empty() => match r.session.rollback(rest) {
-            Ok(()) => r.sink.note(&format!(
-                "rolled back to `{rest}` ({} items)",
-                r.session.history().len()
-            )),
-            Err(e) => r.sink.error(&e.to_string()),
-        },
-        "reset" => {
-            r.session.reset();
-            r.sink.note("context reset to the initial context");
-        }
-        "summarize" => match r.session.summarize().await {
-            Ok(()) => r.sink.note(&format!(
-                "history replaced by a summary ({} items)",
-                r.session.history().len()
-            )),
-            Err(e) => r.sink.error(&e.to_string()),
-        },
-        _ => r
-            .sink
-            .error("usage: /context [pop [N]|checkpoint NAME|rollback NAME|reset|summarize]"),
+    if args.is_empty() {
+        show_context(r).await;
+        return Flow::Continue;
+    }
+    match slash::context_op(&mut r.session, args).await {
+        Ok(done) => r.sink.note(&done),
+        Err(e) => r.sink.error(&e),
     }
     Flow::Continue
 }
@@ -827,45 +662,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn user_commands_shadow_builtins_which_stay_reachable() {
-        let dir = tempfile::tempdir().unwrap();
-        let cmds = dir.path().join(".cogni/commands");
-        std::fs::create_dir_all(&cmds).unwrap();
-        std::fs::write(cmds.join("review.md"), "Review $ARGUMENTS carefully.").unwrap();
-        std::fs::write(cmds.join("status.md"), "# Git status\nShow git status.").unwrap();
-        std::fs::write(cmds.join("help.md"), "nope").unwrap();
-        let (reg, problems) = Registry::load(dir.path(), &dir.path().join("home"));
-        assert!(problems[0].contains("/help is reserved"), "{problems:?}");
-        match reg.find("review") {
-            Some(Found::User(c)) => assert_eq!(c.expand("src/a.rs"), "Review src/a.rs carefully."),
-            _ => panic!("review is a user command"),
-        }
-        assert!(matches!(reg.find("status"), Some(Found::User(_))));
-        assert!(matches!(reg.find("cogni:status"), Some(Found::Builtin(b)) if b.name == "status"));
-        assert!(matches!(reg.find("help"), Some(Found::Builtin(_))));
-        assert!(reg.find("nope").is_none());
-        let help = reg.help_lines().join("\n");
-        assert!(
-            help.contains("/cogni:status") && help.contains("/status [ARGS]"),
-            "{help}"
-        );
-        assert!(reg.completion_names().contains(&"/review".to_string()));
-        match reg.find("status") {
-            Some(Found::User(c)) => {
-                assert_eq!(c.expand("now"), "# Git status\nShow git status.\n\nnow")
-            }
-            _ => unreachable!(),
-        }
-    }
-
-    #[test]
     fn every_builtin_has_help_and_a_unique_name() {
         let list = builtins();
         for b in &list {
             assert!(!b.help.is_empty(), "{}", b.name);
             assert_eq!(list.iter().filter(|x| x.name == b.name).count(), 1);
         }
-        for name in RESERVED {
+        for name in slash::RESERVED {
             assert!(list.iter().any(|b| b.name == *name));
         }
     }

@@ -18,14 +18,16 @@ mod sink;
 mod term;
 
 use super::exit;
-use super::persist::{self, Persist, Resume};
+use super::interactive::{self, Options};
+use super::mode::{sync_plan_note, Mode};
+use super::persist::{Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
+use super::slash;
 use super::ReplArgs;
 use crate::agent::delegate::DelegationLimits;
 use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
-use crate::config::ConfigFile;
 use crate::mcp::{McpConfig, Servers};
-use crate::protocol::{ApprovalPolicy, Role, SandboxMode, TurnOutcome};
+use crate::protocol::TurnOutcome;
 use crate::spec::cards::AgentCard;
 use crate::store::{Redactor, SessionFile, Store};
 use commands::{Flow, Registry};
@@ -34,71 +36,6 @@ use sink::ReplSink;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-
-/// Told to the model when plan mode starts and ends.
-const PLAN_NOTE: &str = "Plan mode: the sandbox is read-only. Do not change files or run commands that change anything. Investigate with read-only tools and answer with a plan: the steps, the files to change, the risks. The user switches to act mode to carry it out.";
-const PLAN_OVER_NOTE: &str = "Plan mode is over: you may change files and run commands again, within the sandbox and approval policy.";
-
-/// How much the agent may do on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Read-only sandbox; the model is told to plan.
-    Plan,
-    /// Workspace-write; ask before anything not known to be safe.
-    Act,
-    /// Workspace-write; never ask.
-    Auto,
-}
-
-impl Mode {
-    fn parse(s: &str) -> Option<Mode> {
-        match s {
-            "plan" => Some(Mode::Plan),
-            "act" => Some(Mode::Act),
-            "auto" => Some(Mode::Auto),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Mode::Plan => "plan",
-            Mode::Act => "act",
-            Mode::Auto => "auto",
-        }
-    }
-
-    /// The mode's policies; `unconfined` (`--no-sandbox`) lets act and
-    /// auto run commands without the kernel sandbox.
-    fn policies(self, unconfined: bool) -> (ApprovalPolicy, SandboxMode) {
-        let write = if unconfined {
-            SandboxMode::DangerFullAccess
-        } else {
-            SandboxMode::WorkspaceWrite
-        };
-        match self {
-            Mode::Plan => (ApprovalPolicy::Untrusted, SandboxMode::ReadOnly),
-            Mode::Act => (ApprovalPolicy::Untrusted, write),
-            Mode::Auto => (ApprovalPolicy::Never, write),
-        }
-    }
-
-    /// The mode the configured policies come closest to.
-    fn of(config: &SessionConfig) -> Mode {
-        match (config.sandbox_policy.mode, config.approval_policy) {
-            (SandboxMode::ReadOnly, _) => Mode::Plan,
-            (_, ApprovalPolicy::Never) => Mode::Auto,
-            _ => Mode::Act,
-        }
-    }
-
-    /// `config` with this mode's policies.
-    fn apply(self, config: &mut SessionConfig, unconfined: bool) {
-        let (approval, sandbox) = self.policies(unconfined);
-        config.approval_policy = approval;
-        config.sandbox_policy.mode = sandbox;
-    }
-}
 
 /// The REPL's state between inputs.
 pub(super) struct Repl {
@@ -151,73 +88,49 @@ fn prepare(
     fork: bool,
 ) -> Result<(Repl, Completions), String> {
     let (launch_dir, cwd) = super::setup::dirs(&args.common)?;
-    let flags = ConfigFile {
-        sandbox_mode: if args.no_sandbox {
-            Some(SandboxMode::DangerFullAccess)
-        } else {
-            args.sandbox
-        },
-        approval_policy: args.approval,
-        ..Default::default()
+    let options = Options {
+        common: args.common,
+        sandbox: args.sandbox,
+        approval: args.approval,
+        no_sandbox: args.no_sandbox,
+        mode: args.mode.as_deref().and_then(Mode::parse),
+        persist: !args.no_persist,
     };
-    let loaded = super::setup::load(&args.common, &launch_dir, cwd.clone(), flags)?;
-    let home = loaded.home;
-    let catalog = super::agents::catalog(&loaded.config, &home);
-    let delegation = loaded.config.delegation;
-    let mut config = loaded.config.session;
-    let redact = persist::redactor([&config]);
-    super::setup::init_logging(&home, redact.clone());
-    let unconfined = config.sandbox_policy.mode == SandboxMode::DangerFullAccess;
-    if let Some(mode) = args.mode.as_deref().and_then(Mode::parse) {
-        mode.apply(&mut config, unconfined);
-    }
-    super::setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox)?;
-    let store = Store::new(&home);
-    let persist = Persist {
-        store: store.clone(),
-        enabled: !args.no_persist,
-        resume,
-        fork,
-    };
-    persist.prepare(&mut config)?;
-    let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, redact.clone())?;
-    let mode = Mode::of(&config);
+    let mut opened = interactive::open(&options, &launch_dir, cwd.clone(), resume, fork)?;
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
-    let stop = Arc::new(Mutex::new(session.stop_handle()));
+    let stop = Arc::new(Mutex::new(opened.session.stop_handle()));
     let approver = Arc::new(approver::ReplApprover::new(stop.clone(), sink.caps()));
-    session.set_approver(approver.clone());
-    let (registry, problems) = Registry::load(&cwd, &home);
-    for p in problems.iter().chain(&catalog.problems) {
+    opened.session.set_approver(approver.clone());
+    let (registry, problems) = commands::load(&cwd, &opened.home);
+    for p in problems.iter().chain(&opened.problems) {
         sink.error(&format!("warning: {p}"));
     }
-    session.set_delegation(super::agents::registry(&config, &catalog.cards), delegation);
     let registry = Arc::new(registry);
     let completions = Completions {
         commands: Arc::new(Mutex::new(registry.completion_names())),
         cwd,
     };
     let repl = Repl {
-        session,
-        original: config.clone(),
-        current: config,
+        session: opened.session,
+        original: opened.config.clone(),
+        current: opened.config,
         sink,
-        file,
-        store,
-        persist: !args.no_persist,
-        redact,
-        mode,
-        unconfined,
+        file: opened.file,
+        store: opened.store,
+        persist: options.persist,
+        redact: opened.redact,
+        mode: opened.mode,
+        unconfined: opened.unconfined,
         agent: None,
-        home,
-        max_context_bytes: loaded.config.max_context_bytes,
+        home: opened.home,
+        max_context_bytes: opened.max_context_bytes,
         registry,
         stop,
         approver,
         save_failure_reported: false,
-        agents: catalog.cards,
-        delegation,
-        mcp_config: loaded.config.mcp,
+        agents: opened.agents,
+        delegation: opened.delegation,
+        mcp_config: opened.mcp,
         mcp: None,
     };
     Ok((repl, completions))
@@ -287,27 +200,6 @@ fn private_file(path: &std::path::Path) {
         .create(true)
         .mode(0o600)
         .open(path);
-}
-
-/// Tell the model whether it is in plan mode, unless its history already
-/// says so (mode switches, resumed sessions, a popped note).
-fn sync_plan_note(session: &mut Session, mode: Mode) {
-    let planning = session
-        .history()
-        .iter()
-        .rev()
-        .filter(|i| i.role == Role::Developer)
-        .find_map(|i| match i.as_text() {
-            Some(PLAN_NOTE) => Some(true),
-            Some(PLAN_OVER_NOTE) => Some(false),
-            _ => None,
-        })
-        .unwrap_or(false);
-    match (mode == Mode::Plan, planning) {
-        (true, false) => session.append_note(Role::Developer, PLAN_NOTE),
-        (false, true) => session.append_note(Role::Developer, PLAN_OVER_NOTE),
-        _ => {}
-    }
 }
 
 /// A signal that ends the REPL (SIGTERM or SIGHUP), once one came.
@@ -437,14 +329,13 @@ impl Repl {
 
     /// Run a slash command.
     async fn command(&mut self, text: &str) -> Flow {
-        let (name, args) = match text[1..].split_once(char::is_whitespace) {
-            Some((name, args)) => (name, args.trim()),
-            None => (&text[1..], ""),
+        let Some((name, args)) = slash::split(text) else {
+            return Flow::Submit(text.to_string());
         };
         let registry = self.registry.clone();
         match registry.find(name) {
-            Some(commands::Found::Builtin(cmd)) => (cmd.run)(self, args).await,
-            Some(commands::Found::User(cmd)) => Flow::Submit(cmd.expand(args)),
+            Some(slash::Found::Builtin(cmd)) => (cmd.run)(self, args).await,
+            Some(slash::Found::User(cmd)) => Flow::Submit(cmd.expand(args)),
             None => {
                 self.sink
                     .error(&format!("unknown command /{name}; /help lists them"));
@@ -490,12 +381,7 @@ impl Repl {
     /// Switch mode: new policies, told to the model as an environment
     /// diff (the plan note follows with the next message).
     fn set_mode(&mut self, mode: Mode) {
-        let (approval, sandbox) = mode.policies(self.unconfined);
-        let mut policy = self.current.sandbox_policy.clone();
-        policy.mode = sandbox;
-        self.session
-            .update_environment(None, Some(approval), Some(policy));
-        mode.apply(&mut self.current, self.unconfined);
+        mode.switch(&mut self.session, &mut self.current, self.unconfined);
         self.mode = mode;
     }
 
@@ -538,37 +424,5 @@ impl Repl {
         self.current = config;
         self.install_session(session, file);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agent::start_session_with_provider;
-    use crate::provider::scripted::{Script, ScriptedProvider};
-    use crate::provider::{ProviderInfo, WireApi};
-
-    #[test]
-    fn the_plan_note_follows_the_mode_once() {
-        let mut info = ProviderInfo::new("scripted", "", WireApi::Scripted);
-        info.default_model = Some("scripted".into());
-        let config = SessionConfig::new(info, PathBuf::from("/repo"));
-        let provider = Arc::new(ScriptedProvider::new(Script::default()));
-        let mut session = start_session_with_provider(config, provider).unwrap();
-        let notes = |s: &Session| -> Vec<String> {
-            s.history()
-                .iter()
-                .filter(|i| i.role == Role::Developer)
-                .filter_map(|i| i.as_text().map(String::from))
-                .collect()
-        };
-        sync_plan_note(&mut session, Mode::Act);
-        assert!(notes(&session).is_empty());
-        sync_plan_note(&mut session, Mode::Plan);
-        sync_plan_note(&mut session, Mode::Plan);
-        assert_eq!(notes(&session), [PLAN_NOTE]);
-        sync_plan_note(&mut session, Mode::Auto);
-        sync_plan_note(&mut session, Mode::Act);
-        assert_eq!(notes(&session), [PLAN_NOTE, PLAN_OVER_NOTE]);
     }
 }

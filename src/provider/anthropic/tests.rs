@@ -63,9 +63,12 @@ fn without_breakpoints(messages: &Value) -> Value {
     messages
 }
 
+/// The breakpoints' paths, sorted (objects keep their keys in the order
+/// they were built).
 fn cache_points(body: &Value) -> Vec<String> {
     let mut found = Vec::new();
     breakpoints(body, "", &mut found);
+    found.sort();
     found
 }
 

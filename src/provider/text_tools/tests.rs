@@ -98,11 +98,11 @@ async fn the_request_has_no_tools_and_the_same_tool_section_every_time() {
     assert!(text.starts_with("Be brief.\n\n# Tool calls\n"), "{text}");
     assert!(text.contains(CALL_FORMAT), "{text}");
     assert!(
-        text.contains("## read_file\nread_file things\nArguments (JSON schema): {\"properties\":{},\"type\":\"object\"}"),
+        text.contains("## read_file\nread_file things\nArguments (JSON schema): {\"type\":\"object\",\"properties\":{}}"),
         "{text}"
     );
     assert!(
-        text.contains("## apply_patch\nEdit files\nArguments (JSON schema): {\"additionalProperties\":false,\"properties\":{\"input\""),
+        text.contains("## apply_patch\nEdit files\nArguments (JSON schema): {\"type\":\"object\",\"properties\":{\"input\""),
         "freeform tools take their text as `input`: {text}"
     );
     assert_eq!((seen[0].2, seen[0].3), (0, false), "no API tools");

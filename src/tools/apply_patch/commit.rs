@@ -3,6 +3,7 @@
 //! files kept under a backup name until every rename succeeded. Any failure
 //! undoes what was done, so the tree is left exactly as it was.
 
+use crate::tools::editor::Files;
 use crate::tools::fs::{create_parent_dirs, hidden_sibling, remove_dirs, StagedFile};
 use std::fs::{self, Permissions};
 use std::path::PathBuf;
@@ -17,6 +18,9 @@ pub(crate) enum Change {
         /// Permissions to give the new file (those of the file it replaces
         /// or moves); `None` for the default of a new file.
         permissions: Option<Permissions>,
+        /// The text it replaces (an update), to put back through an
+        /// editor when a later write fails; `None` for a new file.
+        original: Option<String>,
     },
     Remove {
         path: PathBuf,
@@ -32,6 +36,23 @@ pub(crate) struct CommitError {
     pub restored: bool,
 }
 
+impl CommitError {
+    /// The failure `message`, after an undo that could not undo `failed`.
+    fn undone(message: String, failed: Vec<String>) -> Self {
+        CommitError {
+            restored: failed.is_empty(),
+            message: if failed.is_empty() {
+                message
+            } else {
+                format!(
+                    "{message}; undoing it failed as well: {}",
+                    failed.join("; ")
+                )
+            },
+        }
+    }
+}
+
 /// Apply `changes` in order, or none of them.
 pub(crate) fn commit(changes: &[Change]) -> Result<(), CommitError> {
     let mut tx = Transaction::default();
@@ -40,18 +61,49 @@ pub(crate) fn commit(changes: &[Change]) -> Result<(), CommitError> {
             tx.finish();
             Ok(())
         }
-        Err(message) => {
-            let undo = tx.undo();
-            Err(CommitError {
-                restored: undo.is_empty(),
-                message: if undo.is_empty() {
-                    message
-                } else {
-                    format!("{message}; undoing it failed as well: {}", undo.join("; "))
-                },
-            })
+        Err(message) => Err(CommitError::undone(message, tx.undo())),
+    }
+}
+
+/// Apply `changes` through `files`: one write after the other through an
+/// editor when it takes them all (an editor writes text; it cannot delete
+/// or move), undone when one fails; the transaction on disk otherwise.
+pub(crate) fn commit_through(files: &Files, changes: &[Change]) -> Result<(), CommitError> {
+    let mut writes = Vec::with_capacity(changes.len());
+    for change in changes {
+        match change {
+            Change::Write {
+                path,
+                contents,
+                original,
+                ..
+            } if files.writes_through_editor() => match std::str::from_utf8(contents) {
+                Ok(text) => writes.push((path, text, original)),
+                Err(_) => return commit(changes),
+            },
+            _ => return commit(changes),
         }
     }
+    for (i, (path, text, _)) in writes.iter().enumerate() {
+        if let Err(e) = files.write_text(path, text) {
+            let message = format!("cannot write {}: {e}", path.display());
+            let failed: Vec<String> = writes[..i]
+                .iter()
+                .rev()
+                .filter_map(|(path, _, original)| {
+                    let undone = match original {
+                        Some(text) => files.write_text(path, text).map(drop),
+                        None => fs::remove_file(path),
+                    };
+                    undone
+                        .err()
+                        .map(|e| format!("restore {}: {e}", path.display()))
+                })
+                .collect();
+            return Err(CommitError::undone(message, failed));
+        }
+    }
+    Ok(())
 }
 
 /// What has been done so far, for undo.
@@ -75,6 +127,7 @@ impl Transaction {
                     path,
                     contents,
                     permissions,
+                    ..
                 } => {
                     create_parent_dirs(path, &mut self.created_dirs).map_err(|e| {
                         let dir = path.parent().unwrap_or(path);
@@ -176,11 +229,13 @@ mod tests {
                 path: root.join("old"),
                 contents: b"new".to_vec(),
                 permissions: None,
+                original: None,
             },
             Change::Write {
                 path: root.join("a/b/c.txt"),
                 contents: b"c".to_vec(),
                 permissions: None,
+                original: None,
             },
             Change::Remove {
                 path: root.join("gone"),
@@ -208,11 +263,13 @@ mod tests {
                 path: root.join("keep"),
                 contents: b"changed".to_vec(),
                 permissions: None,
+                original: None,
             },
             Change::Write {
                 path: root.join("new/dir/x"),
                 contents: b"x".to_vec(),
                 permissions: None,
+                original: None,
             },
             Change::Remove {
                 path: root.join("gone"),
@@ -222,6 +279,7 @@ mod tests {
                 path: root.join("file/child"),
                 contents: b"x".to_vec(),
                 permissions: None,
+                original: None,
             },
         ])
         .unwrap_err();
@@ -245,6 +303,7 @@ mod tests {
                 path: root.join("a"),
                 contents: b"A".to_vec(),
                 permissions: None,
+                original: None,
             },
             Change::Remove {
                 path: root.join("d"),
@@ -253,6 +312,7 @@ mod tests {
                 path: root.join("d/x"),
                 contents: b"x".to_vec(),
                 permissions: None,
+                original: None,
             },
         ])
         .unwrap_err();
@@ -274,6 +334,7 @@ mod tests {
             path: path.clone(),
             contents: b"new".to_vec(),
             permissions,
+            original: None,
         }])
         .unwrap();
         assert_eq!(

@@ -154,9 +154,11 @@ impl Tool for ApplyPatchTool {
 /// its gate) off the async runtime and report it as a tool result; shared
 /// by the tool and by `apply_patch` invoked through the shell.
 pub async fn run_patch(ctx: &ToolContext, cwd: PathBuf, patch: String) -> ToolResult {
-    let (policy, commits) = (ctx.sandbox.clone(), ctx.commits.clone());
-    let outcome =
-        tokio::task::spawn_blocking(move || apply_patch_in(&cwd, &policy, &commits, &patch)).await;
+    let (policy, commits, files) = (ctx.sandbox.clone(), ctx.commits.clone(), ctx.files.clone());
+    let outcome = tokio::task::spawn_blocking(move || {
+        plan::apply_patch_through(&files, &cwd, &policy, &commits, &patch)
+    })
+    .await;
     match outcome {
         Ok(Ok(report)) => ToolResult::ok(report.to_string()),
         Ok(Err(e)) => ToolResult::error(failure_message(&e)),

@@ -6,11 +6,12 @@
 //! the commit itself undoes partial work.
 
 use super::apply::{update_text, HunkError};
-use super::commit::{commit, Change};
+use super::commit::{commit_through, Change};
 use super::parser::{parse_patch, FileOp, ParseError};
 use super::seek::Fuzz;
 use crate::protocol::SandboxPolicy;
-use crate::tools::fs::{read_text, CommitGate, ReadTextError};
+use crate::tools::editor::Files;
+use crate::tools::fs::{CommitGate, ReadTextError};
 use crate::tools::paths::{FinalLink, PathError, WriteAccess};
 use std::fmt;
 use std::fs;
@@ -103,9 +104,22 @@ impl fmt::Display for PatchReport {
     }
 }
 
-/// Parse `patch` and apply it under `cwd`, all or nothing, committed
-/// through `commits`. Blocking: call it from `spawn_blocking` in async code.
+/// Parse `patch` and apply it under `cwd` on disk, all or nothing,
+/// committed through `commits`. Blocking: call it from `spawn_blocking` in
+/// async code.
 pub fn apply_patch_in(
+    cwd: &Path,
+    policy: &SandboxPolicy,
+    commits: &CommitGate,
+    patch: &str,
+) -> Result<PatchReport, ApplyPatchError> {
+    apply_patch_through(&Files::default(), cwd, policy, commits, patch)
+}
+
+/// [`apply_patch_in`], reading and writing text through `files` (see
+/// [`commit_through`] for what an editor takes).
+pub(crate) fn apply_patch_through(
+    files: &Files,
     cwd: &Path,
     policy: &SandboxPolicy,
     commits: &CommitGate,
@@ -115,18 +129,18 @@ pub fn apply_patch_in(
     let access = WriteAccess::new(cwd, policy)?;
     let targets = resolve_all(&patch.ops, &access)?;
     let mut changes = Vec::new();
-    let mut files = Vec::new();
+    let mut report = Vec::new();
     for (op, target) in patch.ops.iter().zip(&targets) {
-        files.push(plan_op(op, target, &mut changes)?);
+        report.push(plan_op(files, op, target, &mut changes)?);
     }
     if !commits.admit() {
         return Err(ApplyPatchError::Stopped);
     }
-    commit(&changes).map_err(|e| ApplyPatchError::Commit {
+    commit_through(files, &changes).map_err(|e| ApplyPatchError::Commit {
         message: e.message,
         restored: e.restored,
     })?;
-    Ok(PatchReport { files })
+    Ok(PatchReport { files: report })
 }
 
 /// Real paths of one operation.
@@ -188,6 +202,7 @@ fn resolve_all(ops: &[FileOp], access: &WriteAccess) -> Result<Vec<Target>, Appl
 
 /// Check one operation against the disk and add its changes.
 fn plan_op(
+    files: &Files,
     op: &FileOp,
     target: &Target,
     changes: &mut Vec<Change>,
@@ -204,6 +219,7 @@ fn plan_op(
                 path: target.named.clone(),
                 contents: contents.clone().into_bytes(),
                 permissions: None,
+                original: None,
             });
             Ok(FileOutcome::Added(path.clone()))
         }
@@ -228,10 +244,11 @@ fn plan_op(
             move_to,
             hunks,
         } => {
-            let (original, permissions) = read_text(&target.content).map_err(|e| match e {
-                ReadTextError::Io(e) => missing("update", path, &e),
-                other => file_error(format!("cannot update `{}`: {other}", path.display())),
-            })?;
+            let (original, permissions) =
+                files.read_text(&target.content).map_err(|e| match e {
+                    ReadTextError::Io(e) => missing("update", path, &e),
+                    other => file_error(format!("cannot update `{}`: {other}", path.display())),
+                })?;
             let updated = update_text(&path.display().to_string(), &original, hunks)?;
             let write_to = match (&target.move_to, move_to) {
                 (Some(dest), Some(shown)) => {
@@ -250,6 +267,7 @@ fn plan_op(
                 path: write_to,
                 contents: updated.text.into_bytes(),
                 permissions: Some(permissions),
+                original: Some(original),
             });
             Ok(match move_to {
                 Some(to) => {
@@ -299,6 +317,32 @@ mod tests {
             &CommitGate::default(),
             &patch,
         )
+    }
+
+    #[test]
+    fn an_editor_gets_updates_and_additions_and_the_disk_the_rest() {
+        use crate::tools::editor::tests::Buffers;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        fs::write(root.join("m"), "saved\n").unwrap();
+        let buffers = std::sync::Arc::new(Buffers::default());
+        buffers
+            .open
+            .lock()
+            .unwrap()
+            .insert(root.join("m"), "unsaved\n".into());
+        let files = Files::through(buffers.clone());
+        let policy = SandboxPolicy::default();
+        let patch = "*** Begin Patch\n*** Update File: m\n@@\n-unsaved\n+edited\n*** Add File: n\n+new\n*** End Patch\n";
+        apply_patch_through(&files, &root, &policy, &CommitGate::default(), patch).unwrap();
+        let open = buffers.open.lock().unwrap().clone();
+        assert_eq!(open[&root.join("m")], "edited\n", "the buffer was patched");
+        assert_eq!(open[&root.join("n")], "new\n");
+        assert_eq!(fs::read_to_string(root.join("m")).unwrap(), "saved\n");
+        // A deletion cannot go through the editor: the patch goes to disk.
+        let patch = "*** Begin Patch\n*** Delete File: m\n*** End Patch\n";
+        apply_patch_through(&files, &root, &policy, &CommitGate::default(), patch).unwrap();
+        assert!(!root.join("m").exists());
     }
 
     #[test]

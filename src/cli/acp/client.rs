@@ -1,0 +1,168 @@
+//! What cogni asks the client: permission for a tool call (the approval
+//! policy's questions) and, when it offers them, the text of files and
+//! writes to them (its `fs` methods, which see unsaved buffers).
+
+use super::updates::Updates;
+use super::Cx;
+use crate::agent::StopHandle;
+use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::tools::editor::Editor;
+use agent_client_protocol::v1::schema as acp;
+use futures::future::BoxFuture;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest a permission question waits for its answer; then it is
+/// answered no.
+const PERMISSION_WAIT: Duration = Duration::from_secs(30 * 60);
+
+/// The longest a file read or write through the client may take.
+const FS_WAIT: Duration = Duration::from_secs(30);
+
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always";
+const REJECT: &str = "reject_once";
+
+/// Asks the client (`session/request_permission`) when the approval
+/// policy asks the user.
+pub struct ClientApprover {
+    pub cx: Cx,
+    pub session: acp::SessionId,
+    pub updates: Arc<Updates>,
+    /// The client's `cancelled` answer stops the turn.
+    pub stop: StopHandle,
+}
+
+impl Approver for ClientApprover {
+    fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async move {
+            // The call waits for the answer.
+            self.updates
+                .status(&request.call_id, acp::ToolCallStatus::Pending);
+            let call = acp::ToolCallUpdate::new(
+                request.call_id.clone(),
+                acp::ToolCallUpdateFields::new()
+                    .status(acp::ToolCallStatus::Pending)
+                    .title(request.summary.clone()),
+            );
+            let options = vec![
+                acp::PermissionOption::new(
+                    ALLOW_ONCE,
+                    "Allow once",
+                    acp::PermissionOptionKind::AllowOnce,
+                ),
+                acp::PermissionOption::new(
+                    ALLOW_ALWAYS,
+                    "Allow for this session",
+                    acp::PermissionOptionKind::AllowAlways,
+                ),
+                acp::PermissionOption::new(REJECT, "Reject", acp::PermissionOptionKind::RejectOnce),
+            ];
+            let question = acp::RequestPermissionRequest::new(self.session.clone(), call, options);
+            let answer =
+                tokio::time::timeout(PERMISSION_WAIT, self.cx.send_request(question).block_task())
+                    .await;
+            let decision = match answer {
+                Ok(Ok(response)) => match response.outcome {
+                    acp::RequestPermissionOutcome::Selected(selected) => {
+                        match &*selected.option_id.0 {
+                            ALLOW_ONCE => ApprovalDecision::Approve,
+                            ALLOW_ALWAYS => ApprovalDecision::ApproveForSession,
+                            _ => ApprovalDecision::Deny,
+                        }
+                    }
+                    // The client cancelled the prompt: the turn stops.
+                    _ => {
+                        self.stop.stop();
+                        ApprovalDecision::Deny
+                    }
+                },
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "permission request failed");
+                    ApprovalDecision::Deny
+                }
+                Err(_) => ApprovalDecision::DenyWithMessage(format!(
+                    "No answer to the permission request within {} minutes.",
+                    PERMISSION_WAIT.as_secs() / 60
+                )),
+            };
+            if matches!(
+                decision,
+                ApprovalDecision::Approve | ApprovalDecision::ApproveForSession
+            ) {
+                self.updates
+                    .status(&request.call_id, acp::ToolCallStatus::InProgress);
+            }
+            decision
+        })
+    }
+
+    fn is_interactive(&self) -> bool {
+        true
+    }
+}
+
+/// The client's `fs/read_text_file` and `fs/write_text_file`, for the
+/// file tools ([`Editor`]).
+pub struct ClientFiles {
+    pub cx: Cx,
+    pub session: acp::SessionId,
+    /// The runtime the requests are awaited on (the tools call from
+    /// their blocking threads).
+    pub runtime: tokio::runtime::Handle,
+    pub reads: bool,
+    pub writes: bool,
+}
+
+impl ClientFiles {
+    /// Send `request` and wait for its answer on this (blocking) thread.
+    fn ask<R>(&self, request: R, what: &str, path: &Path) -> io::Result<R::Response>
+    where
+        R: agent_client_protocol::JsonRpcRequest,
+        R::Response: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sent = self.cx.send_request(request);
+        self.runtime.spawn(async move {
+            let _ = tx.send(sent.block_task().await);
+        });
+        match rx.recv_timeout(FS_WAIT) {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(e)) => Err(io::Error::other(format!(
+                "the editor could not {what} {}: {}",
+                path.display(),
+                e.message
+            ))),
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the editor did not {what} {} within {} s",
+                    path.display(),
+                    FS_WAIT.as_secs()
+                ),
+            )),
+        }
+    }
+}
+
+impl Editor for ClientFiles {
+    fn reads(&self) -> bool {
+        self.reads
+    }
+
+    fn writes(&self) -> bool {
+        self.writes
+    }
+
+    fn read(&self, path: &Path) -> io::Result<String> {
+        let request = acp::ReadTextFileRequest::new(self.session.clone(), path);
+        self.ask(request, "read", path).map(|r| r.content)
+    }
+
+    fn write(&self, path: &Path, text: &str) -> io::Result<()> {
+        let request = acp::WriteTextFileRequest::new(self.session.clone(), path, text);
+        self.ask(request, "write", path).map(drop)
+    }
+}

@@ -1,0 +1,186 @@
+//! The slash commands of an ACP session: the built-ins that make sense in
+//! an editor, beside the agent's commands (user commands and skills;
+//! [`crate::cli::slash`] decides who gets a name). Each answers with text
+//! the client shows as the agent's message.
+
+use super::live::Live;
+use crate::cli::mode::Mode;
+use crate::cli::slash;
+use agent_client_protocol::v1::schema as acp;
+use futures::future::BoxFuture;
+use std::fmt::Write as _;
+
+type Handler = for<'a> fn(&'a mut Live, &'a str) -> BoxFuture<'a, String>;
+
+pub struct Builtin {
+    name: &'static str,
+    usage: &'static str,
+    help: &'static str,
+    pub run: Handler,
+}
+
+impl slash::Builtin for Builtin {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn usage(&self) -> &str {
+        self.usage
+    }
+
+    fn help(&self) -> &str {
+        self.help
+    }
+}
+
+pub type Registry = slash::Registry<Builtin>;
+
+macro_rules! handler {
+    ($f:ident) => {
+        |live, args| Box::pin($f(live, args))
+    };
+}
+
+pub fn builtins() -> Vec<Builtin> {
+    vec![
+        Builtin {
+            name: "help",
+            usage: "",
+            help: "list every command",
+            run: handler!(help),
+        },
+        Builtin {
+            name: "mode",
+            usage: "[plan|act|auto]",
+            help: "show or switch the mode",
+            run: handler!(mode),
+        },
+        Builtin {
+            name: "model",
+            usage: "[NAME]",
+            help: "show or switch the model (the conversation is kept)",
+            run: handler!(model),
+        },
+        Builtin {
+            name: "compact",
+            usage: "",
+            help: "compact the history now",
+            run: handler!(compact),
+        },
+        Builtin {
+            name: "context",
+            usage: "[pop [N]|checkpoint NAME|rollback NAME|reset|summarize]",
+            help: "show or edit the context stack",
+            run: handler!(context),
+        },
+        Builtin {
+            name: "plan",
+            usage: "",
+            help: "show the model's plan (with [agent] enable_plan)",
+            run: handler!(plan),
+        },
+    ]
+}
+
+/// The commands as the client lists them.
+pub fn available(registry: &Registry) -> Vec<acp::AvailableCommand> {
+    let input = |hint: &str| {
+        (!hint.is_empty()).then(|| {
+            acp::AvailableCommandInput::Unstructured(acp::UnstructuredCommandInput::new(hint))
+        })
+    };
+    let mut list: Vec<acp::AvailableCommand> = registry
+        .builtins()
+        .iter()
+        .map(|b| acp::AvailableCommand::new(registry.builtin_name(b), b.help).input(input(b.usage)))
+        .collect();
+    list.extend(
+        registry
+            .user()
+            .iter()
+            .map(|u| acp::AvailableCommand::new(u.name.clone(), u.summary()).input(input("ARGS"))),
+    );
+    list
+}
+
+async fn help(live: &mut Live, _: &str) -> String {
+    let mut text = String::from("Commands:\n");
+    for b in live.commands.builtins() {
+        let name = format!("/{} {}", live.commands.builtin_name(b), b.usage);
+        let _ = writeln!(text, "- `{}`: {}", name.trim_end(), b.help);
+    }
+    for u in live.commands.user() {
+        let _ = writeln!(text, "- `/{} [ARGS]`: {}", u.name, u.summary());
+    }
+    text
+}
+
+async fn mode(live: &mut Live, args: &str) -> String {
+    if args.is_empty() {
+        return format!("mode: {}", live.mode.name());
+    }
+    match Mode::parse(args) {
+        Some(mode) => {
+            live.switch_mode(mode);
+            let ctx = live.session.context();
+            format!(
+                "mode: {} (sandbox {}, approval {})",
+                mode.name(),
+                ctx.sandbox_policy.mode.as_str(),
+                ctx.approval_policy.as_str()
+            )
+        }
+        None => "usage: /mode plan|act|auto".into(),
+    }
+}
+
+async fn model(live: &mut Live, args: &str) -> String {
+    if args.is_empty() {
+        let ctx = live.session.context();
+        return format!(
+            "model: {} (family {}, context window {} tokens)",
+            ctx.model, ctx.model_family.family, ctx.model_family.context_window
+        );
+    }
+    match slash::switch_model(&mut live.session, &mut live.config, args) {
+        Ok(()) => format!("model: {args}"),
+        Err(e) => e,
+    }
+}
+
+async fn compact(live: &mut Live, _: &str) -> String {
+    let updates = live.updates.clone();
+    match live.session.compact(&*updates).await {
+        Ok(()) => format!("compacted: {} items", live.session.history().len()),
+        Err(e) => e.to_string(),
+    }
+}
+
+async fn context(live: &mut Live, args: &str) -> String {
+    if args.is_empty() {
+        let usage = live.session.context_usage();
+        let checkpoints: Vec<&str> = live.session.checkpoints().collect();
+        let mut text = format!("context: {usage} · {} items", live.session.history().len());
+        if !checkpoints.is_empty() {
+            let _ = write!(text, " · checkpoints: {}", checkpoints.join(", "));
+        }
+        return text;
+    }
+    slash::context_op(&mut live.session, args)
+        .await
+        .unwrap_or_else(|e| e)
+}
+
+async fn plan(live: &mut Live, _: &str) -> String {
+    match live.session.plan() {
+        Some(plan) => {
+            live.updates.plan(&plan);
+            plan.explanation
+                .unwrap_or_else(|| "the plan is shown".into())
+        }
+        None if live.config.enable_plan => "no plan yet".into(),
+        None => {
+            "planning is off: set `[agent] enable_plan = true` in cogni.toml (docs/plan.md)".into()
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Slash commands shared by the REPL and `cogni acp`: a front door's
+//! built-ins beside user commands (markdown files in `.cogni/commands/`
+//! and `$COGNI_HOME/commands/`; the file is the prompt with `$ARGUMENTS`
+//! replaced) and, in `cogni acp`, the session's skills (`/name ARGS` is
+//! `$name ARGS`).
+//!
+//! The reserved commands (`/exit`, `/quit`, `/help`, `/clear`) cannot be
+//! taken. Any other built-in can: an agent command with its name gets the
+//! bare `/name`, and the built-in stays reachable as `/cogni:name`.
+
+use crate::agent::{Session, SessionConfig};
+use crate::spec::cards as agents;
+use crate::tools::skills::Skills;
+use std::path::{Path, PathBuf};
+
+/// Names no agent command may take.
+pub const RESERVED: &[&str] = &["exit", "quit", "help", "clear"];
+
+/// What a built-in shows of itself.
+pub trait Builtin {
+    fn name(&self) -> &str;
+    /// Its arguments, e.g. `[NAME]`.
+    fn usage(&self) -> &str;
+    /// One line of help.
+    fn help(&self) -> &str;
+}
+
+/// A command the user or a skill defines.
+#[derive(Debug, Clone)]
+pub struct UserCommand {
+    pub name: String,
+    source: Source,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    /// A prompt file.
+    Prompt { path: PathBuf, template: String },
+    /// A skill (`$name`), with its description.
+    Skill { description: String },
+}
+
+impl UserCommand {
+    /// The message the command sends: a prompt file's text with
+    /// `$ARGUMENTS` replaced (appended when the file does not mention it),
+    /// or a skill's `$name` with the arguments.
+    pub fn expand(&self, args: &str) -> String {
+        match &self.source {
+            Source::Prompt { template, .. } if template.contains("$ARGUMENTS") => {
+                template.replace("$ARGUMENTS", args)
+            }
+            Source::Prompt { template, .. } if args.is_empty() => template.clone(),
+            Source::Prompt { template, .. } => format!("{}\n\n{args}", template.trim_end()),
+            Source::Skill { .. } => format!("${} {args}", self.name).trim_end().to_string(),
+        }
+    }
+
+    /// One line: what it does and where it comes from.
+    pub fn summary(&self) -> String {
+        match &self.source {
+            Source::Prompt { path, template } => {
+                let first = template
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                let mut line: String = first
+                    .trim()
+                    .trim_start_matches('#')
+                    .trim()
+                    .chars()
+                    .take(60)
+                    .collect();
+                if line.is_empty() {
+                    line = "(empty prompt)".into();
+                }
+                format!("{line}  [{}]", path.display())
+            }
+            Source::Skill { description } => format!("{description}  [skill]"),
+        }
+    }
+}
+
+pub enum Found<'a, B> {
+    Builtin(&'a B),
+    User(&'a UserCommand),
+}
+
+/// A front door's built-ins and the agent's commands.
+pub struct Registry<B> {
+    builtins: Vec<B>,
+    user: Vec<UserCommand>,
+}
+
+impl<B: Builtin> Registry<B> {
+    /// `builtins` and the user commands found for `cwd` and `home`, with
+    /// problems to report.
+    pub fn load(builtins: Vec<B>, cwd: &Path, home: &Path) -> (Self, Vec<String>) {
+        let dirs = [cwd.join(".cogni/commands"), home.join("commands")];
+        let mut problems = Vec::new();
+        let mut user = Vec::new();
+        for (name, path) in agents::markdown_files(&dirs) {
+            if RESERVED.contains(&name.as_str()) {
+                problems.push(format!(
+                    "{}: /{name} is reserved; the file is ignored",
+                    path.display()
+                ));
+                continue;
+            }
+            match std::fs::read_to_string(&path) {
+                Ok(template) => user.push(UserCommand {
+                    name,
+                    source: Source::Prompt { path, template },
+                }),
+                Err(e) => problems.push(format!("{}: {e}", path.display())),
+            }
+        }
+        (Registry { builtins, user }, problems)
+    }
+
+    /// Add the skills as commands, after the user commands (a user
+    /// command of the same name wins; the skill stays `$name`).
+    pub fn add_skills(&mut self, skills: &Skills) {
+        for skill in skills.all() {
+            let name = &skill.name;
+            if RESERVED.contains(&name.as_str()) || self.user.iter().any(|u| &u.name == name) {
+                continue;
+            }
+            self.user.push(UserCommand {
+                name: name.clone(),
+                source: Source::Skill {
+                    description: skill.description.clone(),
+                },
+            });
+        }
+    }
+
+    /// The command `/name` names: an agent command before a built-in;
+    /// `cogni:name` is always the built-in.
+    pub fn find(&self, name: &str) -> Option<Found<'_, B>> {
+        if let Some(name) = name.strip_prefix("cogni:") {
+            return self.builtin(name).map(Found::Builtin);
+        }
+        if let Some(cmd) = self.user.iter().find(|c| c.name == name) {
+            return Some(Found::User(cmd));
+        }
+        self.builtin(name).map(Found::Builtin)
+    }
+
+    fn builtin(&self, name: &str) -> Option<&B> {
+        self.builtins.iter().find(|b| b.name() == name)
+    }
+
+    /// The name a built-in answers to (without the slash): `cogni:NAME`
+    /// when an agent command took `NAME`.
+    pub fn builtin_name(&self, b: &B) -> String {
+        if self.user.iter().any(|u| u.name == b.name()) {
+            format!("cogni:{}", b.name())
+        } else {
+            b.name().to_string()
+        }
+    }
+
+    pub fn builtins(&self) -> &[B] {
+        &self.builtins
+    }
+
+    /// The agent's commands: user commands, then skills.
+    pub fn user(&self) -> &[UserCommand] {
+        &self.user
+    }
+
+    /// Everything Tab may complete to.
+    pub fn completion_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .builtins
+            .iter()
+            .map(|b| format!("/{}", self.builtin_name(b)))
+            .collect();
+        names.extend(self.user.iter().map(|u| format!("/{}", u.name)));
+        names
+    }
+
+    /// One line per command, built-in and user-defined.
+    pub fn help_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for b in &self.builtins {
+            let name = format!("/{} {}", self.builtin_name(b), b.usage());
+            lines.push(format!("{:<40} {}", name.trim_end(), b.help()));
+        }
+        for u in &self.user {
+            lines.push(format!(
+                "{:<40} {}",
+                format!("/{} [ARGS]", u.name),
+                u.summary()
+            ));
+        }
+        lines
+    }
+}
+
+/// `/name args` split into the name and the trimmed arguments; `None`
+/// when `text` is not a slash command.
+pub fn split(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix('/')?;
+    Some(match rest.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
+        None => (rest, ""),
+    })
+}
+
+/// `/model NAME`: switch `session` (configured as `current`) to the
+/// model, keeping the conversation.
+pub fn switch_model(
+    session: &mut Session,
+    current: &mut SessionConfig,
+    model: &str,
+) -> Result<(), String> {
+    let mut config = current.clone();
+    config.model_override = Some(model.to_string());
+    session
+        .reconfigure(config.clone())
+        .map_err(|e| e.to_string())?;
+    *current = config;
+    Ok(())
+}
+
+/// The usage of `/context` with a subcommand.
+pub const CONTEXT_USAGE: &str =
+    "usage: /context [pop [N]|checkpoint NAME|rollback NAME|reset|summarize]";
+
+/// `/context SUB [ARG]` (not the listing): the context stack operation,
+/// and what to tell the user about it.
+pub async fn context_op(session: &mut Session, args: &str) -> Result<String, String> {
+    let (sub, rest) = args.split_once(' ').unwrap_or((args, ""));
+    let rest = rest.trim();
+    match sub {
+        "pop" => {
+            let n = if rest.is_empty() {
+                Ok(1)
+            } else {
+                rest.parse::<usize>()
+            };
+            match n {
+                Ok(n) => Ok(format!("removed {} items", session.pop(n))),
+                Err(_) => Err("usage: /context pop [N]".into()),
+            }
+        }
+        "checkpoint" if !rest.is_empty() => {
+            session.checkpoint(rest);
+            Ok(format!("checkpoint `{rest}` saved"))
+        }
+        "rollback" if !rest.is_empty() => match session.rollback(rest) {
+            Ok(()) => Ok(format!(
+                "rolled back to `{rest}` ({} items)",
+                session.history().len()
+            )),
+            Err(e) => Err(e.to_string()),
+        },
+        "reset" => {
+            session.reset();
+            Ok("context reset to the initial context".into())
+        }
+        "summarize" => match session.summarize().await {
+            Ok(()) => Ok(format!(
+                "history replaced by a summary ({} items)",
+                session.history().len()
+            )),
+            Err(e) => Err(e.to_string()),
+        },
+        _ => Err(CONTEXT_USAGE.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct B(&'static str);
+
+    impl Builtin for B {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn usage(&self) -> &str {
+            ""
+        }
+        fn help(&self) -> &str {
+            "h"
+        }
+    }
+
+    #[test]
+    fn user_commands_shadow_builtins_which_stay_reachable() {
+        let dir = tempfile::tempdir().unwrap();
+        let cmds = dir.path().join(".cogni/commands");
+        std::fs::create_dir_all(&cmds).unwrap();
+        std::fs::write(cmds.join("review.md"), "Review $ARGUMENTS carefully.").unwrap();
+        std::fs::write(cmds.join("status.md"), "# Git status\nShow git status.").unwrap();
+        std::fs::write(cmds.join("help.md"), "nope").unwrap();
+        let builtins = vec![B("help"), B("status")];
+        let (reg, problems) = Registry::load(builtins, dir.path(), &dir.path().join("home"));
+        assert!(problems[0].contains("/help is reserved"), "{problems:?}");
+        match reg.find("review") {
+            Some(Found::User(c)) => assert_eq!(c.expand("src/a.rs"), "Review src/a.rs carefully."),
+            _ => panic!("review is a user command"),
+        }
+        assert!(matches!(reg.find("status"), Some(Found::User(_))));
+        assert!(matches!(reg.find("cogni:status"), Some(Found::Builtin(b)) if b.0 == "status"));
+        assert!(matches!(reg.find("help"), Some(Found::Builtin(_))));
+        assert!(reg.find("nope").is_none());
+        assert_eq!(reg.builtin_name(&reg.builtins()[1]), "cogni:status");
+        let help = reg.help_lines().join("\n");
+        assert!(
+            help.contains("/cogni:status") && help.contains("/status [ARGS]"),
+            "{help}"
+        );
+        assert!(reg.completion_names().contains(&"/review".to_string()));
+        match reg.find("status") {
+            Some(Found::User(c)) => {
+                assert_eq!(c.expand("now"), "# Git status\nShow git status.\n\nnow")
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn commands_split_into_name_and_arguments() {
+        assert_eq!(split("/mode  plan "), Some(("mode", "plan")));
+        assert_eq!(split("/help"), Some(("help", "")));
+        assert_eq!(split("hello"), None);
+    }
+}
