@@ -148,11 +148,7 @@ async fn main() {
     let root = work.path().display().to_string();
     let filesystem = server("filesystem", &npm_server("filesystem"), &[&root]);
     let everything = server("everything", &npm_server("everything"), &[]);
-    let git = server(
-        "git",
-        Path::new("mcp-server-git"),
-        &["--repository", &root],
-    );
+    let git = server("git", Path::new("mcp-server-git"), &["--repository", &root]);
 
     // 1. Starting servers: alone and all three at once, interleaved.
     let alone = [&filesystem, &everything, &git];
@@ -172,7 +168,10 @@ async fn main() {
             cpu[i].push(children_cpu().saturating_sub(before));
         }
     }
-    for (i, name) in ["filesystem", "everything", "git", "all three"].iter().enumerate() {
+    for (i, name) in ["filesystem", "everything", "git", "all three"]
+        .iter()
+        .enumerate()
+    {
         println!(
             "  the servers' own CPU time, {name:<10}: median {:.0} ms",
             ms(median(cpu[i].clone()))
@@ -215,10 +214,7 @@ async fn main() {
         .unwrap();
     let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
     let bare = rmcp::serve_client((), (stdout, stdin)).await.unwrap();
-    let arguments: JsonObject = json!({ "message": "hello" })
-        .as_object()
-        .unwrap()
-        .clone();
+    let arguments: JsonObject = json!({ "message": "hello" }).as_object().unwrap().clone();
 
     let (mut through_cogni, mut direct) = (Vec::new(), Vec::new());
     for i in 0..options.calls + 20 {
