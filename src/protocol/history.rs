@@ -1,0 +1,452 @@
+//! What a conversation is made of: history items, tool calls and outputs,
+//! plans, test runs, reflections, tool specs, usage and prices.
+
+use serde::{Deserialize, Serialize};
+
+/// Who a history item speaks for (the spec's `HistoryItem.role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Developer,
+    Assistant,
+    Tool,
+}
+
+/// What a text message is for, so compaction and environment diffs can find
+/// the items they must keep without parsing text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageTag {
+    DeveloperInstructions,
+    UserInstructions,
+    Environment,
+    Summary,
+    /// The plan written before the first step (`enable_plan`): kept after
+    /// the initial context in every request.
+    Plan,
+    /// A critique of a step (`enable_reflect`), for the next request.
+    Reflection,
+    /// A failed run of the test command (`enable_test_run`), for the
+    /// next request.
+    TestReport,
+    /// A skill's procedure the user named (`$name`), after their message;
+    /// kept through compaction.
+    Skill,
+}
+
+/// One entry of the conversation (the spec's `HistoryItem`): a role and a
+/// content that is either text or a structured tool payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryItem {
+    pub role: Role,
+    pub content: Content,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    Text {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tag: Option<MessageTag>,
+    },
+    ToolCall(ToolCall),
+    ToolOutput(ToolOutput),
+    /// The model's reasoning, kept so providers that need it back get it.
+    Reasoning(Reasoning),
+}
+
+/// Reasoning a provider returned with a response (OpenAI Responses
+/// reasoning items, Anthropic thinking blocks). Wire APIs other than
+/// `source` leave it out of requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The provider's id for the item, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Readable summary or thinking text (may be empty).
+    #[serde(default)]
+    pub text: String,
+    /// Opaque data the provider needs back: Responses `encrypted_content`,
+    /// an Anthropic thinking `signature` or `redacted_thinking` data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<String>,
+    /// The wire API that produced it: `responses`, `anthropic`.
+    pub source: String,
+}
+
+impl HistoryItem {
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        HistoryItem {
+            role,
+            content: Content::Text {
+                text: text.into(),
+                tag: None,
+            },
+        }
+    }
+
+    pub fn tagged(role: Role, tag: MessageTag, text: impl Into<String>) -> Self {
+        HistoryItem {
+            role,
+            content: Content::Text {
+                text: text.into(),
+                tag: Some(tag),
+            },
+        }
+    }
+
+    pub fn tool_call(call: ToolCall) -> Self {
+        HistoryItem {
+            role: Role::Assistant,
+            content: Content::ToolCall(call),
+        }
+    }
+
+    pub fn tool_output(output: ToolOutput) -> Self {
+        HistoryItem {
+            role: Role::Tool,
+            content: Content::ToolOutput(output),
+        }
+    }
+
+    /// The text of a message, `None` for tool payloads.
+    pub fn as_text(&self) -> Option<&str> {
+        match &self.content {
+            Content::Text { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    pub fn tag(&self) -> Option<MessageTag> {
+        match &self.content {
+            Content::Text { tag, .. } => *tag,
+            _ => None,
+        }
+    }
+
+    /// A copy with `f` applied to every free text the item holds (message
+    /// text, call arguments, outputs, reasoning), e.g. to redact secrets
+    /// before the item is encoded. Ids, names and tags stay as they are.
+    pub fn map_text(&self, f: &dyn Fn(&str) -> String) -> HistoryItem {
+        // Every field is named, so a new one cannot be missed here.
+        let content = match &self.content {
+            Content::Text { text, tag } => Content::Text {
+                text: f(text),
+                tag: *tag,
+            },
+            Content::ToolCall(ToolCall {
+                id,
+                name,
+                arguments,
+                kind,
+            }) => Content::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: f(arguments),
+                kind: *kind,
+            }),
+            Content::ToolOutput(ToolOutput {
+                call_id,
+                content,
+                is_error,
+            }) => Content::ToolOutput(ToolOutput {
+                call_id: call_id.clone(),
+                content: f(content),
+                is_error: *is_error,
+            }),
+            Content::Reasoning(Reasoning {
+                id,
+                text,
+                encrypted,
+                source,
+            }) => Content::Reasoning(Reasoning {
+                id: id.clone(),
+                text: f(text),
+                encrypted: encrypted.clone(),
+                source: source.clone(),
+            }),
+        };
+        HistoryItem {
+            role: self.role,
+            content,
+        }
+    }
+}
+
+/// How the model expressed a tool call: JSON arguments to a function, or raw
+/// text for a freeform (custom) tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallKind {
+    #[default]
+    Function,
+    Freeform,
+}
+
+/// A tool call as the model sent it. `arguments` is kept verbatim (a JSON
+/// string for function tools) so it can be sent back unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+    #[serde(default)]
+    pub kind: ToolCallKind,
+}
+
+/// The one output every tool call gets, also on error, denial and timeout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub call_id: String,
+    pub content: String,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// Which file-editing tool a model gets; the model family decides unless
+/// the config says otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditTool {
+    /// `apply_patch` as a JSON function (`{"input": "<patch>"}`).
+    ApplyPatch,
+    /// `apply_patch` as a freeform tool constrained by a grammar.
+    ApplyPatchFreeform,
+    /// `edit_file` (old_string / new_string).
+    EditFile,
+    /// No edit tool (write_file and the shell remain).
+    None,
+}
+
+/// Where a plan step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    pub step: String,
+    pub status: StepStatus,
+}
+
+/// The model's plan, in the shape of `update_plan`'s arguments (the one
+/// Codex-trained models know): `{explanation?, plan: [{step, status}]}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    pub plan: Vec<PlanStep>,
+}
+
+/// One run of the test command (`enable_test_run`; docs/test-loop.md), as
+/// the `test` event and results.json report it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TestRun {
+    /// The session's test runs, counted from 1 (a retry is the same run).
+    pub run: u32,
+    /// 1 for the first try; up to 1 + `test_retries`.
+    pub attempt: u32,
+    pub command: String,
+    /// `None` when it timed out or was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// Exit code 0.
+    pub passed: bool,
+    pub duration_ms: u64,
+    /// The test tool recognised in the output (`cargo`, `nextest`,
+    /// `pytest`, `go`, `jest`, `vitest`, `generic`); `None`: unknown.
+    pub framework: Option<String>,
+    /// Counts the output states, when it states them.
+    pub tests_passed: Option<u64>,
+    pub tests_failed: Option<u64>,
+    pub tests_skipped: Option<u64>,
+    pub failing_tests: Vec<String>,
+    /// One line, e.g. `cargo test: 41 passed, 2 failed`; empty when the
+    /// output was not recognised.
+    pub test_summary: String,
+    /// The end of the output (stdout and stderr as they came).
+    pub output_tail: String,
+}
+
+/// A critique of one step (`enable_reflect`; docs/reflection.md), parsed
+/// from the model's JSON.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reflection {
+    /// The model's own grade of the step (`good`, `poor`, a score ...).
+    pub quality: String,
+    pub issues: Vec<String>,
+    pub recommendations: Vec<String>,
+    /// The step should not stand: with `block_on_critical` the run ends.
+    pub block_apply: bool,
+    pub notes: String,
+}
+
+/// A file or directory attached to a prompt as context (docs/context.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextFile {
+    /// The path as given.
+    pub path: String,
+    /// `file` or `directory`.
+    pub kind: String,
+    /// Bytes attached (after the cap).
+    pub bytes: usize,
+    pub truncated: bool,
+}
+
+/// How a session keeps its requests within the model's context window
+/// (docs/context.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextStrategyKind {
+    /// Send the initial context and the newest items that fit, with a note
+    /// saying what was left out; history itself is kept whole.
+    SlidingWindow,
+    /// Summarise older history when it grows past the compaction limit.
+    Summarize,
+}
+
+impl ContextStrategyKind {
+    pub const NAMES: &'static str = "sliding_window, summarize";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextStrategyKind::SlidingWindow => "sliding_window",
+            ContextStrategyKind::Summarize => "summarize",
+        }
+    }
+
+    /// The default for a model with `context_window` tokens: windows under
+    /// 32k (small local models) slide, larger ones are summarised.
+    pub fn default_for(context_window: u64) -> Self {
+        if context_window < 32_000 {
+            ContextStrategyKind::SlidingWindow
+        } else {
+            ContextStrategyKind::Summarize
+        }
+    }
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    #[serde(flatten)]
+    pub format: ToolFormat,
+    /// True when the tool cannot change the workspace; such calls may run
+    /// concurrently and compaction may drop them.
+    #[serde(skip)]
+    pub read_only: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "format", rename_all = "snake_case")]
+pub enum ToolFormat {
+    /// Arguments are a JSON object described by this schema.
+    Function { parameters: serde_json::Value },
+    /// Arguments are free text (for example a patch), optionally described by
+    /// a grammar the provider understands.
+    Freeform { syntax: String, definition: String },
+}
+
+/// Prices in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub cached_input: f64,
+    pub output: f64,
+    /// Writing to the prompt cache (Anthropic); other APIs charge none.
+    pub cache_write: f64,
+}
+
+impl Price {
+    pub const fn new(input: f64, cached_input: f64, output: f64, cache_write: f64) -> Self {
+        Price {
+            input,
+            cached_input,
+            output,
+            cache_write,
+        }
+    }
+
+    /// The cost of `usage` in USD. `input_tokens` includes cached and
+    /// cache-written tokens, which are priced at their own rates.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let special = usage.cached_input_tokens + usage.cache_write_tokens;
+        let plain = usage.input_tokens.saturating_sub(special);
+        (plain as f64 * self.input
+            + usage.cached_input_tokens as f64 * self.cached_input
+            + usage.cache_write_tokens as f64 * self.cache_write
+            + usage.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+/// Token counts for one model request or an accumulation of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// True when the counts were estimated locally because the provider sent none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.estimated |= other.estimated;
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Why the model stopped producing a response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Natural end of the message.
+    Stop,
+    /// The model asked for tools.
+    ToolCalls,
+    /// Output hit the max token limit.
+    Length,
+    /// The provider filtered the output.
+    ContentFilter,
+    Other(String),
+}
+
+impl StopReason {
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "stop" | "end_turn" | "stop_sequence" => StopReason::Stop,
+            "tool_calls" | "tool_use" | "function_call" => StopReason::ToolCalls,
+            "length" | "max_tokens" | "max_output_tokens" => StopReason::Length,
+            "content_filter" => StopReason::ContentFilter,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
+}

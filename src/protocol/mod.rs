@@ -1,0 +1,38 @@
+//! Neutral data shared by every layer: history items, tool calls and outputs,
+//! usage, policies and the events the engine emits.
+//!
+//! Nothing here does I/O. Providers translate wire formats to and from these
+//! types; tools consume and produce them; front doors render [`AgentEvent`]s.
+//! history.rs holds what a conversation is made of (items, calls, outputs,
+//! plans, tool specs, usage and prices), policy.rs what a session may do
+//! (approval and sandbox policies), events.rs what the engine reports
+//! (outcomes, events, approvals, sinks and observers).
+
+mod events;
+mod history;
+mod policy;
+
+pub use events::*;
+pub use history::*;
+pub use policy::*;
+
+/// The UTC date (`YYYY-MM-DD`) and time of day (hours, minutes, seconds)
+/// of `secs` seconds after 1970-01-01 (session listings, run ids and
+/// result timestamps).
+pub fn utc_date_time(secs: u64) -> (String, (u64, u64, u64)) {
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01 (>= 0).
+    let z = days as i64 + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        format!("{year:04}-{month:02}-{day:02}"),
+        (rem / 3600, rem % 3600 / 60, rem % 60),
+    )
+}

@@ -1,0 +1,118 @@
+//! What a session may do: the approval policy and the sandbox policy.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// When the user is asked before a tool runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    Untrusted,
+    OnFailure,
+    #[default]
+    OnRequest,
+    Never,
+}
+
+impl ApprovalPolicy {
+    pub const VARIANTS: &'static [&'static str] =
+        &["untrusted", "on-failure", "on-request", "never"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Untrusted => "untrusted",
+            ApprovalPolicy::OnFailure => "on-failure",
+            ApprovalPolicy::OnRequest => "on-request",
+            ApprovalPolicy::Never => "never",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "untrusted" => ApprovalPolicy::Untrusted,
+            "on-failure" => ApprovalPolicy::OnFailure,
+            "on-request" => ApprovalPolicy::OnRequest,
+            "never" => ApprovalPolicy::Never,
+            _ => return None,
+        })
+    }
+}
+
+/// What tools may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    ReadOnly,
+    #[default]
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    pub const VARIANTS: &'static [&'static str] =
+        &["read-only", "workspace-write", "danger-full-access"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::DangerFullAccess => "danger-full-access",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "read-only" => SandboxMode::ReadOnly,
+            "workspace-write" => SandboxMode::WorkspaceWrite,
+            "danger-full-access" => SandboxMode::DangerFullAccess,
+            _ => return None,
+        })
+    }
+}
+
+/// The spec's `sandbox_policy`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    pub network_access: bool,
+    /// Extra writable roots besides cwd (workspace-write only).
+    pub writable_roots: Vec<PathBuf>,
+    /// The shell used for command strings, e.g. `/bin/bash`.
+    pub shell: String,
+    /// Limits for commands run in the sandbox.
+    #[serde(default)]
+    pub limits: ResourceLimits,
+}
+
+/// Resource limits of sandboxed commands; `None` is no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceLimits {
+    /// Processes (and threads) at once, the command's own included.
+    pub max_processes: Option<u64>,
+    /// Largest file a command may write.
+    pub max_file_size_bytes: Option<u64>,
+    /// CPU seconds per process.
+    pub cpu_time_secs: Option<u64>,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        ResourceLimits {
+            max_processes: Some(1024),
+            max_file_size_bytes: None,
+            cpu_time_secs: None,
+        }
+    }
+}
+
+impl Default for SandboxPolicy {
+    fn default() -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::default(),
+            network_access: false,
+            writable_roots: Vec::new(),
+            shell: "/bin/bash".to_string(),
+            limits: ResourceLimits::default(),
+        }
+    }
+}
