@@ -419,6 +419,11 @@ fn a_prompt_streams_thoughts_text_tool_calls_and_plans_through_the_editors_files
             assert_eq!(asked.len(), 1, "only the write is asked: {asked:#?}");
             assert_eq!(asked[0].tool_call.tool_call_id, write.tool_call_id);
             assert_eq!(
+                asked[0].tool_call.fields.title.as_deref(),
+                Some("Write out.txt"),
+                "the question names the call as it was announced"
+            );
+            assert_eq!(
                 asked[0].tool_call.fields.status,
                 Some(acp::ToolCallStatus::Pending)
             );

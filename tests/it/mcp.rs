@@ -48,7 +48,7 @@ impl Installed {
     }
 }
 
-fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::process::Command::new(program)
         .arg("--version")
         .output()
@@ -56,7 +56,7 @@ fn on_path(program: &str) -> bool {
 }
 
 /// A test skips with a printed reason, unless COGNI_REQUIRE_MCP is set.
-fn skip(test: &str, why: &str) -> Option<Installed> {
+pub(crate) fn skip<T>(test: &str, why: &str) -> Option<T> {
     if std::env::var_os("COGNI_REQUIRE_MCP").is_some() {
         panic!("{test}: {why}, and COGNI_REQUIRE_MCP is set (see .ci/run)");
     }
@@ -631,7 +631,7 @@ fn a_killed_cogni_leaves_no_server_behind() {
 #[test]
 fn the_git_server_from_pypi_answers() {
     if !on_path("python3") {
-        skip("mcp_git", "python3 is not installed");
+        skip::<()>("mcp_git", "python3 is not installed");
         return;
     }
     let found = std::process::Command::new("python3")
@@ -639,7 +639,7 @@ fn the_git_server_from_pypi_answers() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        skip(
+        skip::<()>(
             "mcp_git",
             "mcp-server-git is not installed (`pip install -r tests/mcp/requirements.txt`)",
         );

@@ -45,7 +45,11 @@ impl Approver for ClientApprover {
                 request.call_id.clone(),
                 acp::ToolCallUpdateFields::new()
                     .status(acp::ToolCallStatus::Pending)
-                    .title(request.summary.clone()),
+                    .title(
+                        self.updates
+                            .title(&request.call_id)
+                            .unwrap_or_else(|| request.summary.clone()),
+                    ),
             );
             let options = vec![
                 acp::PermissionOption::new(

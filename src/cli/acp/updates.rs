@@ -28,6 +28,9 @@ pub struct Updates {
     cwd: PathBuf,
     /// The diffs of running edits, kept with their output at the end.
     diffs: Mutex<HashMap<String, Vec<acp::ToolCallContent>>>,
+    /// The titles of running calls (a permission request names its call
+    /// the way the call was announced).
+    titles: Mutex<HashMap<String, String>>,
 }
 
 impl Updates {
@@ -37,7 +40,13 @@ impl Updates {
             session,
             cwd,
             diffs: Mutex::new(HashMap::new()),
+            titles: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The title a running call was announced with.
+    pub fn title(&self, call_id: &str) -> Option<String> {
+        self.titles.lock().ok()?.get(call_id).cloned()
     }
 
     /// Send one update; a connection that is gone drops it (the turn is
@@ -72,6 +81,9 @@ impl Updates {
                 diffs.insert(id.to_string(), described.diffs.clone());
             }
         }
+        if let Ok(mut titles) = self.titles.lock() {
+            titles.insert(id.to_string(), described.title.clone());
+        }
         let call = acp::ToolCall::new(id.to_string(), described.title)
             .kind(described.kind)
             .status(status)
@@ -83,6 +95,9 @@ impl Updates {
 
     /// A tool call ended with `output`.
     fn finished(&self, id: &str, failed: bool, output: &str) {
+        if let Ok(mut titles) = self.titles.lock() {
+            titles.remove(id);
+        }
         let mut content = self
             .diffs
             .lock()

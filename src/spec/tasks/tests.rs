@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn parse(source: &str) -> Result<TaskFile, SpecError> {
