@@ -130,8 +130,14 @@ pub async fn run_served(req: ExecRequest) -> Result<ExecOutput, ExecError> {
 }
 
 /// [`run`] or [`run_served`]. A command whose fork server died while it
-/// ran (killing it) runs again the usual way, with a fresh capture.
-async fn run_captured(req: ExecRequest, mut launcher: Launcher) -> Result<ExecOutput, ExecError> {
+/// ran (killing it) runs again the usual way, with a fresh capture, within
+/// what is left of its timeout: the two runs together never take longer
+/// than the one timeout.
+async fn run_captured(
+    mut req: ExecRequest,
+    mut launcher: Launcher,
+) -> Result<ExecOutput, ExecError> {
+    let started = Instant::now();
     loop {
         let mut stdout = Capture::new(req.capture_limit_bytes);
         let mut stderr = Capture::new(req.capture_limit_bytes);
@@ -148,13 +154,14 @@ async fn run_captured(req: ExecRequest, mut launcher: Launcher) -> Result<ExecOu
             Err(ExecError::Wait(e)) if served::lost(&e) => {
                 tracing::warn!("`{}`: {e}; running it again the usual way", req.argv[0]);
                 launcher = Launcher::Spawn;
+                req.timeout = req.timeout.saturating_sub(started.elapsed());
                 continue;
             }
             ended => ended?,
         };
         return Ok(ExecOutput {
             termination: ended.termination,
-            duration: ended.duration,
+            duration: started.elapsed(),
             timed_out: ended.timed_out,
             stdout: stdout.finish(),
             stderr: stderr.finish(),

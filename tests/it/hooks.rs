@@ -388,6 +388,47 @@ fn a_hook_whose_fork_server_dies_runs_again_the_usual_way() {
 }
 
 #[test]
+fn a_hook_run_again_after_its_fork_server_died_keeps_its_one_timeout() {
+    // Served: 1.5 s, then the server dies; the usual way would sleep 10 s.
+    // The hook's 2.5 s timeout covers both runs: the second gets what is
+    // left (about 1 s), not 2.5 s afresh.
+    let marker = format!("{}.{}", 6000 + std::process::id() % 1000, 96);
+    let env = env_with("[[hooks.PreToolUse]]\ncommand = \"sh hook.sh\"\ntimeout_ms = 2500\n");
+    std::fs::write(
+        env.work().join("hook.sh"),
+        format!(
+            "{STARTER}case \"$starter\" in\n\
+             *__fork-server*) echo served >> runs; sleep 1.5; kill -9 $top; sleep 10 ;;\n\
+             *) echo usual >> runs; sleep {marker} ;;\n\
+             esac\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let r = run_turns(&env, &[vec![shell("echo one")]], UNCONFINED);
+    let took = started.elapsed();
+    let runs = std::fs::read_to_string(env.work().join("runs")).unwrap();
+    assert_eq!(runs, "served\nusual\n");
+    let hook = hook_events(&r)[0];
+    assert!(
+        hook["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("timed out after 2.5s"),
+        "{hook}"
+    );
+    // 2.5 s for both runs; a fresh timeout for the second would be 4 s.
+    assert!(
+        took < std::time::Duration::from_millis(3700),
+        "the second run got a fresh timeout: {took:?}"
+    );
+    assert!(
+        gone_soon(&marker).is_empty(),
+        "the hook outlived its timeout"
+    );
+}
+
+#[test]
 fn nothing_a_hook_started_outlives_cogni_killed_mid_hook() {
     for (i, signal) in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT]
         .into_iter()
