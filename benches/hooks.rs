@@ -1,8 +1,8 @@
 //! What a hook costs: one turn whose model calls `read_file` once, with no
 //! hook, with a PreToolUse hook that runs `true`, and with a PreToolUse
 //! and a PostToolUse hook that run `true`. The difference between the
-//! rows is the hooks' cost (spawning `sh -c true` supervised, the JSON
-//! in, the verdict out).
+//! rows is the hooks' cost (starting `true` from the fork server,
+//! supervised, the JSON in, the verdict out).
 //!
 //! The same turn with no effects configured and with ten (every budget,
 //! compaction, the repeated-failure rule, three regex guardrails): the
@@ -15,7 +15,7 @@ mod turn;
 
 use cogni::spec::effects::EffectSpec;
 use cogni::spec::hooks::{HookEvent, HookSpec, OnFailure, DEFAULT_TIMEOUT};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{criterion_group, BatchSize, Criterion};
 
 fn hook(event: HookEvent) -> HookSpec {
     HookSpec {
@@ -94,4 +94,12 @@ fn bench_effects(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_hooks, bench_effects);
-criterion_main!(benches);
+
+/// criterion's main, after what cogni's own main does first: in the fork
+/// server's process, serve; anywhere else, let hooks start from one (so
+/// the figures are the hook's cost in cogni, not of forking this process).
+fn main() {
+    cogni::sandbox::fork_server::serve_if_asked();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
