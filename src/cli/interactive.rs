@@ -80,7 +80,7 @@ pub fn open(
     if let Some(mode) = options.mode {
         mode.apply(&mut config, unconfined);
     }
-    setup::check_sandbox(config.sandbox_policy.mode, options.no_sandbox)?;
+    setup::check_sandbox(config.sandbox_policy.mode, options.no_sandbox, &config.cwd)?;
     let store = Store::new(&home);
     let persist = Persist {
         store: store.clone(),

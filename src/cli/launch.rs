@@ -88,7 +88,7 @@ pub(super) fn configure(
     config.output_schema = options.output_schema;
     let redact = persist::redactor([&config]);
     setup::init_logging(&home, redact.clone());
-    setup::check_sandbox(config.sandbox_policy.mode, options.no_sandbox)?;
+    setup::check_sandbox(config.sandbox_policy.mode, options.no_sandbox, &config.cwd)?;
     let persist = Persist {
         store: Store::new(&home),
         enabled: options.persist,

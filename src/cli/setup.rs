@@ -130,8 +130,22 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
-/// Commands run confined, or the user chose otherwise and is told so.
-pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool) -> Result<(), String> {
+/// Commands run confined, or the user chose otherwise and is told so. A
+/// workspace in `/` is refused under workspace-write: the workspace is
+/// what commands may write, and that would be the whole file system
+/// (an MCP client or an editor that starts cogni from `/` and names no
+/// directory would get that without asking for it).
+pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool, cwd: &Path) -> Result<(), String> {
+    if mode == SandboxMode::WorkspaceWrite && cwd.canonicalize().is_ok_and(|c| c.parent().is_none())
+    {
+        return Err(format!(
+            "the working directory is {}: with sandbox workspace-write commands could write \
+             anywhere on the file system; run cogni in a project's directory (-C DIR, or \
+             `cwd` of the request), or choose --sandbox read-only (or danger-full-access, \
+             if you mean it)",
+            cwd.display()
+        ));
+    }
     if mode == SandboxMode::DangerFullAccess {
         eprintln!(
             "cogni: warning: {}: commands run unconfined, with your permissions and network",

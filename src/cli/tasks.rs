@@ -278,7 +278,7 @@ fn agent_config(
         .strategies
         .apply(&mut config, &format!("agents.{}", agent.id))
         .map_err(&at)?;
-    setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox).map_err(at)?;
+    setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox, &config.cwd).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =
             check_session_config(&config, &TurnLimits::default()).map_err(|e| at(e.to_string()))?;

@@ -156,6 +156,41 @@ fn scripted_task_runs_tools_for_real_and_prints_only_the_answer() {
 }
 
 #[test]
+fn a_workspace_in_the_root_directory_is_refused_under_workspace_write() {
+    let env = Env::new();
+    let script = env.write("script.toml", HELLO);
+    let run = |sandbox: &str| {
+        env.cmd()
+            .args(["run", "-C", "/", "--sandbox", sandbox, "--script"])
+            .arg(&script)
+            .arg("write hello")
+            .output()
+            .unwrap()
+    };
+    let out = run("workspace-write");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("the working directory is /")
+            && err.contains("-C DIR")
+            && err.contains("--sandbox read-only"),
+        "names the problem and the fix: {err}"
+    );
+    assert!(
+        !Path::new("/out.txt").exists(),
+        "nothing ran: {}",
+        stdout_of(&out)
+    );
+    // Read-only is allowed there: nothing can be written anyway.
+    let out = run("read-only");
+    assert!(
+        !stderr_of(&out).contains("the working directory is /"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
 fn json_mode_prints_one_event_per_line() {
     let env = Env::new();
     let out = env

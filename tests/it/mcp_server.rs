@@ -416,6 +416,11 @@ async fn unknown_sessions_and_bad_arguments_are_errors_that_name_the_problem() {
             json!({ "prompt": "x", "agent": "nobody", "sandbox": "danger-full-access" }),
             "no agent is named `nobody`",
         ),
+        (
+            "cogni",
+            json!({ "prompt": "x", "cwd": "/", "sandbox": "workspace-write" }),
+            "the working directory is /: with sandbox workspace-write commands could write anywhere",
+        ),
     ];
     for (tool, args, expected) in cases {
         let result = served.call(tool, args.clone()).await;
