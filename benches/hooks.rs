@@ -99,7 +99,7 @@ criterion_group!(benches, bench_hooks, bench_effects);
 /// server's process, serve; anywhere else, let hooks start from one (so
 /// the figures are the hook's cost in cogni, not of forking this process).
 fn main() {
-    cogni::sandbox::fork_server::serve_if_asked();
+    cogni::sandbox::fork_server::serve_if_asked().expect("the fork server");
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

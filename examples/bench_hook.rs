@@ -32,7 +32,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     // This binary serves as the fork server too, like cogni's.
-    fork_server::serve_if_asked();
+    fork_server::serve_if_asked().expect("the fork server");
     let mut pairs = 200;
     let mut command = "true".to_string();
     let mut args = std::env::args().skip(1);

@@ -3,6 +3,9 @@
 
 fn main() -> std::process::ExitCode {
     // First: in the fork server's process this never returns.
-    cogni::sandbox::fork_server::serve_if_asked();
+    if let Err(e) = cogni::sandbox::fork_server::serve_if_asked() {
+        eprintln!("cogni: {e}");
+        return std::process::ExitCode::from(2);
+    }
     cogni::cli::main()
 }

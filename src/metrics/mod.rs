@@ -6,8 +6,7 @@
 pub mod ledger;
 pub mod tokens;
 
-use crate::protocol::Price;
-use crate::protocol::Usage;
+use crate::protocol::{Price, Usage, DEFAULT_AGENT};
 pub use ledger::{AgentTotals, Ledger};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -83,7 +82,7 @@ impl Default for Metrics {
             session: Totals::default(),
             turn: Totals::default(),
             price: None,
-            agent: crate::agent::session::DEFAULT_AGENT.to_string(),
+            agent: DEFAULT_AGENT.to_string(),
             ledger: Ledger::default(),
             turn_base: AgentTotals::default(),
         }

@@ -8,6 +8,10 @@ use super::{
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// The name of the agent a session runs when none is named (the root of
+/// every agent path in events and metrics).
+pub const DEFAULT_AGENT: &str = "main";
+
 /// Why a turn ended without an error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

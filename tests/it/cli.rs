@@ -156,6 +156,18 @@ fn scripted_task_runs_tools_for_real_and_prints_only_the_answer() {
 }
 
 #[test]
+fn the_fork_servers_mode_started_by_hand_exits_2_saying_it_is_internal() {
+    let env = Env::new();
+    let out = env.cmd().arg("__fork-server").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr_of(&out),
+        "cogni: `__fork-server` is internal: the process cogni starts to run hooks\n"
+    );
+    assert_eq!(stdout_of(&out), "");
+}
+
+#[test]
 fn a_workspace_in_the_root_directory_is_refused_under_workspace_write() {
     let env = Env::new();
     let script = env.write("script.toml", HELLO);

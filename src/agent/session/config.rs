@@ -134,7 +134,7 @@ impl SessionConfig {
             context_strategy: None,
             run: RunConfig::default(),
             hooks: Vec::new(),
-            agent: DEFAULT_AGENT.to_string(),
+            agent: crate::protocol::DEFAULT_AGENT.to_string(),
             delegation: None,
             delegated: false,
             prompt: PromptConfig::default(),
@@ -144,9 +144,6 @@ impl SessionConfig {
 }
 
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
-
-/// The name of the agent a session runs when none is named.
-pub const DEFAULT_AGENT: &str = "main";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {

@@ -108,14 +108,22 @@ fn parse_message(bytes: &[u8]) -> Option<(i32, i32)> {
     ))
 }
 
+/// The fork server's mode was asked for by hand: there is no control
+/// socket to serve (the binary's `main` says so and exits).
+#[derive(Debug, thiserror::Error)]
+#[error("`{MODE}` is internal: the process cogni starts to run hooks")]
+pub struct NotStartedByCogni;
+
 /// First thing in a binary's `main`: in the fork server's process this
 /// serves and exits; anywhere else it lets this process start one. A binary
 /// that never calls it (a test harness) starts every command the usual way.
-pub fn serve_if_asked() {
+pub fn serve_if_asked() -> Result<(), NotStartedByCogni> {
     if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(MODE)) {
-        std::process::exit(serve::main(CONTROL_FD));
+        let code = serve::main(CONTROL_FD).ok_or(NotStartedByCogni)?;
+        std::process::exit(code);
     }
     ENABLED.store(true, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Whether commands go through the fork server (true once

@@ -31,18 +31,18 @@ use super::super::forked::{
 use super::super::reaper::{self, PARENT_GONE};
 use super::{
     decode_request, message, parse_message, pipe, recv_with_fds, send_with_fds, socket_pair,
-    Request, EXITED, MAX_REQUEST, MODE, REQUEST_FDS, SIGNAL, SPAWN_FAILED,
+    Request, EXITED, MAX_REQUEST, REQUEST_FDS, SIGNAL, SPAWN_FAILED,
 };
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::{null, null_mut};
 
-/// The server's `main`, its control socket on `control`; the exit code.
-pub(super) fn main(control: libc::c_int) -> i32 {
+/// The server's `main`, its control socket on `control`; the exit code,
+/// or `None` when `control` is no control socket (started by hand).
+pub(super) fn main(control: libc::c_int) -> Option<i32> {
     if !is_seqpacket(control) {
-        eprintln!("cogni: `{MODE}` is internal: the process cogni starts to run hooks");
-        return 2;
+        return None;
     }
     // SAFETY: the descriptor is open (a socket, checked above) and nothing
     // else in this process owns it. PR_SET_NAME reads a NUL-terminated
@@ -52,10 +52,10 @@ pub(super) fn main(control: libc::c_int) -> i32 {
         libc::prctl(libc::PR_SET_NAME, c"cogni-fork-srv".as_ptr());
         OwnedFd::from_raw_fd(control)
     };
-    match Server::new() {
+    Some(match Server::new() {
         Ok(mut server) => server.run(&control),
         Err(_) => 1,
-    }
+    })
 }
 
 fn is_seqpacket(fd: libc::c_int) -> bool {
