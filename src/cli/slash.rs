@@ -16,13 +16,15 @@ use std::path::{Path, PathBuf};
 /// Names no agent command may take.
 pub const RESERVED: &[&str] = &["exit", "quit", "help", "clear"];
 
-/// What a built-in shows of itself.
-pub trait Builtin {
-    fn name(&self) -> &str;
+/// A front door's built-in command, run by `H` (each front door has its
+/// own handler type).
+pub struct Builtin<H> {
+    pub name: &'static str,
     /// Its arguments, e.g. `[NAME]`.
-    fn usage(&self) -> &str;
+    pub usage: &'static str,
     /// One line of help.
-    fn help(&self) -> &str;
+    pub help: &'static str,
+    pub run: H,
 }
 
 /// A command the user or a skill defines.
@@ -80,21 +82,21 @@ impl UserCommand {
     }
 }
 
-pub enum Found<'a, B> {
-    Builtin(&'a B),
+pub enum Found<'a, H> {
+    Builtin(&'a Builtin<H>),
     User(&'a UserCommand),
 }
 
 /// A front door's built-ins and the agent's commands.
-pub struct Registry<B> {
-    builtins: Vec<B>,
+pub struct Registry<H> {
+    builtins: Vec<Builtin<H>>,
     user: Vec<UserCommand>,
 }
 
-impl<B: Builtin> Registry<B> {
+impl<H> Registry<H> {
     /// `builtins` and the user commands found for `cwd` and `home`, with
     /// problems to report.
-    pub fn load(builtins: Vec<B>, cwd: &Path, home: &Path) -> (Self, Vec<String>) {
+    pub fn load(builtins: Vec<Builtin<H>>, cwd: &Path, home: &Path) -> (Self, Vec<String>) {
         let dirs = [cwd.join(".cogni/commands"), home.join("commands")];
         let mut problems = Vec::new();
         let mut user = Vec::new();
@@ -136,7 +138,7 @@ impl<B: Builtin> Registry<B> {
 
     /// The command `/name` names: an agent command before a built-in;
     /// `cogni:name` is always the built-in.
-    pub fn find(&self, name: &str) -> Option<Found<'_, B>> {
+    pub fn find(&self, name: &str) -> Option<Found<'_, H>> {
         if let Some(name) = name.strip_prefix("cogni:") {
             return self.builtin(name).map(Found::Builtin);
         }
@@ -146,21 +148,21 @@ impl<B: Builtin> Registry<B> {
         self.builtin(name).map(Found::Builtin)
     }
 
-    fn builtin(&self, name: &str) -> Option<&B> {
-        self.builtins.iter().find(|b| b.name() == name)
+    fn builtin(&self, name: &str) -> Option<&Builtin<H>> {
+        self.builtins.iter().find(|b| b.name == name)
     }
 
     /// The name a built-in answers to (without the slash): `cogni:NAME`
     /// when an agent command took `NAME`.
-    pub fn builtin_name(&self, b: &B) -> String {
-        if self.user.iter().any(|u| u.name == b.name()) {
-            format!("cogni:{}", b.name())
+    pub fn builtin_name(&self, b: &Builtin<H>) -> String {
+        if self.user.iter().any(|u| u.name == b.name) {
+            format!("cogni:{}", b.name)
         } else {
-            b.name().to_string()
+            b.name.to_string()
         }
     }
 
-    pub fn builtins(&self) -> &[B] {
+    pub fn builtins(&self) -> &[Builtin<H>] {
         &self.builtins
     }
 
@@ -184,8 +186,8 @@ impl<B: Builtin> Registry<B> {
     pub fn help_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for b in &self.builtins {
-            let name = format!("/{} {}", self.builtin_name(b), b.usage());
-            lines.push(format!("{:<40} {}", name.trim_end(), b.help()));
+            let name = format!("/{} {}", self.builtin_name(b), b.usage);
+            lines.push(format!("{:<40} {}", name.trim_end(), b.help));
         }
         for u in &self.user {
             lines.push(format!(
@@ -275,17 +277,12 @@ pub async fn context_op(session: &mut Session, args: &str) -> Result<String, Str
 mod tests {
     use super::*;
 
-    struct B(&'static str);
-
-    impl Builtin for B {
-        fn name(&self) -> &str {
-            self.0
-        }
-        fn usage(&self) -> &str {
-            ""
-        }
-        fn help(&self) -> &str {
-            "h"
+    fn builtin(name: &'static str) -> Builtin<()> {
+        Builtin {
+            name,
+            usage: "",
+            help: "h",
+            run: (),
         }
     }
 
@@ -297,7 +294,7 @@ mod tests {
         std::fs::write(cmds.join("review.md"), "Review $ARGUMENTS carefully.").unwrap();
         std::fs::write(cmds.join("status.md"), "# Git status\nShow git status.").unwrap();
         std::fs::write(cmds.join("help.md"), "nope").unwrap();
-        let builtins = vec![B("help"), B("status")];
+        let builtins = vec![builtin("help"), builtin("status")];
         let (reg, problems) = Registry::load(builtins, dir.path(), &dir.path().join("home"));
         assert!(problems[0].contains("/help is reserved"), "{problems:?}");
         match reg.find("review") {
@@ -305,7 +302,7 @@ mod tests {
             _ => panic!("review is a user command"),
         }
         assert!(matches!(reg.find("status"), Some(Found::User(_))));
-        assert!(matches!(reg.find("cogni:status"), Some(Found::Builtin(b)) if b.0 == "status"));
+        assert!(matches!(reg.find("cogni:status"), Some(Found::Builtin(b)) if b.name == "status"));
         assert!(matches!(reg.find("help"), Some(Found::Builtin(_))));
         assert!(reg.find("nope").is_none());
         assert_eq!(reg.builtin_name(&reg.builtins()[1]), "cogni:status");

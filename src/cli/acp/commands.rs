@@ -12,28 +12,9 @@ use std::fmt::Write as _;
 
 type Handler = for<'a> fn(&'a mut Live, &'a str) -> BoxFuture<'a, String>;
 
-pub struct Builtin {
-    name: &'static str,
-    usage: &'static str,
-    help: &'static str,
-    pub run: Handler,
-}
+pub type Builtin = slash::Builtin<Handler>;
 
-impl slash::Builtin for Builtin {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn usage(&self) -> &str {
-        self.usage
-    }
-
-    fn help(&self) -> &str {
-        self.help
-    }
-}
-
-pub type Registry = slash::Registry<Builtin>;
+pub type Registry = slash::Registry<Handler>;
 
 macro_rules! handler {
     ($f:ident) => {

@@ -25,28 +25,9 @@ pub enum Flow {
 
 type Handler = for<'a> fn(&'a mut Repl, &'a str) -> BoxFuture<'a, Flow>;
 
-pub struct Builtin {
-    pub name: &'static str,
-    pub usage: &'static str,
-    pub help: &'static str,
-    pub run: Handler,
-}
+pub type Builtin = slash::Builtin<Handler>;
 
-impl slash::Builtin for Builtin {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn usage(&self) -> &str {
-        self.usage
-    }
-
-    fn help(&self) -> &str {
-        self.help
-    }
-}
-
-pub type Registry = slash::Registry<Builtin>;
+pub type Registry = slash::Registry<Handler>;
 
 /// The built-ins and the user commands found for `cwd` and `home`, with
 /// problems to report.
