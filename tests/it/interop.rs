@@ -8,8 +8,8 @@
 //! set (CI sets it): then that is a failure.
 
 use crate::cli::{stderr_of, Env};
-use crate::common::mock::{chat, MockServer};
 use crate::mcp::{on_path, skip};
+use crate::mcp_server::write_then_reply_model;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -74,14 +74,7 @@ fn the_typescript_mcp_sdk_lists_runs_and_continues_a_task() {
         return;
     };
     let env = Env::new();
-    let mock = MockServer::start();
-    mock.enqueue(chat::tool_calls_response(&[(
-        "c1",
-        "shell",
-        &json!({ "command": "echo hello > out.txt" }).to_string(),
-    )]));
-    mock.enqueue(chat::text_response("Wrote out.txt."));
-    mock.enqueue(chat::text_response("It says hello."));
+    let mock = write_then_reply_model();
     let base = mock.base_url();
     let seen = client(
         &dir,

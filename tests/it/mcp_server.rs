@@ -275,9 +275,9 @@ fn position(messages: &[Value], role: &str, needle: &str) -> usize {
         .unwrap_or_else(|| panic!("no {role} message with {needle:?} in {messages:#?}"))
 }
 
-#[tokio::test]
-async fn a_reply_continues_the_session_with_its_history() {
-    let env = Env::new();
+/// A model that writes hello into out.txt with a shell call, answers
+/// "Wrote out.txt.", and then, asked again, "It says hello.".
+pub(crate) fn write_then_reply_model() -> MockServer {
     let mock = MockServer::start();
     mock.enqueue(chat::tool_calls_response(&[(
         "c1",
@@ -286,6 +286,13 @@ async fn a_reply_continues_the_session_with_its_history() {
     )]));
     mock.enqueue(chat::text_response("Wrote out.txt."));
     mock.enqueue(chat::text_response("It says hello."));
+    mock
+}
+
+#[tokio::test]
+async fn a_reply_continues_the_session_with_its_history() {
+    let env = Env::new();
+    let mock = write_then_reply_model();
     let base = mock.base_url();
     let served = serve(
         env,
