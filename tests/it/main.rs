@@ -14,6 +14,7 @@ mod context;
 mod effects;
 mod engine_mock;
 mod hooks;
+mod hostile;
 mod interop;
 mod manual;
 mod mcp;
