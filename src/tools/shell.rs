@@ -8,7 +8,7 @@ use super::exec::{self, ExecOutput, ExecRequest};
 use super::output::{fmt_secs, push_block, render_streams, status_line};
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
-use crate::sandbox::{protected, Confinement};
+use crate::sandbox::{protected, Confinement, Workspace};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -30,10 +30,13 @@ pub struct ShellTool {
     /// The private temporary directory of sandboxed commands (removed with
     /// the tool, at the end of the session).
     temp_dir: OnceLock<Result<tempfile::TempDir, String>>,
-    /// The confinement of the last (cwd, policy): preparing one scans the
-    /// workspace for protected paths and builds the kernel rules.
-    confinement: Mutex<Option<(PathBuf, SandboxPolicy, Arc<Confinement>)>>,
+    /// The confinement of the last (workspace, policy): preparing one scans
+    /// the workspace for protected paths and builds the kernel rules.
+    confinement: Mutex<Option<Prepared>>,
 }
+
+/// A confinement and the workspace and policy it was prepared for.
+type Prepared = (Arc<Workspace>, SandboxPolicy, Arc<Confinement>);
 
 impl ShellTool {
     pub fn new(config: &ToolConfig) -> Self {
@@ -65,11 +68,12 @@ impl ShellTool {
     }
 
     /// The confinement for `ctx`, prepared on first use (blocking work on
-    /// the blocking pool) and reused while cwd and policy stay the same.
+    /// the blocking pool) and reused while its pinned workspace and policy
+    /// stay the same.
     async fn confinement(&self, ctx: &ToolContext) -> Result<Arc<Confinement>, String> {
         if let Ok(cached) = self.confinement.lock() {
-            if let Some((cwd, policy, c)) = cached.as_ref() {
-                if *cwd == ctx.cwd && *policy == ctx.sandbox {
+            if let Some((workspace, policy, c)) = cached.as_ref() {
+                if Arc::ptr_eq(workspace, &ctx.workspace) && *policy == ctx.sandbox {
                     return Ok(c.clone());
                 }
             }
@@ -86,9 +90,10 @@ impl ShellTool {
             .map_err(Clone::clone)?
             .path()
             .to_path_buf();
-        let (cwd, policy) = (ctx.cwd.clone(), ctx.sandbox.clone());
+        let (workspace, policy) = (ctx.workspace.clone(), ctx.sandbox.clone());
         let prepared = tokio::task::spawn_blocking(move || {
-            Confinement::new(&policy, &cwd, &temp_dir).map(|c| (cwd, policy, Arc::new(c)))
+            Confinement::new(&policy, &workspace, &temp_dir)
+                .map(|c| (workspace, policy, Arc::new(c)))
         })
         .await
         .map_err(|e| format!("preparing the sandbox was interrupted: {e}"))?
