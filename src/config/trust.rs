@@ -12,6 +12,7 @@
 use super::{ConfigError, ConfigFile};
 use crate::protocol::{ResourceLimits, SandboxMode};
 use crate::tools::env::{EnvInherit, ShellEnvPolicy};
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 
@@ -34,11 +35,11 @@ struct TrustFile {
 impl TrustStore {
     pub fn load(home: &Path) -> Result<Self, ConfigError> {
         let path = home.join(FILE_NAME);
-        let file = match std::fs::read_to_string(&path) {
+        let file = match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
             Ok(text) => toml::from_str(&text)
                 .map_err(|e| ConfigError(format!("{}: {}", path.display(), e.message())))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile::default(),
-            Err(e) => return Err(ConfigError(format!("{}: {e}", path.display()))),
+            Err(e) if e.is_missing() => TrustFile::default(),
+            Err(e) => return Err(ConfigError(e.to_string())),
         };
         Ok(TrustStore { path, file })
     }

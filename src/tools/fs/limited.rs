@@ -30,7 +30,7 @@ pub const SCRIPT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub enum ReadLimitError {
     #[error("cannot read {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
-    #[error("{} is {kind}, not a regular file; only regular files are read", path.display())]
+    #[error("{} is {kind}, not a regular file", path.display())]
     NotRegular { path: PathBuf, kind: &'static str },
     #[error("{} is larger than the limit of {limit} bytes{}", path.display(), raise(setting))]
     TooLarge {
@@ -77,6 +77,19 @@ impl ReadLimitError {
 pub struct Head {
     pub bytes: Vec<u8>,
     pub cut: bool,
+}
+
+impl Head {
+    /// The bytes as text, a character cut in two at the end (by the
+    /// limit) dropped; `None` when they are not UTF-8.
+    pub fn into_text(mut self) -> Option<String> {
+        if self.cut {
+            while std::str::from_utf8(&self.bytes).is_err_and(|e| e.error_len().is_none()) {
+                self.bytes.pop();
+            }
+        }
+        String::from_utf8(self.bytes).ok()
+    }
 }
 
 /// Open the regular file at `path` (symlinks followed) for reading,
@@ -154,11 +167,17 @@ pub fn read_head(path: &Path, limit: u64) -> Result<Head, ReadLimitError> {
     head_of(file, path, limit)
 }
 
+/// The regular file at `path`, refused when it is larger than `limit`
+/// bytes. Blocking.
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadLimitError> {
+    let (file, _) = open_regular(path)?;
+    all_of(file, path, limit)
+}
+
 /// The regular file at `path` as text, refused when it is larger than
 /// `limit` bytes. Blocking.
 pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadLimitError> {
-    let (file, _) = open_regular(path)?;
-    text_of(all_of(file, path, limit)?, path)
+    text_of(read_limited(path, limit)?, path)
 }
 
 #[cfg(test)]

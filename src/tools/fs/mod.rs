@@ -18,8 +18,8 @@ mod walk;
 
 pub(crate) use at::{Entry, Kind};
 pub use limited::{
-    open_regular, read_head, read_text_limited, Head, ReadLimitError, SCRIPT_MAX_BYTES,
-    SPEC_FILE_MAX_BYTES,
+    open_regular, read_head, read_limited, read_text_limited, Head, ReadLimitError,
+    SCRIPT_MAX_BYTES, SPEC_FILE_MAX_BYTES,
 };
 pub use walk::{walk, walk_dir, FinalLink, Target, WalkError, Walked, MAX_LINKS};
 
