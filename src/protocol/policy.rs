@@ -27,6 +27,17 @@ impl ApprovalPolicy {
         }
     }
 
+    /// How much it asks: a policy may replace another only as a ceiling
+    /// allows when its strictness is at least the other's (`untrusted`
+    /// asks most, `never` never).
+    pub fn strictness(self) -> u8 {
+        match self {
+            ApprovalPolicy::Never => 0,
+            ApprovalPolicy::OnFailure | ApprovalPolicy::OnRequest => 1,
+            ApprovalPolicy::Untrusted => 2,
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "untrusted" => ApprovalPolicy::Untrusted,
@@ -49,6 +60,16 @@ pub enum SandboxMode {
 }
 
 impl SandboxMode {
+    /// How far its commands reach: read-only 0, workspace-write 1,
+    /// danger-full-access 2.
+    pub fn reach(self) -> u8 {
+        match self {
+            SandboxMode::ReadOnly => 0,
+            SandboxMode::WorkspaceWrite => 1,
+            SandboxMode::DangerFullAccess => 2,
+        }
+    }
+
     pub const VARIANTS: &'static [&'static str] =
         &["read-only", "workspace-write", "danger-full-access"];
 
