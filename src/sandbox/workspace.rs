@@ -67,9 +67,8 @@ impl Workspace {
                 match open_root(&given) {
                     Ok(root) => roots.push(root),
                     Err(e) => warnings.push(format!(
-                        "writable root `{}` is ignored: {}: {}. Writable roots are fixed when the \
+                        "writable root `{}` is ignored: {}. Writable roots are fixed when the \
                          session starts; create the directory first, then start cogni",
-                        configured.display(),
                         given.display(),
                         reason(&e)
                     )),
@@ -189,7 +188,10 @@ mod tests {
         assert_eq!(real, vec![ws.clone(), ws.join("real")]);
         let warnings = pinned.warnings().join("\n");
         assert!(
-            warnings.contains("`missing` is ignored") && warnings.contains("does not exist"),
+            warnings.contains(&format!(
+                "`{}` is ignored: it does not exist",
+                ws.join("missing").display()
+            )),
             "{warnings}"
         );
         assert!(warnings.contains("not a directory"), "{warnings}");
