@@ -219,20 +219,19 @@ impl Walker<'_> {
     }
 
     /// Walk `steps` as directories from `pos`; `keep` steps at the end are
-    /// left for the caller (the file name).
+    /// left for the caller (the file name). Inside a root, the leading
+    /// names are first tried in one `openat2`; what it could not take is
+    /// walked name by name (a run ends at `..`, which restarts the walk).
     fn dirs(
         &mut self,
         mut pos: Pos,
         mut steps: VecDeque<Step>,
         keep: usize,
     ) -> Result<Reached, WalkError> {
+        if pos.root.is_some() {
+            pos = run_beneath(pos, &mut steps, keep);
+        }
         while steps.len() > keep {
-            if pos.root.is_some() {
-                pos = self.run_beneath(pos, &mut steps, keep);
-                if steps.len() <= keep {
-                    break;
-                }
-            }
             match steps.pop_front() {
                 Some(Step::Up) => {
                     return Ok(Reached::Restart(joined(parent(&pos.real), &steps)));
@@ -269,38 +268,6 @@ impl Walker<'_> {
             }
         }
         Ok(Reached::Dir(pos, steps))
-    }
-
-    /// Take the leading run of plain names (short of the last `keep`
-    /// steps) in one `openat2`, when it works; otherwise leave them.
-    fn run_beneath(&self, pos: Pos, steps: &mut VecDeque<Step>, keep: usize) -> Pos {
-        let run = steps
-            .iter()
-            .take(steps.len() - keep)
-            .take_while(|s| matches!(s, Step::Name(_)))
-            .count();
-        if run < 2 {
-            return pos;
-        }
-        let rel: PathBuf = steps
-            .iter()
-            .take(run)
-            .map(|s| match s {
-                Step::Name(name) => name.as_os_str(),
-                Step::Up => unreachable!("the run holds names only"),
-            })
-            .collect();
-        match at::open_beneath(&pos.dir, &rel) {
-            Some(dir) => {
-                steps.drain(..run);
-                Pos {
-                    dir: Arc::new(dir),
-                    real: pos.real.join(rel),
-                    root: pos.root,
-                }
-            }
-            None => pos,
-        }
     }
 
     fn file(&mut self, mut abs: PathBuf, link: FinalLink) -> Result<Walked, WalkError> {
@@ -367,6 +334,35 @@ fn not_a_file(real: PathBuf) -> WalkError {
 /// The parent of a real path (`/` for `/`).
 fn parent(real: &Path) -> PathBuf {
     real.parent().unwrap_or(real).to_path_buf()
+}
+
+/// `pos` moved down the leading run of plain names in `steps` (short of
+/// the last `keep`) by one `openat2`, when that works; `pos` as it was
+/// otherwise.
+fn run_beneath(pos: Pos, steps: &mut VecDeque<Step>, keep: usize) -> Pos {
+    let run: PathBuf = steps
+        .iter()
+        .take(steps.len().saturating_sub(keep))
+        .map_while(|s| match s {
+            Step::Name(name) => Some(name.as_os_str()),
+            Step::Up => None,
+        })
+        .collect();
+    let names = run.components().count();
+    if names < 2 {
+        return pos;
+    }
+    match at::open_beneath(&pos.dir, &run) {
+        Some(dir) => {
+            steps.drain(..names);
+            Pos {
+                dir: Arc::new(dir),
+                real: pos.real.join(run),
+                root: pos.root,
+            }
+        }
+        None => pos,
+    }
 }
 
 /// `base` with `rest` appended.
