@@ -21,7 +21,7 @@ pub use limited::{
     open_regular, read_head, read_limited, read_text_limited, Head, ReadLimitError,
     SCRIPT_MAX_BYTES, SPEC_FILE_MAX_BYTES,
 };
-pub use walk::{walk, walk_dir, FinalLink, Target, WalkError, Walked, MAX_LINKS};
+pub use walk::{walk, walk_dir, FinalLink, Target, WalkError, Walked};
 
 use std::ffi::OsString;
 use std::fs::{File, Permissions};

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 /// Symlinks one walk follows at most (the kernel's own limit).
-pub const MAX_LINKS: usize = 40;
+const MAX_LINKS: usize = 40;
 
 /// What happens to a symlink that is the last component of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
