@@ -16,7 +16,7 @@
 
 use cogni::protocol::{SandboxMode, SandboxPolicy};
 use cogni::sandbox::protected::Scanner;
-use cogni::sandbox::{self, Confined, Confinement};
+use cogni::sandbox::{self, Confined, Confinement, Workspace};
 use cogni::tools::exec::{self, ExecRequest, DEFAULT_IO_DRAIN, DEFAULT_KILL_GRACE};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::collections::BTreeMap;
@@ -63,12 +63,13 @@ fn workspace() -> (
         mode: SandboxMode::WorkspaceWrite,
         ..SandboxPolicy::default()
     };
-    let confinement = Confinement::new(&policy, work.path(), temp.path()).expect("sandbox backend");
+    let workspace = Workspace::pin(work.path(), &[]);
+    let confinement = Confinement::new(&policy, &workspace, temp.path()).expect("sandbox backend");
     let network = SandboxPolicy {
         network_access: true,
         ..policy
     };
-    let networked = Confinement::new(&network, work.path(), temp.path()).expect("sandbox backend");
+    let networked = Confinement::new(&network, &workspace, temp.path()).expect("sandbox backend");
     (work, temp, Arc::new(confinement), Arc::new(networked))
 }
 

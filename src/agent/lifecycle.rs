@@ -21,9 +21,10 @@ impl EndReason {
 }
 
 impl Session {
-    /// Before the first turn, once: what the skills found want the user to
-    /// know (left out of the listing, untrusted, problems) as warnings,
-    /// then the `session_start` effects. Items they add join history
+    /// Before the first turn, once: the writable roots left out of the
+    /// workspace and what the skills found want the user to know (left out
+    /// of the listing, untrusted, problems) as warnings, then the
+    /// `session_start` effects. Items they add join history
     /// before the first prompt.
     pub(crate) async fn start_once(
         &mut self,
@@ -32,6 +33,9 @@ impl Session {
     ) -> Result<(), AgentError> {
         if std::mem::replace(&mut self.extensions.lifecycle.started, true) {
             return Ok(());
+        }
+        for message in std::mem::take(&mut self.start_warnings) {
+            sink.emit(AgentEvent::Warning { message });
         }
         if let Some(skills) = &self.toolset.ctx.config.skills {
             for message in skills.warnings() {

@@ -623,6 +623,7 @@ impl Session {
             agent: &self.agent,
             session_id: &self.id,
             cwd: &self.ctx.cwd,
+            workspace: &self.toolset.ctx.workspace,
             ctx: &self.ctx,
             history: &self.history,
             provider: &self.provider,

@@ -10,7 +10,7 @@ use crate::protocol::{AgentEvent, ContextFile, EventSink, TurnOutcome};
 use crate::provider::record::Recording;
 use crate::store::{Redactor, SessionFile};
 use crate::tools::attach;
-use crate::tools::fs::write_atomic;
+use crate::tools::fs::{read_text_limited, write_atomic, SPEC_FILE_MAX_BYTES};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -216,8 +216,8 @@ fn read_task(task: &str) -> Result<String, String> {
 }
 
 fn read_schema(path: &Path) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--output-schema {}: {e}", path.display()))?;
+    let text = read_text_limited(path, SPEC_FILE_MAX_BYTES)
+        .map_err(|e| format!("--output-schema: {e}"))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| format!("--output-schema {}: invalid JSON: {e}", path.display()))?;
     if !value.is_object() {

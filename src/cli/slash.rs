@@ -12,6 +12,7 @@
 
 use crate::agent::{Session, SessionConfig};
 use crate::spec::cards as agents;
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use crate::tools::skills::Skills;
 use std::path::{Path, PathBuf};
 
@@ -151,12 +152,12 @@ impl<H> Registry<H> {
 
     /// Add the prompt file `path` as `/name`.
     fn add_prompt(&mut self, name: String, path: PathBuf, problems: &mut Vec<String>) {
-        match std::fs::read_to_string(&path) {
+        match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
             Ok(template) => self.user.push(UserCommand {
                 name,
                 source: Source::Prompt { path, template },
             }),
-            Err(e) => problems.push(format!("{}: {e}", path.display())),
+            Err(e) => problems.push(e.to_string()),
         }
     }
 

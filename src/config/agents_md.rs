@@ -1,7 +1,10 @@
 //! User instructions from AGENTS.md files: the global one in COGNI_HOME,
 //! then every AGENTS.md from the repository root down to cwd, in that
-//! order, capped in total size.
+//! order, capped in total size (`project_doc_max_bytes`). No more than the
+//! cap is read of any file; one that is not a regular file (a FIFO, a
+//! symlink to `/dev/zero`) or not UTF-8 is left out with a warning.
 
+use crate::tools::fs::read_head;
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
@@ -20,14 +23,33 @@ fn repo_chain(cwd: &Path) -> Vec<PathBuf> {
     chain
 }
 
-/// The concatenated instructions, or `None` when there are none.
-pub fn load_user_instructions(home: &Path, cwd: &Path, max_bytes: usize) -> Option<String> {
+/// The concatenated instructions, or `None` when there are none; what was
+/// left out, and why, is added to `warnings`.
+pub fn load_user_instructions(
+    home: &Path,
+    cwd: &Path,
+    max_bytes: usize,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
     let mut files = vec![home.join(FILE_NAME)];
     files.extend(repo_chain(cwd).into_iter().map(|d| d.join(FILE_NAME)));
     let mut out = String::new();
     let mut truncated = false;
     for path in files {
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let head = match read_head(&path, max_bytes as u64) {
+            Ok(head) => head,
+            Err(e) if e.is_missing() => continue,
+            Err(e) => {
+                warnings.push(format!("{e}; it is left out of the instructions"));
+                continue;
+            }
+        };
+        let cut = head.cut;
+        let Some(text) = head.into_text() else {
+            warnings.push(format!(
+                "{} is not UTF-8 text; it is left out of the instructions",
+                path.display()
+            ));
             continue;
         };
         let text = text.trim();
@@ -48,6 +70,10 @@ pub fn load_user_instructions(home: &Path, cwd: &Path, max_bytes: usize) -> Opti
             break;
         }
         out.push_str(text);
+        if cut {
+            truncated = true;
+            break;
+        }
     }
     if truncated {
         out.push_str(&format!(
@@ -76,15 +102,20 @@ mod tests {
         // Above the repository root: not read.
         std::fs::write(tmp.path().join("AGENTS.md"), "outside").unwrap();
 
-        let text = load_user_instructions(&home, &sub, 1000).unwrap();
+        let text = load_user_instructions(&home, &sub, 1000, &mut Vec::new()).unwrap();
         assert_eq!(text, "global\n\nroot\n\nleaf");
 
-        let capped = load_user_instructions(&home, &sub, 10).unwrap();
+        let capped = load_user_instructions(&home, &sub, 10, &mut Vec::new()).unwrap();
         assert!(capped.starts_with("global\n\nro"), "{capped}");
         assert!(capped.contains("truncated at 10 bytes"), "{capped}");
 
         assert_eq!(
-            load_user_instructions(&tmp.path().join("none"), &tmp.path().join("none"), 100),
+            load_user_instructions(
+                &tmp.path().join("none"),
+                &tmp.path().join("none"),
+                100,
+                &mut Vec::new()
+            ),
             None
         );
     }

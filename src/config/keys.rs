@@ -5,6 +5,7 @@
 
 use super::{ConfigError, ProviderFile};
 use crate::provider::ProviderInfo;
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use std::path::Path;
 
 pub(super) fn resolve_key(
@@ -30,10 +31,9 @@ pub(super) fn resolve_key(
         .clone()
         .or_else(|| default.is_file().then_some(default));
     if let Some(path) = key_file {
-        let key = std::fs::read_to_string(&path).map_err(|e| {
+        let key = read_text_limited(&path, SPEC_FILE_MAX_BYTES).map_err(|e| {
             ConfigError(format!(
-                "cannot read the API key file {} for provider `{}`: {e}",
-                path.display(),
+                "the API key file for provider `{}`: {e}",
                 provider.id
             ))
         })?;

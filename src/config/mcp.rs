@@ -4,6 +4,7 @@
 use super::{err, ConfigError};
 use crate::mcp::config::{DEFAULT_MAX_EAGER_TOOLS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT};
 use crate::mcp::{McpConfig, ServerConfig, Transport};
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -277,10 +278,10 @@ fn edit_user_config<T>(
     change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<T, ConfigError>,
 ) -> Result<T, ConfigError> {
     let path = home.join("config.toml");
-    let source = match std::fs::read_to_string(&path) {
+    let source = match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return err(format!("cannot read {}: {e}", path.display())),
+        Err(e) if e.is_missing() => String::new(),
+        Err(e) => return err(e.to_string()),
     };
     let mut doc: toml_edit::DocumentMut = source
         .parse()

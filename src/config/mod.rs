@@ -25,6 +25,7 @@ use crate::protocol::{
 use crate::provider::model_family::FamilyOverride;
 use crate::spec::cards::AgentDef;
 use crate::tools::env::ShellEnvPolicy;
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use crate::tools::memory::{self, MemoryFiles};
 use crate::tools::skills::{self, Skills};
 use crate::tools::ToolConfig;
@@ -465,8 +466,7 @@ pub fn parse_sandbox(s: &str) -> Result<SandboxMode, String> {
 
 /// A config file's text.
 fn read_config(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))
+    read_text_limited(path, SPEC_FILE_MAX_BYTES).map_err(|e| ConfigError(format!("config: {e}")))
 }
 
 /// 1-based line and column of a byte offset.
@@ -608,22 +608,22 @@ pub fn resolve(
         pins: Default::default(),
     };
 
-    let base_instructions_override =
-        match (&c.base_instructions, &c.base_instructions_file) {
-            (Some(_), Some(_)) => {
-                return err("set either base_instructions or base_instructions_file, not both")
-            }
-            (Some(text), None) => Some(text.clone()),
-            (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| {
-                ConfigError(format!("base_instructions_file {}: {e}", path.display()))
-            })?),
-            (None, None) => None,
-        };
+    let base_instructions_override = match (&c.base_instructions, &c.base_instructions_file) {
+        (Some(_), Some(_)) => {
+            return err("set either base_instructions or base_instructions_file, not both")
+        }
+        (Some(text), None) => Some(text.clone()),
+        (None, Some(path)) => Some(
+            read_text_limited(path, SPEC_FILE_MAX_BYTES)
+                .map_err(|e| ConfigError(format!("base_instructions_file: {e}")))?,
+        ),
+        (None, None) => None,
+    };
 
     let doc_cap = c
         .project_doc_max_bytes
         .unwrap_or(agents_md::DEFAULT_MAX_BYTES);
-    let user_instructions = load_user_instructions(home, cwd, doc_cap);
+    let user_instructions = load_user_instructions(home, cwd, doc_cap, &mut warnings);
     let memory_config = c.memory.unwrap_or_default();
     let features = c.features.unwrap_or_default();
     let defaults = Features::default();
@@ -785,7 +785,8 @@ fn pin_commands(
             named.push(Named::argv(words, dir.as_deref().unwrap_or(cwd)));
         }
     }
-    let roots = crate::sandbox::workspace_roots(cwd, &session.sandbox_policy).unwrap_or_default();
+    let roots =
+        crate::sandbox::Workspace::pin(cwd, &session.sandbox_policy.writable_roots).real_paths();
     pinned::pin(&named, &roots)
 }
 

@@ -4,6 +4,7 @@ use super::{err, ConfigError};
 use crate::agent::output::OutputSchema;
 use crate::agent::run::{OutputGuardrail, RunConfig};
 use crate::spec::effects::EffectSpec;
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,8 +110,8 @@ fn output_guardrail(g: OutputGuardrailFile) -> Result<OutputGuardrail, ConfigErr
     let schema = match &g.schema_file {
         None => None,
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| ConfigError(format!("{key}.schema_file {}: {e}", path.display())))?;
+            let text = read_text_limited(path, SPEC_FILE_MAX_BYTES)
+                .map_err(|e| ConfigError(format!("{key}.schema_file: {e}")))?;
             let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
                 ConfigError(format!(
                     "{key}.schema_file {}: not JSON: {e}",

@@ -13,12 +13,14 @@
 //! You are the release bot of this repository. ...
 //! ```
 //!
-//! Each file is capped at `project_doc_max_bytes`, like AGENTS.md. A file
-//! that exists but cannot be read, or whose front matter is invalid, is a
-//! configuration error naming the file.
+//! Each file's body is capped at `project_doc_max_bytes`, like AGENTS.md.
+//! A file that exists but cannot be read (also one that is not a regular
+//! file, or is larger than [`SPEC_FILE_MAX_BYTES`]), or whose front matter
+//! is invalid, is a configuration error naming the file.
 
 use super::ConfigError;
 use crate::agent::ProjectSoul;
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use crate::tools::truncate::floor_char_boundary;
 use serde::Deserialize;
 use std::path::Path;
@@ -50,13 +52,12 @@ pub fn load_project(cwd: &Path, max_bytes: usize) -> Result<Option<ProjectSoul>,
 /// The front matter and the capped body of `path`; `None` when the file
 /// does not exist or its body is blank.
 fn read(path: &Path, max_bytes: usize) -> Result<Option<(FrontMatter, String)>, ConfigError> {
-    let source = match std::fs::read_to_string(path) {
+    let source = match read_text_limited(path, SPEC_FILE_MAX_BYTES) {
         Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.is_missing() => return Ok(None),
         Err(e) => {
             return Err(ConfigError(format!(
-                "cannot read {}: {e} (make it a readable UTF-8 text file, or remove it)",
-                path.display()
+                "{e} (make it a readable UTF-8 text file, or remove it)"
             )))
         }
     };
@@ -213,12 +214,19 @@ mod tests {
         assert!(e.contains("repalce"), "{e}");
         std::fs::write(&path, [0xff, 0xfe, b'x']).unwrap();
         let e = load_project(cwd.path(), 1000).unwrap_err().to_string();
-        assert!(e.contains("cannot read"), "{e}");
+        assert!(e.contains("SOUL.md is not UTF-8 text"), "{e}");
         assert!(e.contains("readable UTF-8 text file"), "{e}");
-        // A directory where the file should be.
+        // A directory where the file should be, a device behind a symlink.
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         let e = load_project(cwd.path(), 1000).unwrap_err().to_string();
-        assert!(e.contains("cannot read"), "{e}");
+        assert!(
+            e.contains("SOUL.md is a directory, not a regular file"),
+            "{e}"
+        );
+        std::fs::remove_dir(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let e = load_project(cwd.path(), 1000).unwrap_err().to_string();
+        assert!(e.contains("SOUL.md is a character device"), "{e}");
     }
 }

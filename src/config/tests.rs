@@ -164,7 +164,12 @@ fn api_key_resolves_env_then_key_file_then_plaintext() {
 
     std::fs::remove_file(&key_file).unwrap();
     let err = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap_err();
-    assert!(err.0.contains("cannot read the API key file"), "{}", err.0);
+    assert!(
+        err.0
+            .contains("the API key file for provider `local`: cannot read"),
+        "{}",
+        err.0
+    );
 
     std::fs::write(
         d.cwd.join("cogni.toml"),

@@ -7,6 +7,7 @@
 //! of the user's `$COGNI_HOME/config.toml`.
 
 use super::{ConfigError, ConfigFile};
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -29,11 +30,11 @@ struct TrustFile {
 impl TrustStore {
     pub fn load(home: &Path) -> Result<Self, ConfigError> {
         let path = home.join(FILE_NAME);
-        let file = match std::fs::read_to_string(&path) {
+        let file = match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
             Ok(text) => toml::from_str(&text)
                 .map_err(|e| ConfigError(format!("{}: {}", path.display(), e.message())))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile::default(),
-            Err(e) => return Err(ConfigError(format!("{}: {e}", path.display()))),
+            Err(e) if e.is_missing() => TrustFile::default(),
+            Err(e) => return Err(ConfigError(e.to_string())),
         };
         Ok(TrustStore { path, file })
     }

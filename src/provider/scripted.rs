@@ -26,6 +26,7 @@
 
 use super::{ModelRequest, Provider, ProviderError, ResponseEvent, ResponseStream};
 use crate::protocol::{Content, HistoryItem, Reasoning, StopReason, ToolCall, ToolCallKind, Usage};
+use crate::tools::fs::{read_text_limited, SCRIPT_MAX_BYTES};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -141,8 +142,8 @@ impl Script {
             provider: ID.into(),
             message,
         };
-        let source = std::fs::read_to_string(path)
-            .map_err(|e| fail(format!("cannot read script {}: {e}", path.display())))?;
+        let source =
+            read_text_limited(path, SCRIPT_MAX_BYTES).map_err(|e| fail(format!("script: {e}")))?;
         let script = Script::parse(&source)
             .map_err(|e| fail(format!("invalid script {}: {e}", path.display())))?;
         if script.turns.is_empty() {

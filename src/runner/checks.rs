@@ -4,7 +4,8 @@ use super::command::{tail, Shell, OUTPUT_TAIL_BYTES};
 use super::results::{millis, CheckResult};
 use crate::agent::output::OutputSchema;
 use crate::spec::tasks::Check;
-use std::path::Path;
+use crate::tools::fs::read_limited;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Run every check (a failing one does not stop the others).
@@ -41,7 +42,7 @@ async fn run(check: &Check, workspace: &Path, answer: &str, shell: &Shell) -> Ch
             Ok(_) => (true, String::new()),
             Err(e) => (false, format!("{path}: {e}")),
         },
-        Check::FileMatches { path, pattern } => match tokio::fs::read(workspace.join(path)).await {
+        Check::FileMatches { path, pattern } => match read_checked(workspace.join(path)).await {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
                 if pattern.is_match(&text) {
@@ -54,7 +55,7 @@ async fn run(check: &Check, workspace: &Path, answer: &str, shell: &Shell) -> Ch
                     )
                 }
             }
-            Err(e) => (false, format!("{path}: {e}")),
+            Err(e) => (false, e),
         },
         Check::AnswerRegex(pattern) => {
             if pattern.is_match(answer) {
@@ -91,6 +92,18 @@ async fn run(check: &Check, workspace: &Path, answer: &str, shell: &Shell) -> Ch
         output_tail,
         duration_ms: millis(started.elapsed()),
     }
+}
+
+/// The most of a file `file_matches` reads.
+const FILE_MATCHES_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The file a `file_matches` check reads (the model may have left anything
+/// there: a FIFO is refused, not waited on), or why it cannot be.
+async fn read_checked(path: PathBuf) -> Result<Vec<u8>, String> {
+    tokio::task::spawn_blocking(move || read_limited(&path, FILE_MATCHES_MAX_BYTES))
+        .await
+        .map_err(|e| format!("reading the file was interrupted: {e}"))?
+        .map_err(|e| e.to_string())
 }
 
 fn mismatch(what: &str, answer: &str) -> String {

@@ -41,6 +41,7 @@ mod reaper;
 pub mod redact;
 mod rules;
 mod unix_guard;
+pub mod workspace;
 
 use crate::protocol::{SandboxMode, SandboxPolicy};
 use std::ffi::CString;
@@ -50,6 +51,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 pub use rules::REQUIRED_LANDLOCK_ABI;
+pub use workspace::{Root, Workspace};
 
 /// Why a command cannot be confined.
 #[derive(Debug, thiserror::Error)]
@@ -360,7 +362,8 @@ const PID_MAX_MIN: u64 = 301;
 #[derive(Debug)]
 pub struct Confinement {
     setup: child::ChildSetup,
-    /// Canonical cwd and writable roots (empty in read-only mode).
+    /// The real paths of the pinned cwd and writable roots (empty in
+    /// read-only mode).
     workspace: Vec<PathBuf>,
     /// The workspace and the private temporary directory.
     write_roots: Vec<PathBuf>,
@@ -396,23 +399,30 @@ impl Confined {
 
 impl Confinement {
     /// Prepare the confinement of `policy` (read-only or workspace-write)
-    /// for commands run in `cwd`; `temp_dir` is the private temporary
+    /// for commands run in `workspace` (its pinned roots are what
+    /// workspace-write may write); `temp_dir` is the private temporary
     /// directory they may write. Blocking.
-    pub fn new(policy: &SandboxPolicy, cwd: &Path, temp_dir: &Path) -> Result<Self, SandboxError> {
+    pub fn new(
+        policy: &SandboxPolicy,
+        workspace: &Workspace,
+        temp_dir: &Path,
+    ) -> Result<Self, SandboxError> {
         let probe = probe();
         probe.backend().map_err(SandboxError::Unavailable)?;
         let limits = policy.limits;
-        let workspace = match policy.mode {
+        let roots = match policy.mode {
             SandboxMode::WorkspaceWrite => {
-                workspace_roots(cwd, policy).map_err(|source| SandboxError::Path {
-                    path: cwd.to_path_buf(),
+                workspace.roots().map_err(|source| SandboxError::Path {
+                    path: workspace.cwd().to_path_buf(),
                     source,
                 })?
             }
-            _ => Vec::new(),
+            _ => &[],
         };
+        let workspace: Vec<PathBuf> = roots.iter().map(|r| r.real.clone()).collect();
+        let temp_dir = canonical(temp_dir)?;
         let mut write_roots = workspace.clone();
-        write_roots.push(canonical(temp_dir)?);
+        write_roots.push(temp_dir.clone());
         let pinned = pinned_binds(&policy.pins, &workspace)?;
         let maps = IdMaps::current();
         let pid_max = match (probe.pid_max_per_namespace, limits.max_processes) {
@@ -433,7 +443,11 @@ impl Confinement {
                 fsize: limits.max_file_size_bytes,
                 cpu_secs: limits.cpu_time_secs,
             },
-            ruleset: rules::landlock_ruleset(&write_roots, !policy.network_access)?,
+            ruleset: rules::landlock_ruleset(
+                roots.iter().map(Root::dir),
+                &temp_dir,
+                !policy.network_access,
+            )?,
             seccomp: if policy.network_access {
                 None
             } else {
@@ -476,7 +490,8 @@ impl Confinement {
         })
     }
 
-    /// The canonical cwd and writable roots (none in read-only mode).
+    /// The real paths of the pinned cwd and writable roots (none in
+    /// read-only mode).
     pub fn workspace_roots(&self) -> &[PathBuf] {
         &self.workspace
     }
@@ -539,19 +554,6 @@ impl Confinement {
 /// made itself the leader of a new process group.
 pub unsafe fn enter_unconfined() -> io::Result<()> {
     reaper::enter()
-}
-
-/// The canonical cwd, then the canonical writable roots. A writable root
-/// that does not exist yet is left out (it contains nothing to allow).
-pub fn workspace_roots(cwd: &Path, policy: &SandboxPolicy) -> io::Result<Vec<PathBuf>> {
-    let mut roots = vec![std::fs::canonicalize(cwd)?];
-    roots.extend(
-        policy
-            .writable_roots
-            .iter()
-            .filter_map(|r| std::fs::canonicalize(cwd.join(r)).ok()),
-    );
-    Ok(roots)
 }
 
 fn canonical(path: &Path) -> Result<PathBuf, SandboxError> {

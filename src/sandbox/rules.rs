@@ -11,8 +11,8 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 use std::collections::BTreeMap;
-use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::Path;
 
 /// The oldest Landlock ABI whose write rights cogni requires: V3 is the
 /// first that handles truncation, so every way to change a file's content
@@ -26,14 +26,16 @@ fn landlock_error(e: impl std::fmt::Display) -> SandboxError {
     SandboxError::Landlock(e.to_string())
 }
 
-/// Read and execute everywhere; every right under `write_roots`; write to
+/// Read and execute everywhere; every right under the directories
+/// `write_roots` (held open: the pinned workspace) and `temp_dir`; write to
 /// a few harmless devices. The write rights of ABI v3 must be handled in
 /// full or this fails (nothing is enforced halfway); newer rights (device
 /// ioctls) and scopes (signals to processes outside the sandbox, abstract
 /// UNIX sockets when the network is off) are added where the kernel has
 /// them.
-pub(super) fn landlock_ruleset(
-    write_roots: &[PathBuf],
+pub(super) fn landlock_ruleset<'a>(
+    write_roots: impl IntoIterator<Item = BorrowedFd<'a>>,
+    temp_dir: &Path,
     network_off: bool,
 ) -> Result<OwnedFd, SandboxError> {
     let newest = ABI::V5;
@@ -60,9 +62,15 @@ pub(super) fn landlock_ruleset(
         .map_err(landlock_error)?;
     for root in write_roots {
         ruleset = ruleset
-            .add_rule(PathBeneath::new(path_fd(root)?, AccessFs::from_all(newest)))
+            .add_rule(PathBeneath::new(root, AccessFs::from_all(newest)))
             .map_err(landlock_error)?;
     }
+    ruleset = ruleset
+        .add_rule(PathBeneath::new(
+            path_fd(temp_dir)?,
+            AccessFs::from_all(newest),
+        ))
+        .map_err(landlock_error)?;
     for device in WRITABLE_DEVICES.iter().map(Path::new) {
         if device.exists() {
             ruleset = ruleset

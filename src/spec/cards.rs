@@ -18,6 +18,7 @@
 
 use crate::agent::delegate::{AgentOptions, Inherit, Isolation};
 use crate::protocol::ContextStrategyKind;
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -221,8 +222,8 @@ pub fn load(cwd: &Path, home: &Path, trusted: bool) -> (Vec<AgentCard>, Vec<Stri
     }
     let mut cards: Vec<AgentCard> = Vec::new();
     for (_, path) in markdown_files(&dirs) {
-        match std::fs::read_to_string(&path)
-            .map_err(|e| format!("agent card {}: {e}", path.display()))
+        match read_text_limited(&path, SPEC_FILE_MAX_BYTES)
+            .map_err(|e| format!("agent card: {e}"))
             .and_then(|text| parse(&path, &text))
         {
             Ok(card) if cards.iter().any(|c| c.name == card.name) => {}

@@ -5,6 +5,7 @@
 //! lines of its key files. Everything together stays within a byte cap,
 //! cut with `[truncated]`.
 
+use super::fs::read_head;
 use crate::protocol::ContextFile;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -19,6 +20,8 @@ const MAX_ENTRIES: usize = 200;
 const MAX_DEPTH: usize = 2;
 /// Lines of each key file a directory summary shows.
 const KEY_FILE_LINES: usize = 20;
+/// The most read of a key file for them.
+const KEY_FILE_MAX_BYTES: usize = 16 * 1024;
 /// Files that say what a project is, in the order they are shown.
 pub const KEY_FILES: &[&str] = &[
     "README.md",
@@ -46,10 +49,11 @@ pub fn attach(paths: &[String], cwd: &Path, max_bytes: usize) -> (String, Vec<Co
         let path = cwd.join(name);
         let (kind, body) = if path.is_dir() {
             ("directory", summarise_dir(&path))
-        } else if path.is_file() {
-            ("file", read_text(&path))
         } else {
-            continue;
+            match read_text(&path, budget) {
+                Some(text) => ("file", text),
+                None => continue,
+            }
         };
         let (body, truncated) = cap(&body, budget);
         budget = budget.saturating_sub(body.len());
@@ -89,13 +93,20 @@ pub fn relevant(prompt: &str, cwd: &Path) -> Vec<String> {
     paths
 }
 
-fn read_text(path: &Path) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => format!("[binary file, {} bytes, not attached]", e.as_bytes().len()),
-        },
-        Err(e) => format!("[cannot read: {e}]"),
+/// At most `max` bytes (and one more, so the cut shows) of the file at
+/// `path`, or a note saying why it is not attached; `None` when nothing is
+/// there. Never blocks: a FIFO or a device is named, not read.
+fn read_text(path: &Path, max: usize) -> Option<String> {
+    match read_head(path, max as u64 + 1) {
+        Ok(head) => {
+            let len = head.bytes.len();
+            Some(
+                head.into_text()
+                    .unwrap_or_else(|| format!("[binary file, not attached ({len} bytes read)]")),
+            )
+        }
+        Err(e) if e.is_missing() => None,
+        Err(e) => Some(format!("[not attached: {e}]")),
     }
 }
 
@@ -126,7 +137,7 @@ fn summarise_dir(path: &Path) -> String {
         if !file.is_file() {
             continue;
         }
-        let text = read_text(&file);
+        let text = read_text(&file, KEY_FILE_MAX_BYTES).unwrap_or_default();
         let head: Vec<&str> = text.lines().take(KEY_FILE_LINES).collect();
         let _ = write!(out, "\n\n{key} (first lines):\n{}", head.join("\n"));
     }

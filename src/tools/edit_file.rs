@@ -12,10 +12,12 @@ use super::fs::{stopped_before_commit, CommitGate, ReadTextError};
 use super::paths::{model_path, FinalLink, WriteAccess};
 use super::{parse_args, Tool, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxPolicy, ToolFormat, ToolSpec};
+use crate::sandbox::Workspace;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Arguments of one edit.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -69,14 +71,11 @@ impl Tool for EditFileTool {
                 Ok(r) => r,
                 Err(e) => return e,
             };
-            let (cwd, policy, commits, files) = (
-                ctx.cwd.clone(),
-                ctx.sandbox.clone(),
-                ctx.commits.clone(),
-                ctx.files.clone(),
-            );
+            let (access, commits, files) =
+                (WriteAccess::of(ctx), ctx.commits.clone(), ctx.files.clone());
             let edited = tokio::task::spawn_blocking(move || {
-                edit_file_through(&files, &cwd, &policy, &commits, &request)
+                let access = access.map_err(|e| EditError(e.to_string()))?;
+                edit_file_through(&files, &access, &commits, &request)
             });
             match edited.await {
                 Ok(Ok(summary)) => ToolResult::ok(summary),
@@ -91,42 +90,42 @@ impl Tool for EditFileTool {
     }
 }
 
-/// Apply one edit under `cwd` on disk, committed through `commits`.
-/// Blocking. Returns the summary for the model.
+/// Apply one edit under `cwd` on disk, committed through `commits`, in a
+/// workspace of its own (pinned now). Blocking. Returns the summary for
+/// the model.
 pub fn edit_file_in(
     cwd: &Path,
     policy: &SandboxPolicy,
     commits: &CommitGate,
     req: &EditRequest,
 ) -> Result<String, EditError> {
-    edit_file_through(&Files::default(), cwd, policy, commits, req)
+    let workspace = Arc::new(Workspace::pin(cwd, &policy.writable_roots));
+    let access = WriteAccess::new(cwd, policy, &workspace).map_err(|e| EditError(e.to_string()))?;
+    edit_file_through(&Files::default(), &access, commits, req)
 }
 
-/// [`edit_file_in`], reading and writing the file through `files`.
+/// [`edit_file_in`] with `access`, reading and writing the file through
+/// `files`.
 fn edit_file_through(
     files: &Files,
-    cwd: &Path,
-    policy: &SandboxPolicy,
+    access: &WriteAccess,
     commits: &CommitGate,
     req: &EditRequest,
 ) -> Result<String, EditError> {
     let path = model_path(req.path.trim(), true).map_err(EditError)?;
-    let access = WriteAccess::new(cwd, policy).map_err(|e| EditError(e.to_string()))?;
-    let real = access
+    let target = access
         .resolve(&path, FinalLink::Follow)
         .map_err(|e| EditError(e.to_string()))?;
     let shown = path.display();
 
-    let content = match files.read_text(&real) {
+    let content = match files.read_text(&target) {
         Ok((text, _)) => Some(text),
         Err(ReadTextError::Io(e)) if e.kind() == io::ErrorKind::NotFound => None,
         Err(ReadTextError::Io(e)) => return Err(EditError(format!("cannot read `{shown}`: {e}"))),
         Err(ReadTextError::Directory) => {
             return Err(EditError(format!("`{shown}` is a directory")))
         }
-        Err(ReadTextError::NotUtf8) => {
-            return Err(EditError(format!("`{shown}` is not UTF-8 text")))
-        }
+        Err(e) => return Err(EditError(format!("cannot edit `{shown}`: {e}"))),
     };
 
     let (new_content, summary) = match content {
@@ -157,7 +156,7 @@ fn edit_file_through(
         return Err(EditError(stopped_before_commit().to_string()));
     }
     files
-        .write_text(&real, &new_content)
+        .write_text(&target, &new_content)
         .map_err(|e| EditError(format!("cannot write `{shown}`: {e}")))?;
     Ok(summary)
 }

@@ -6,9 +6,12 @@
 //! same policy either way ([`super::paths`]); what an editor cannot do
 //! (directories, deleting and moving files) stays on the disk.
 
-use super::fs::{create_parent_dirs, read_text, remove_dirs, write_atomic, ReadTextError, Written};
-use std::fs::{self, Permissions};
+use super::fs::{
+    existing_permissions, read_text, remove_dirs, write_at, Kind, ReadTextError, Target, Written,
+};
+use std::fs::Permissions;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -52,9 +55,10 @@ impl Files {
         self.0.as_deref().filter(|e| e.writes())
     }
 
-    /// Whether reads go through an editor.
-    pub(crate) fn reads_through_editor(&self) -> bool {
-        self.reader().is_some()
+    /// The editor's text of the file at `path`, when reads go through an
+    /// editor.
+    pub(crate) fn editor_text(&self, path: &Path) -> Option<io::Result<String>> {
+        self.reader().map(|editor| editor.read(path))
     }
 
     /// Whether writes go through an editor.
@@ -62,40 +66,38 @@ impl Files {
         self.writer().is_some()
     }
 
-    /// The text of the existing file at `path` (symlinks followed) and its
-    /// permissions. Through an editor, the file must exist on disk too (a
-    /// buffer never saved is not a file yet). Blocking.
-    pub(crate) fn read_text(&self, path: &Path) -> Result<(String, Permissions), ReadTextError> {
+    /// The text of the existing file of `target` and its permissions.
+    /// Through an editor, the file must exist on disk too (a buffer never
+    /// saved is not a file yet). Blocking.
+    pub(crate) fn read_text(
+        &self,
+        target: &Target,
+    ) -> Result<(String, Permissions), ReadTextError> {
         let Some(editor) = self.reader() else {
-            return read_text(path);
+            return read_text(target);
         };
-        let meta = fs::metadata(path)?;
-        if meta.is_dir() {
-            return Err(ReadTextError::Directory);
-        }
-        Ok((editor.read(path)?, meta.permissions()))
+        let permissions = match target.kind()? {
+            Kind::Directory => return Err(ReadTextError::Directory),
+            Kind::Other(kind) => return Err(ReadTextError::NotRegular(kind)),
+            Kind::Missing => return Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
+            Kind::File(mode) => Permissions::from_mode(mode),
+            Kind::Symlink => return Err(ReadTextError::NotRegular("a symlink")),
+        };
+        Ok((editor.read(target.real())?, permissions))
     }
 
-    /// Create or replace the file at `path` with `text`: atomically on
+    /// Create or replace the file of `target` with `text`: atomically on
     /// disk, or through the editor (missing parent directories are made
     /// on disk first, and removed again when the write fails). Blocking.
-    pub(crate) fn write_text(&self, path: &Path, text: &str) -> io::Result<Written> {
+    pub(crate) fn write_text(&self, target: &Target, text: &str) -> io::Result<Written> {
         let Some(editor) = self.writer() else {
-            return write_atomic(path, text.as_bytes());
+            return write_at(target, text.as_bytes());
         };
-        let existed = match fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "it is a directory",
-                ))
-            }
-            Ok(_) => true,
-            Err(_) => false,
-        };
+        let existed = existing_permissions(target)?.is_some();
         let mut created = Vec::new();
-        let written =
-            create_parent_dirs(path, &mut created).and_then(|()| editor.write(path, text));
+        let written = target
+            .make_parents(&mut created)
+            .and_then(|_| editor.write(target.real(), text));
         if let Err(e) = written {
             remove_dirs(&created);
             return Err(e);
@@ -111,7 +113,9 @@ impl Files {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::tools::fs::tests::target;
     use std::collections::HashMap;
+    use std::fs;
     use std::path::PathBuf;
     use std::sync::Mutex;
 
@@ -157,15 +161,21 @@ pub(crate) mod tests {
             .unwrap()
             .insert(path.clone(), "unsaved".into());
         let files = Files::through(buffers.clone());
-        assert_eq!(files.read_text(&path).unwrap().0, "unsaved");
-        assert_eq!(files.write_text(&path, "new").unwrap(), Written::Replaced);
+        assert_eq!(files.read_text(&target(&path)).unwrap().0, "unsaved");
+        assert_eq!(
+            files.write_text(&target(&path), "new").unwrap(),
+            Written::Replaced
+        );
         let fresh = dir.path().join("d/e.txt");
-        assert_eq!(files.write_text(&fresh, "x").unwrap(), Written::Created);
+        assert_eq!(
+            files.write_text(&target(&fresh), "x").unwrap(),
+            Written::Created
+        );
         assert!(dir.path().join("d").is_dir(), "the parent is made on disk");
         assert_eq!(fs::read_to_string(&path).unwrap(), "on disk");
         assert_eq!(buffers.open.lock().unwrap()[&path], "new");
         assert!(matches!(
-            files.read_text(dir.path()),
+            files.read_text(&target(&dir.path().join("d"))),
             Err(ReadTextError::Directory)
         ));
         // An editor that only reads: writes go to the disk.
@@ -173,7 +183,7 @@ pub(crate) mod tests {
             read_only: true,
             ..Default::default()
         }));
-        reader.write_text(&path, "disk").unwrap();
+        reader.write_text(&target(&path), "disk").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "disk");
         assert!(!reader.writes_through_editor());
         assert!(format!("{:?}", Files::default()).contains("disk"));

@@ -2,6 +2,7 @@
 //! (grep-searcher + grep-regex), a parallel `.gitignore`-aware walk, and
 //! deterministic output sorted by path and line.
 
+use super::fs::open_regular;
 use super::walk::{self, PathGlob};
 use super::{parse_args, paths, truncate, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{ToolFormat, ToolSpec};
@@ -213,8 +214,13 @@ fn search(query: &Query) -> Found {
                     return WalkState::Continue;
                 }
             }
+            // Opened without blocking: a FIFO swapped in since the walk
+            // saw a file is refused, not waited on.
+            let Ok((file, _)) = open_regular(entry.path()) else {
+                return WalkState::Continue;
+            };
             let mut sink = FileSink::new(query.max_results);
-            let searched = searcher.search_path(&query.matcher, entry.path(), &mut sink);
+            let searched = searcher.search_file(&query.matcher, &file, &mut sink);
             if searched.is_ok() && !sink.binary && sink.matches > 0 {
                 found.lock().unwrap_or_else(PoisonError::into_inner).add(
                     entry.into_path(),

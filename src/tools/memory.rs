@@ -7,7 +7,7 @@
 //! A note is a list item (`- ` or `* `, with its indented continuation
 //! lines) or a paragraph; headings and blank lines only separate notes.
 
-use super::fs::stopped_before_commit;
+use super::fs::{read_text_limited, stopped_before_commit, SPEC_FILE_MAX_BYTES};
 use super::{parse_args, Tool, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxMode, ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
@@ -82,10 +82,11 @@ pub fn parse_notes(text: &str) -> Vec<String> {
 
 impl MemoryFiles {
     /// Every note: the project's first, then the user's. Missing or
-    /// unreadable files have none.
+    /// unreadable files (not a regular file, larger than
+    /// [`SPEC_FILE_MAX_BYTES`]) have none.
     pub fn notes(&self) -> Vec<Note> {
         let read = |path: &Path, scope| {
-            std::fs::read_to_string(path)
+            read_text_limited(path, SPEC_FILE_MAX_BYTES)
                 .map(|text| parse_notes(&text))
                 .unwrap_or_default()
                 .into_iter()
@@ -106,8 +107,8 @@ impl MemoryFiles {
     /// Remove the project's `n`th note (from 1); the file is written again
     /// with its notes as a list. Returns the note removed.
     pub fn forget(&self, n: usize) -> Result<String, String> {
-        let text = std::fs::read_to_string(&self.project)
-            .map_err(|e| format!("cannot read {}: {e}", self.project.display()))?;
+        let text =
+            read_text_limited(&self.project, SPEC_FILE_MAX_BYTES).map_err(|e| e.to_string())?;
         let mut notes = parse_notes(&text);
         if n == 0 || n > notes.len() {
             return Err(format!(
@@ -125,16 +126,27 @@ impl MemoryFiles {
             .map_err(|e| format!("cannot write {}: {e}", self.project.display()))
     }
 
-    /// Append `note`, dated `date` (`YYYY-MM-DD`), to the project's file.
+    /// Append `note`, dated `date` (`YYYY-MM-DD`), to the project's file:
+    /// a regular file (a symlink there is not followed, a FIFO not waited
+    /// on).
     pub fn remember(&self, note: &str, date: &str) -> std::io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
         if let Some(dir) = self.project.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(&self.project)?;
-        let starts_fresh = file.metadata()?.len() == 0;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other(format!(
+                "{} is not a regular file",
+                self.project.display()
+            )));
+        }
+        let starts_fresh = meta.len() == 0;
         let header = if starts_fresh {
             "# Project notes\n\n"
         } else {

@@ -28,6 +28,7 @@ mod walk;
 pub mod write_file;
 
 use crate::protocol::{EditTool, SandboxPolicy, ToolCall, ToolFormat, ToolSpec};
+use crate::sandbox::Workspace;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -126,11 +127,28 @@ pub struct ToolContext {
     pub commits: fs::CommitGate,
     /// Where the file tools read and write text (the disk, or an editor).
     pub files: editor::Files,
+    /// The session's cwd and writable roots, pinned when the session
+    /// started: what the file tools and the sandbox may write.
+    pub workspace: Arc<Workspace>,
 }
 
 impl ToolContext {
-    /// A context with an empty job table sized by `config`.
+    /// A context with an empty job table sized by `config`, and the
+    /// workspace of `cwd` and `sandbox`'s writable roots pinned now
+    /// (blocking: a few `open` calls).
     pub fn new(cwd: PathBuf, sandbox: SandboxPolicy, config: Arc<ToolConfig>) -> Self {
+        let workspace = Arc::new(Workspace::pin(&cwd, &sandbox.writable_roots));
+        Self::in_workspace(cwd, sandbox, config, workspace)
+    }
+
+    /// [`ToolContext::new`] in a workspace pinned before (a session that
+    /// goes on in the same directory: another model, a delegated agent).
+    pub fn in_workspace(
+        cwd: PathBuf,
+        sandbox: SandboxPolicy,
+        config: Arc<ToolConfig>,
+        workspace: Arc<Workspace>,
+    ) -> Self {
         let jobs = Arc::new(jobs::JobTable::new(
             config.max_background_jobs,
             config.background_timeout,
@@ -142,7 +160,19 @@ impl ToolContext {
             jobs,
             commits: fs::CommitGate::default(),
             files: editor::Files::default(),
+            workspace,
         }
+    }
+
+    /// Change cwd and the sandbox policy. The workspace is pinned again
+    /// only when the user changed cwd or the writable roots; otherwise the
+    /// roots stay those of the start, whatever commands did to them since.
+    pub fn set_environment(&mut self, cwd: PathBuf, sandbox: SandboxPolicy) {
+        if !self.workspace.is_for(&cwd, &sandbox.writable_roots) {
+            self.workspace = Arc::new(Workspace::pin(&cwd, &sandbox.writable_roots));
+        }
+        self.cwd = cwd;
+        self.sandbox = sandbox;
     }
 }
 

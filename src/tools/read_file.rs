@@ -1,13 +1,12 @@
 //! `read_file`: a slice of a text file as numbered lines.
 
 use super::editor::Files;
-use super::fs::ReadTextError;
+use super::fs::{open_regular, ReadLimitError};
 use super::{parse_args, paths, truncate, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 
@@ -98,37 +97,38 @@ enum ReadError {
     Io(#[from] io::Error),
     #[error("it is a directory; use list_dir")]
     Directory,
+    #[error("it is {0}, not a regular file; only regular files are read")]
+    NotRegular(&'static str),
     #[error("it is a binary file ({0} bytes); not shown")]
     Binary(u64),
     #[error("offset {offset} is past the end of the file (last line: {lines})")]
     PastEnd { offset: usize, lines: usize },
 }
 
+/// The slice of the regular file at `path`: opened without blocking (a
+/// FIFO or a device is refused, not waited on) and read only as far as
+/// the slice needs.
 fn read_slice(files: &Files, path: &Path, slice: Slice) -> Result<String, ReadError> {
-    if files.reads_through_editor() {
-        let text = match files.read_text(path) {
-            Ok((text, _)) => text,
-            Err(ReadTextError::Directory) => return Err(ReadError::Directory),
-            Err(ReadTextError::NotUtf8) => return Err(ReadError::Binary(0)),
-            Err(ReadTextError::Io(e)) => return Err(e.into()),
-        };
+    let (mut file, st) = open_regular(path).map_err(|e| match e {
+        e if e.is_directory() => ReadError::Directory,
+        ReadLimitError::NotRegular { kind, .. } => ReadError::NotRegular(kind),
+        ReadLimitError::Io { source, .. } => ReadError::Io(source),
+        other => ReadError::Io(io::Error::other(other.to_string())),
+    })?;
+    if let Some(text) = files.editor_text(path) {
+        let text = text?;
         let probe = &text.as_bytes()[..text.len().min(BINARY_PROBE_BYTES as usize)];
         if memchr::memchr(0, probe).is_some() {
             return Err(ReadError::Binary(text.len() as u64));
         }
         return render_lines(&mut Cursor::new(text.as_bytes()), slice);
     }
-    let mut file = File::open(path)?;
-    let meta = file.metadata()?;
-    if meta.is_dir() {
-        return Err(ReadError::Directory);
-    }
     let mut probe = Vec::new();
     (&mut file)
         .take(BINARY_PROBE_BYTES)
         .read_to_end(&mut probe)?;
     if memchr::memchr(0, &probe).is_some() {
-        return Err(ReadError::Binary(meta.len()));
+        return Err(ReadError::Binary(st.st_size as u64));
     }
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(probe).chain(file));
     render_lines(&mut reader, slice)

@@ -10,7 +10,7 @@ use super::output::{fmt_secs, push_block, render_streams, status_line};
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
 use crate::sandbox::protected::{Scan, Scanner};
-use crate::sandbox::Confinement;
+use crate::sandbox::{Confinement, Workspace};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -33,9 +33,9 @@ pub struct ShellTool {
     /// The private temporary directory of sandboxed commands (removed with
     /// the tool, at the end of the session).
     temp_dir: OnceLock<Result<tempfile::TempDir, String>>,
-    /// The confinement of the last (cwd, policy): preparing one builds the
-    /// kernel rules.
-    confinement: Mutex<Option<(PathBuf, SandboxPolicy, Arc<Confinement>)>>,
+    /// The confinement of the last (workspace, policy): preparing one
+    /// builds the kernel rules.
+    confinement: Mutex<Option<Prepared>>,
     /// Finds the protected paths before and after each command.
     scanner: Arc<Mutex<Scanner>>,
     /// The user was told the workspace is too large to scan in full.
@@ -63,6 +63,9 @@ impl Watch {
         protected_note(&cwd, &moved)
     }
 }
+
+/// A confinement and the workspace and policy it was prepared for.
+type Prepared = (Arc<Workspace>, SandboxPolicy, Arc<Confinement>);
 
 impl ShellTool {
     pub fn new(config: &ToolConfig) -> Self {
@@ -96,11 +99,12 @@ impl ShellTool {
     }
 
     /// The confinement for `ctx`, prepared on first use (blocking work on
-    /// the blocking pool) and reused while cwd and policy stay the same.
+    /// the blocking pool) and reused while its pinned workspace and policy
+    /// stay the same.
     async fn confinement(&self, ctx: &ToolContext) -> Result<Arc<Confinement>, String> {
         if let Ok(cached) = self.confinement.lock() {
-            if let Some((cwd, policy, c)) = cached.as_ref() {
-                if *cwd == ctx.cwd && *policy == ctx.sandbox {
+            if let Some((workspace, policy, c)) = cached.as_ref() {
+                if Arc::ptr_eq(workspace, &ctx.workspace) && *policy == ctx.sandbox {
                     return Ok(c.clone());
                 }
             }
@@ -117,9 +121,10 @@ impl ShellTool {
             .map_err(Clone::clone)?
             .path()
             .to_path_buf();
-        let (cwd, policy) = (ctx.cwd.clone(), ctx.sandbox.clone());
+        let (workspace, policy) = (ctx.workspace.clone(), ctx.sandbox.clone());
         let prepared = tokio::task::spawn_blocking(move || {
-            Confinement::new(&policy, &cwd, &temp_dir).map(|c| (cwd, policy, Arc::new(c)))
+            Confinement::new(&policy, &workspace, &temp_dir)
+                .map(|c| (workspace, policy, Arc::new(c)))
         })
         .await
         .map_err(|e| format!("preparing the sandbox was interrupted: {e}"))?

@@ -47,7 +47,7 @@ impl Tool for WriteFileTool {
                 Ok(target) => target,
                 Err(e) => return ToolResult::error(format!("cannot write `{}`: {e}", args.path)),
             };
-            let shown = paths::display(&ctx.cwd, &target);
+            let shown = paths::display(&ctx.cwd, target.real());
             let bytes = args.content.len();
             let (commits, files) = (ctx.commits.clone(), ctx.files.clone());
             let written = tokio::task::spawn_blocking(move || {
@@ -75,10 +75,11 @@ impl Tool for WriteFileTool {
 mod tests {
     use super::*;
     use crate::protocol::SandboxMode;
-    use crate::tools::fs::tests::entries;
+    use crate::tools::fs::tests::{entries, use_openat2};
     use crate::tools::paths::tests::ctx;
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
+    use std::sync::Arc;
 
     async fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolResult {
         WriteFileTool
@@ -188,5 +189,73 @@ mod tests {
             r.content
         );
         assert_eq!(entries(tmp.path()), ["d"]);
+    }
+
+    /// `d` (a directory in the workspace) and `l` (a symlink to a
+    /// directory outside) swap places (`RENAME_EXCHANGE`) in a loop while
+    /// 400 writes go to `d/sub/f*`: none may land outside. Returns how many
+    /// were written.
+    async fn race(ctx: &ToolContext, ws: &std::path::Path, outside: &std::path::Path) -> usize {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicUsize::new(0));
+        let swapper = {
+            let (stop, swaps) = (stop.clone(), swaps.clone());
+            let d = CString::new(ws.join("d").as_os_str().as_bytes()).unwrap();
+            let l = CString::new(ws.join("l").as_os_str().as_bytes()).unwrap();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: valid C strings.
+                    let r = unsafe {
+                        libc::renameat2(
+                            libc::AT_FDCWD,
+                            d.as_ptr(),
+                            libc::AT_FDCWD,
+                            l.as_ptr(),
+                            libc::RENAME_EXCHANGE,
+                        )
+                    };
+                    if r == 0 {
+                        swaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        };
+        let mut created = 0;
+        for i in 0..400 {
+            let r = write(ctx, &format!("d/sub/f{i}"), "x").await;
+            if !r.is_error {
+                created += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(swaps.load(Ordering::Relaxed) > 0, "the swap never happened");
+        let escaped = entries(&outside.join("sub"));
+        assert!(
+            escaped.is_empty(),
+            "{} of 400 writes landed outside the workspace: {escaped:?}",
+            escaped.len()
+        );
+        created
+    }
+
+    #[tokio::test]
+    async fn a_directory_swapped_with_a_symlink_never_takes_a_write_outside() {
+        let (tmp, c) = tmp_ctx(SandboxMode::WorkspaceWrite);
+        let ws = tmp.path().canonicalize().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir_all(ws.join("d/sub")).unwrap();
+        fs::create_dir_all(outside.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.join("l")).unwrap();
+        let with_openat2 = race(&c, &ws, outside.path()).await;
+        // The same with the walk of one name at a time (no openat2).
+        use_openat2(false);
+        let walked = race(&c, &ws, outside.path()).await;
+        use_openat2(true);
+        // The writes that were not refused went into the workspace.
+        assert!(with_openat2 + walked > 0);
     }
 }

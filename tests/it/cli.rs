@@ -442,7 +442,7 @@ fn usage_and_config_errors_exit_2_and_say_what_to_fix() {
     assert_usage_error(&run(&["x"]), "$OPENAI_API_KEY");
     assert_usage_error(
         &run(&["--script", "/nonexistent.toml", "x"]),
-        "cannot read script",
+        "script: cannot read /nonexistent.toml",
     );
     assert_usage_error(
         &run(&["--output-schema", "/nonexistent.json", "x"]),

@@ -13,6 +13,7 @@ mod compaction;
 mod context;
 mod effects;
 mod engine_mock;
+mod files;
 mod hooks;
 mod hostile;
 mod interop;

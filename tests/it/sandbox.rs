@@ -308,6 +308,54 @@ fn symlinks_hardlinks_and_swaps_do_not_escape() {
 }
 
 #[test]
+fn a_writable_root_made_a_symlink_during_the_session_is_not_followed() {
+    if !backend("a_writable_root_made_a_symlink_during_the_session_is_not_followed") {
+        return;
+    }
+    // `work/cache` does not exist when the session starts; a command makes
+    // it a symlink to $HOME, then the model writes through it. (Relative
+    // paths in a config file are relative to its directory.)
+    let env = env();
+    let config = env.write(
+        "roots.toml",
+        "[sandbox_workspace_write]\nwritable_roots = [\"work/cache\"]\n",
+    );
+    let home = env.dir.path().join("home");
+    let r = run_turns(
+        &env,
+        &[
+            vec![shell("ln -s \"$HOME\" cache")],
+            vec![
+                write_file("cache/.bashrc"),
+                shell("echo pwned > cache/.profile"),
+                patch("*** Add File: cache/.zshrc\n+pwned"),
+            ],
+        ],
+        &["--config", config.to_str().unwrap()],
+    );
+    assert_eq!(r.calls.len(), 4, "{}", r.stderr);
+    assert!(!r.calls[0].failed, "{}", r.calls[0].output);
+    assert_failed_with(&r.calls[1], &["outside the workspace"]);
+    assert_failed_with(&r.calls[2], &["Permission denied", SANDBOX_NOTE]);
+    assert_failed_with(&r.calls[3], &["outside the workspace"]);
+    for name in [".bashrc", ".profile", ".zshrc"] {
+        assert!(!home.join(name).exists(), "{name} was written in $HOME");
+    }
+    let warnings: Vec<&str> = r
+        .events
+        .iter()
+        .filter(|e| e["type"] == "warning")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("work/cache` is ignored") && w.contains("does not exist")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
 fn protected_paths_stay_read_only() {
     if !backend("protected_paths_stay_read_only") {
         return;

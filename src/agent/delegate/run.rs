@@ -388,6 +388,8 @@ impl Session {
         config.sandbox_policy.mode = mode;
         config.approval_policy = self.ctx.approval_policy;
         config.cwd = cwd.unwrap_or_else(|| self.ctx.cwd.clone());
+        // In the same directory, the parent's roots: resolved once.
+        config.workspace = Some(self.toolset.ctx.workspace.clone());
         config.output_schema = None;
         config.verbose = self.ctx.verbose;
         config.delegated = true;

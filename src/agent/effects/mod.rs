@@ -32,6 +32,7 @@ use crate::protocol::{
     Approver, EventSink, HistoryItem, Limit, StopReason, ToolCall, TurnOutcome, Usage,
 };
 use crate::provider::{Provider, ProviderError};
+use crate::sandbox::Workspace;
 use crate::tools::ToolResult;
 use futures::future::BoxFuture;
 use std::path::Path;
@@ -220,6 +221,9 @@ pub struct IterationContext<'a> {
     pub agent: &'a str,
     pub session_id: &'a str,
     pub cwd: &'a Path,
+    /// The session's pinned cwd and writable roots (commands an effect
+    /// runs in the sandbox are confined to them).
+    pub workspace: &'a Arc<Workspace>,
     /// The session's model, tools, instructions and limits.
     pub ctx: &'a TurnContext,
     /// The conversation: read it here, change it through a [`Decision`].

@@ -78,10 +78,11 @@ impl TestRunEffect {
         run: u32,
         attempt: u32,
     ) -> (TestRun, String) {
-        let ctx = ToolContext::new(
+        let ctx = ToolContext::in_workspace(
             cx.cwd.to_path_buf(),
             cx.ctx.sandbox_policy.clone(),
             self.tool_config.clone(),
+            cx.workspace.clone(),
         );
         let command = self.config.command.clone();
         let ran = self

@@ -102,6 +102,11 @@ pub struct SessionConfig {
     /// `[model_aliases]`: alias -> model; a selected model named by an
     /// alias is the model it stands for.
     pub model_aliases: BTreeMap<String, String>,
+    /// The workspace (cwd and writable roots) pinned by the session this
+    /// one goes on from (a delegated agent, another model): used when it
+    /// was pinned for the same cwd and roots, so they are resolved once.
+    /// `None`, or another cwd: pinned when the session starts.
+    pub workspace: Option<Arc<Workspace>>,
 }
 
 impl SessionConfig {
@@ -139,6 +144,7 @@ impl SessionConfig {
             delegated: false,
             prompt: PromptConfig::default(),
             model_aliases: BTreeMap::new(),
+            workspace: None,
         }
     }
 }

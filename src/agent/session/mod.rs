@@ -31,6 +31,7 @@ use crate::provider::text_tools::TextTools;
 use crate::provider::{
     self, ModelFamily, Provider, ProviderError, ProviderInfo, ToolCallMode, WireApi,
 };
+use crate::sandbox::Workspace;
 use crate::spec::effects::EffectSpec;
 use crate::spec::hooks::HookSpec;
 use crate::tools::memory::RememberTool;
@@ -90,6 +91,9 @@ pub struct Session {
     /// The agent this session runs.
     pub(crate) agent: String,
     pub id: String,
+    /// What the user is told when the first turn starts (writable roots
+    /// left out of the workspace this session pinned).
+    pub(crate) start_warnings: Vec<String>,
 }
 
 /// Where a session is in its life.
@@ -231,7 +235,23 @@ pub fn start_session_with_provider(
     ctx.rebuild_system_prompt();
     let history = ctx.initial_context();
     let ctx_price = ctx.model_family.price;
-    let tool_ctx = ToolContext::new(ctx.cwd.clone(), ctx.sandbox_policy.clone(), tool_config);
+    let (workspace, start_warnings) = match config.workspace {
+        Some(w) if w.is_for(&ctx.cwd, &ctx.sandbox_policy.writable_roots) => (w, Vec::new()),
+        _ => {
+            let pinned = Workspace::pin(&ctx.cwd, &ctx.sandbox_policy.writable_roots);
+            let warnings = pinned.warnings().to_vec();
+            for warning in &warnings {
+                tracing::warn!("{warning}");
+            }
+            (Arc::new(pinned), warnings)
+        }
+    };
+    let tool_ctx = ToolContext::in_workspace(
+        ctx.cwd.clone(),
+        ctx.sandbox_policy.clone(),
+        tool_config,
+        workspace,
+    );
     let mut session = Session {
         environment: ctx.environment(),
         ctx,
@@ -271,6 +291,7 @@ pub fn start_session_with_provider(
         turns: 0,
         agent: config.agent,
         id: new_session_id(),
+        start_warnings,
     };
     if let Some(d) = delegating {
         session.set_delegation(d.registry, d.limits);
@@ -460,7 +481,8 @@ impl Session {
     /// model's family), metrics, approver, stop handle, observer and checkpoints
     /// are kept; what follows is priced at the new model's price (a cost
     /// budget on a model without one is refused, as in [`Session::set_limits`]).
-    pub fn reconfigure(&mut self, config: SessionConfig) -> Result<(), SessionError> {
+    pub fn reconfigure(&mut self, mut config: SessionConfig) -> Result<(), SessionError> {
+        config.workspace = Some(self.toolset.ctx.workspace.clone());
         let fresh = start_session_with_provider(config, self.wire.clone())?;
         check_priced(
             &fresh.ctx.model,
@@ -603,16 +625,17 @@ impl Session {
         sandbox: Option<SandboxPolicy>,
     ) -> bool {
         if let Some(cwd) = cwd {
-            self.ctx.cwd = cwd.clone();
-            self.toolset.ctx.cwd = cwd;
+            self.ctx.cwd = cwd;
         }
         if let Some(a) = approval {
             self.ctx.approval_policy = a;
         }
         if let Some(s) = sandbox {
-            self.ctx.sandbox_policy = s.clone();
-            self.toolset.ctx.sandbox = s;
+            self.ctx.sandbox_policy = s;
         }
+        self.toolset
+            .ctx
+            .set_environment(self.ctx.cwd.clone(), self.ctx.sandbox_policy.clone());
         self.ctx.rebuild_system_prompt();
         let now = self.ctx.environment();
         match now.diff(&self.environment) {

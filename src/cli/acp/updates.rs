@@ -10,6 +10,7 @@ use crate::protocol::{
     AgentEvent, Content, EventSink, HistoryItem, Item, Plan, Role, StepStatus, ToolStatus,
 };
 use crate::tools::apply_patch::{parse_patch, update_text, FileOp};
+use crate::tools::fs::read_text_limited;
 use crate::tools::paths;
 use agent_client_protocol::v1::schema as acp;
 use serde_json::Value;
@@ -368,11 +369,7 @@ fn patch_view(
 
 /// The text of a file on disk, if it is small enough to show.
 fn small_text(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > DIFF_MAX_BYTES {
-        return None;
-    }
-    std::fs::read_to_string(path).ok()
+    read_text_limited(path, DIFF_MAX_BYTES).ok()
 }
 
 #[cfg(test)]

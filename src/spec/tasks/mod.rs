@@ -35,6 +35,7 @@ use super::effects::EffectSpec;
 use super::{parse_toml, Problem, SpecError};
 use crate::config::AgentFile;
 use crate::protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -216,12 +217,9 @@ impl Check {
 impl TaskFile {
     /// Read and validate a task file.
     pub fn load(path: &Path) -> Result<TaskFile, SpecError> {
-        let source = std::fs::read_to_string(path).map_err(|e| SpecError {
+        let source = read_text_limited(path, SPEC_FILE_MAX_BYTES).map_err(|e| SpecError {
             file: path.to_path_buf(),
-            problems: vec![Problem::new(
-                "0:0",
-                format!("cannot read the task file: {e}"),
-            )],
+            problems: vec![Problem::new("0:0", e.to_string())],
         })?;
         TaskFile::parse(path, &source)
     }

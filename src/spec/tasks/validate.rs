@@ -11,6 +11,7 @@ use crate::protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
 use crate::spec::cards;
 use crate::spec::effects::EffectSpec;
 use crate::spec::{resolve, Problem};
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -180,10 +181,10 @@ impl Validator<'_> {
     /// The text of a file the task file names, or a problem.
     fn read(&mut self, at: &str, path: &Path) -> Option<String> {
         let full = resolve(self.dir, path);
-        match std::fs::read_to_string(&full) {
+        match read_text_limited(&full, SPEC_FILE_MAX_BYTES) {
             Ok(text) => Some(text),
             Err(e) => {
-                self.problem(at, format!("cannot read {}: {e}", full.display()));
+                self.problem(at, e.to_string());
                 None
             }
         }

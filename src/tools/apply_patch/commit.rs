@@ -4,16 +4,16 @@
 //! undoes what was done, so the tree is left exactly as it was.
 
 use crate::tools::editor::Files;
-use crate::tools::fs::{create_parent_dirs, hidden_sibling, remove_dirs, StagedFile};
-use std::fs::{self, Permissions};
-use std::path::PathBuf;
+use crate::tools::fs::{hidden_sibling, remove_dirs, Entry, Kind, StagedFile, Target};
+use std::fs::Permissions;
+use std::io;
 
-/// One file-level change, with real (resolved) paths.
+/// One file-level change, to a resolved target.
 #[derive(Debug, Clone)]
 pub(crate) enum Change {
-    /// Create or replace `path` with `contents`.
+    /// Create or replace the file of `target` with `contents`.
     Write {
-        path: PathBuf,
+        target: Target,
         contents: Vec<u8>,
         /// Permissions to give the new file (those of the file it replaces
         /// or moves); `None` for the default of a new file.
@@ -23,8 +23,16 @@ pub(crate) enum Change {
         original: Option<String>,
     },
     Remove {
-        path: PathBuf,
+        target: Target,
     },
+}
+
+impl Change {
+    fn target(&self) -> &Target {
+        match self {
+            Change::Write { target, .. } | Change::Remove { target } => target,
+        }
+    }
 }
 
 /// A commit that failed. `restored` is false only when undoing also failed,
@@ -73,31 +81,31 @@ pub(crate) fn commit_through(files: &Files, changes: &[Change]) -> Result<(), Co
     for change in changes {
         match change {
             Change::Write {
-                path,
+                target,
                 contents,
                 original,
                 ..
             } if files.writes_through_editor() => match std::str::from_utf8(contents) {
-                Ok(text) => writes.push((path, text, original)),
+                Ok(text) => writes.push((target, text, original)),
                 Err(_) => return commit(changes),
             },
             _ => return commit(changes),
         }
     }
-    for (i, (path, text, _)) in writes.iter().enumerate() {
-        if let Err(e) = files.write_text(path, text) {
-            let message = format!("cannot write {}: {e}", path.display());
+    for (i, (target, text, _)) in writes.iter().enumerate() {
+        if let Err(e) = files.write_text(target, text) {
+            let message = format!("cannot write {}: {e}", target.real().display());
             let failed: Vec<String> = writes[..i]
                 .iter()
                 .rev()
-                .filter_map(|(path, _, original)| {
+                .filter_map(|(target, _, original)| {
                     let undone = match original {
-                        Some(text) => files.write_text(path, text).map(drop),
-                        None => fs::remove_file(path),
+                        Some(text) => files.write_text(target, text).map(drop),
+                        None => entry(target).and_then(|e| e.unlink()),
                     };
                     undone
                         .err()
-                        .map(|e| format!("restore {}: {e}", path.display()))
+                        .map(|e| format!("restore {}: {e}", target.real().display()))
                 })
                 .collect();
             return Err(CommitError::undone(message, failed));
@@ -106,17 +114,26 @@ pub(crate) fn commit_through(files: &Files, changes: &[Change]) -> Result<(), Co
     Ok(())
 }
 
-/// What has been done so far, for undo.
+/// The entry of a target whose directory exists.
+fn entry(target: &Target) -> io::Result<Entry> {
+    target
+        .entry()
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+}
+
+/// What has been done so far, for undo. Every step is a call relative to
+/// a directory held open, so what is undone is what was done.
 #[derive(Default)]
 struct Transaction {
-    created_dirs: Vec<PathBuf>,
-    /// Staged new content per change, by change index (`None` for a
-    /// `Remove`). Dropping one that was not installed removes its temp file.
-    staged: Vec<Option<StagedFile>>,
-    /// Original file -> backup name.
-    backups: Vec<(PathBuf, PathBuf)>,
-    /// Targets that now hold new content.
-    installed: Vec<PathBuf>,
+    created_dirs: Vec<Entry>,
+    /// Staged new content per change and the entry it goes to, by change
+    /// index (`None` for a `Remove`). Dropping one that was not installed
+    /// removes its temp file.
+    staged: Vec<Option<(Entry, StagedFile)>>,
+    /// Original file, its backup, and its path for messages.
+    backups: Vec<(Entry, Entry, String)>,
+    /// Files that now hold new content, with their paths for messages.
+    installed: Vec<(Entry, String)>,
 }
 
 impl Transaction {
@@ -124,38 +141,47 @@ impl Transaction {
         for change in changes {
             let staged = match change {
                 Change::Write {
-                    path,
+                    target,
                     contents,
                     permissions,
                     ..
                 } => {
-                    create_parent_dirs(path, &mut self.created_dirs).map_err(|e| {
-                        let dir = path.parent().unwrap_or(path);
+                    let shown = target.real().display();
+                    let entry = target.make_parents(&mut self.created_dirs).map_err(|e| {
+                        let dir = target.real().parent().unwrap_or(target.real());
                         format!("cannot create directory {}: {e}", dir.display())
                     })?;
-                    let staged = StagedFile::new(path, contents, permissions.as_ref())
-                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                    Some(staged)
+                    let staged = StagedFile::new(&entry, contents, permissions.as_ref())
+                        .map_err(|e| format!("cannot write {shown}: {e}"))?;
+                    Some((entry, staged))
                 }
                 Change::Remove { .. } => None,
             };
             self.staged.push(staged);
         }
         for (change, staged) in changes.iter().zip(self.staged.iter_mut()) {
-            let path = match change {
-                Change::Write { path, .. } | Change::Remove { path } => path,
+            let shown = change.target().real().display().to_string();
+            let entry = match staged {
+                Some((entry, _)) => entry.clone(),
+                None => {
+                    entry(change.target()).map_err(|e| format!("cannot remove {shown}: {e}"))?
+                }
             };
-            if fs::symlink_metadata(path).is_ok() {
-                let backup = hidden_sibling(path, "bak");
-                fs::rename(path, &backup)
-                    .map_err(|e| format!("cannot move {} aside: {e}", path.display()))?;
-                self.backups.push((path.clone(), backup));
+            let kind = entry
+                .kind()
+                .map_err(|e| format!("cannot move {shown} aside: {e}"))?;
+            if kind != Kind::Missing {
+                let backup = hidden_sibling(&entry, "bak");
+                entry
+                    .rename_to(&backup)
+                    .map_err(|e| format!("cannot move {shown} aside: {e}"))?;
+                self.backups.push((entry.clone(), backup, shown.clone()));
             }
-            if let Some(staged) = staged {
+            if let Some((_, staged)) = staged {
                 staged
                     .install()
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                self.installed.push(path.clone());
+                    .map_err(|e| format!("cannot write {shown}: {e}"))?;
+                self.installed.push((entry, shown));
             }
         }
         Ok(())
@@ -164,30 +190,24 @@ impl Transaction {
     /// Drop backups after success. A leftover backup is only clutter, so
     /// failures here are ignored.
     fn finish(self) {
-        for (_, backup) in self.backups {
-            let _ = fs::remove_file(backup);
+        for (_, backup, _) in self.backups {
+            let _ = backup.unlink();
         }
     }
 
     /// Put everything back; returns what could not be undone.
     fn undo(self) -> Vec<String> {
         let mut failed = Vec::new();
-        for path in self.installed.iter().rev() {
-            if let Err(e) = fs::remove_file(path) {
-                failed.push(format!("remove {}: {e}", path.display()));
+        for (entry, shown) in self.installed.iter().rev() {
+            if let Err(e) = entry.unlink() {
+                failed.push(format!("remove {shown}: {e}"));
             }
         }
-        for (original, backup) in self.backups.iter().rev() {
-            if let Err(e) = fs::rename(backup, original) {
-                failed.push(format!(
-                    "restore {} from {}: {e}",
-                    original.display(),
-                    backup.display()
-                ));
+        for (original, backup, shown) in self.backups.iter().rev() {
+            if let Err(e) = backup.rename_to(original) {
+                failed.push(format!("restore {shown} from its backup: {e}"));
             }
         }
-        // Only now: a temp file inside a directory that was moved aside is
-        // back where it was staged. Dropping removes what is still staged.
         drop(self.staged);
         remove_dirs(&self.created_dirs);
         failed
@@ -197,7 +217,9 @@ impl Transaction {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::fs::tests::target;
     use std::collections::BTreeMap;
+    use std::fs;
     use std::path::Path;
 
     fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -226,19 +248,19 @@ mod tests {
         fs::write(root.join("gone"), "gone").unwrap();
         commit(&[
             Change::Write {
-                path: root.join("old"),
+                target: target(&root.join("old")),
                 contents: b"new".to_vec(),
                 permissions: None,
                 original: None,
             },
             Change::Write {
-                path: root.join("a/b/c.txt"),
+                target: target(&root.join("a/b/c.txt")),
                 contents: b"c".to_vec(),
                 permissions: None,
                 original: None,
             },
             Change::Remove {
-                path: root.join("gone"),
+                target: target(&root.join("gone")),
             },
         ])
         .unwrap();
@@ -260,23 +282,23 @@ mod tests {
         let before = tree(root);
         let e = commit(&[
             Change::Write {
-                path: root.join("keep"),
+                target: target(&root.join("keep")),
                 contents: b"changed".to_vec(),
                 permissions: None,
                 original: None,
             },
             Change::Write {
-                path: root.join("new/dir/x"),
+                target: target(&root.join("new/dir/x")),
                 contents: b"x".to_vec(),
                 permissions: None,
                 original: None,
             },
             Change::Remove {
-                path: root.join("gone"),
+                target: target(&root.join("gone")),
             },
-            // The parent is a file: staging fails.
+            // The temp file's name is too long: staging fails.
             Change::Write {
-                path: root.join("file/child"),
+                target: target(&root.join("x".repeat(250))),
                 contents: b"x".to_vec(),
                 permissions: None,
                 original: None,
@@ -284,7 +306,7 @@ mod tests {
         ])
         .unwrap_err();
         assert!(e.restored);
-        assert!(e.message.contains("file/child"), "{e}");
+        assert!(e.message.contains("cannot write"), "{e}");
         assert_eq!(tree(root), before);
     }
 
@@ -293,31 +315,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         fs::write(root.join("a"), "a").unwrap();
-        fs::create_dir(root.join("d")).unwrap();
-        fs::write(root.join("d/inner"), "i").unwrap();
+        // A name so long that its backup name is too long for the file
+        // system: moving it aside fails after `a` was already swapped in.
+        let long = "x".repeat(240);
+        fs::write(root.join(&long), "l").unwrap();
         let before = tree(root);
-        // Moving `d` aside makes the temp file staged inside it vanish, so
-        // the last rename fails after `a` was already swapped in.
         let e = commit(&[
             Change::Write {
-                path: root.join("a"),
+                target: target(&root.join("a")),
                 contents: b"A".to_vec(),
                 permissions: None,
                 original: None,
             },
             Change::Remove {
-                path: root.join("d"),
-            },
-            Change::Write {
-                path: root.join("d/x"),
-                contents: b"x".to_vec(),
-                permissions: None,
-                original: None,
+                target: target(&root.join(&long)),
             },
         ])
         .unwrap_err();
         assert!(e.restored, "{e}");
-        assert!(e.message.contains("cannot write"), "{e}");
+        assert!(e.message.contains("cannot move"), "{e}");
         assert_eq!(tree(root), before);
     }
 
@@ -331,7 +347,7 @@ mod tests {
         fs::set_permissions(&path, Permissions::from_mode(0o755)).unwrap();
         let permissions = Some(fs::metadata(&path).unwrap().permissions());
         commit(&[Change::Write {
-            path: path.clone(),
+            target: target(&path.clone()),
             contents: b"new".to_vec(),
             permissions,
             original: None,

@@ -154,9 +154,10 @@ impl Tool for ApplyPatchTool {
 /// its gate) off the async runtime and report it as a tool result; shared
 /// by the tool and by `apply_patch` invoked through the shell.
 pub async fn run_patch(ctx: &ToolContext, cwd: PathBuf, patch: String) -> ToolResult {
-    let (policy, commits, files) = (ctx.sandbox.clone(), ctx.commits.clone(), ctx.files.clone());
+    let access = crate::tools::paths::WriteAccess::new(&cwd, &ctx.sandbox, &ctx.workspace);
+    let (commits, files) = (ctx.commits.clone(), ctx.files.clone());
     let outcome = tokio::task::spawn_blocking(move || {
-        plan::apply_patch_through(&files, &cwd, &policy, &commits, &patch)
+        plan::apply_patch_through(&files, &access?, &commits, &patch)
     })
     .await;
     match outcome {

@@ -10,13 +10,14 @@ use super::commit::{commit_through, Change};
 use super::parser::{parse_patch, FileOp, ParseError};
 use super::seek::Fuzz;
 use crate::protocol::SandboxPolicy;
+use crate::sandbox::Workspace;
 use crate::tools::editor::Files;
-use crate::tools::fs::{CommitGate, ReadTextError};
+use crate::tools::fs::{CommitGate, Kind, ReadTextError, Target};
 use crate::tools::paths::{FinalLink, PathError, WriteAccess};
 use std::fmt;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a patch was not applied. `Display` is the message for the model.
 #[derive(Debug, thiserror::Error)]
@@ -105,29 +106,29 @@ impl fmt::Display for PatchReport {
 }
 
 /// Parse `patch` and apply it under `cwd` on disk, all or nothing,
-/// committed through `commits`. Blocking: call it from `spawn_blocking` in
-/// async code.
+/// committed through `commits`, in a workspace of its own (pinned now).
+/// Blocking: call it from `spawn_blocking` in async code.
 pub fn apply_patch_in(
     cwd: &Path,
     policy: &SandboxPolicy,
     commits: &CommitGate,
     patch: &str,
 ) -> Result<PatchReport, ApplyPatchError> {
-    apply_patch_through(&Files::default(), cwd, policy, commits, patch)
+    let workspace = Arc::new(Workspace::pin(cwd, &policy.writable_roots));
+    let access = WriteAccess::new(cwd, policy, &workspace)?;
+    apply_patch_through(&Files::default(), &access, commits, patch)
 }
 
-/// [`apply_patch_in`], reading and writing text through `files` (see
-/// [`commit_through`] for what an editor takes).
+/// [`apply_patch_in`] with `access`, reading and writing text through
+/// `files` (see [`commit_through`] for what an editor takes).
 pub(crate) fn apply_patch_through(
     files: &Files,
-    cwd: &Path,
-    policy: &SandboxPolicy,
+    access: &WriteAccess,
     commits: &CommitGate,
     patch: &str,
 ) -> Result<PatchReport, ApplyPatchError> {
     let patch = parse_patch(patch)?;
-    let access = WriteAccess::new(cwd, policy)?;
-    let targets = resolve_all(&patch.ops, &access)?;
+    let targets = resolve_all(&patch.ops, access)?;
     let mut changes = Vec::new();
     let mut report = Vec::new();
     for (op, target) in patch.ops.iter().zip(&targets) {
@@ -143,19 +144,19 @@ pub(crate) fn apply_patch_through(
     Ok(PatchReport { files: report })
 }
 
-/// Real paths of one operation.
-struct Target {
+/// The targets of one operation.
+struct Targets {
     /// The file as named (a symlink stays a symlink): what is created,
     /// deleted, or removed by a move.
-    named: PathBuf,
+    named: Target,
     /// What is read and rewritten by an update (the symlink's target).
-    content: PathBuf,
-    move_to: Option<PathBuf>,
+    content: Target,
+    move_to: Option<Target>,
 }
 
 /// Resolve and sandbox-check every path before any file is read, and refuse
 /// two operations on one real file.
-fn resolve_all(ops: &[FileOp], access: &WriteAccess) -> Result<Vec<Target>, ApplyPatchError> {
+fn resolve_all(ops: &[FileOp], access: &WriteAccess) -> Result<Vec<Targets>, ApplyPatchError> {
     let mut targets = Vec::with_capacity(ops.len());
     let mut seen: Vec<(PathBuf, &Path)> = Vec::new();
     for op in ops {
@@ -181,7 +182,8 @@ fn resolve_all(ops: &[FileOp], access: &WriteAccess) -> Result<Vec<Target>, Appl
         {
             touched.push((dest.clone(), shown.as_path()));
         }
-        for (real, shown) in touched {
+        for (target, shown) in touched {
+            let real = target.real().to_path_buf();
             if let Some((_, other)) = seen.iter().find(|(r, _)| *r == real) {
                 return Err(ApplyPatchError::File(format!(
                     "`{}` and `{}` are the same file; change it in one section",
@@ -191,7 +193,7 @@ fn resolve_all(ops: &[FileOp], access: &WriteAccess) -> Result<Vec<Target>, Appl
             }
             seen.push((real, shown));
         }
-        targets.push(Target {
+        targets.push(Targets {
             named,
             content,
             move_to,
@@ -204,19 +206,19 @@ fn resolve_all(ops: &[FileOp], access: &WriteAccess) -> Result<Vec<Target>, Appl
 fn plan_op(
     files: &Files,
     op: &FileOp,
-    target: &Target,
+    target: &Targets,
     changes: &mut Vec<Change>,
 ) -> Result<FileOutcome, ApplyPatchError> {
     match op {
         FileOp::Add { path, contents } => {
-            if fs::symlink_metadata(&target.named).is_ok() {
+            if target.named.kind().map_err(|e| missing("add", path, &e))? != Kind::Missing {
                 return Err(file_error(format!(
                     "cannot add `{}`: it already exists. Use `*** Update File:` to change it (Add never overwrites).",
                     path.display()
                 )));
             }
             changes.push(Change::Write {
-                path: target.named.clone(),
+                target: target.named.clone(),
                 contents: contents.clone().into_bytes(),
                 permissions: None,
                 original: None,
@@ -224,18 +226,22 @@ fn plan_op(
             Ok(FileOutcome::Added(path.clone()))
         }
         FileOp::Delete { path } => {
-            match fs::symlink_metadata(&target.named) {
-                Ok(meta) if meta.is_dir() => {
+            match target.named.kind() {
+                Ok(Kind::Directory) => {
                     return Err(file_error(format!(
                         "cannot delete `{}`: it is a directory; only files can be deleted",
                         path.display()
                     )))
                 }
+                Ok(Kind::Missing) => {
+                    let e = io::Error::from_raw_os_error(libc::ENOENT);
+                    return Err(missing("delete", path, &e));
+                }
                 Ok(_) => {}
                 Err(e) => return Err(missing("delete", path, &e)),
             }
             changes.push(Change::Remove {
-                path: target.named.clone(),
+                target: target.named.clone(),
             });
             Ok(FileOutcome::Deleted(path.clone()))
         }
@@ -252,7 +258,7 @@ fn plan_op(
             let updated = update_text(&path.display().to_string(), &original, hunks)?;
             let write_to = match (&target.move_to, move_to) {
                 (Some(dest), Some(shown)) => {
-                    if fs::symlink_metadata(dest).is_ok() {
+                    if dest.kind().map_err(|e| missing("move", path, &e))? != Kind::Missing {
                         return Err(file_error(format!(
                             "cannot move `{}` to `{}`: the destination already exists",
                             path.display(),
@@ -264,7 +270,7 @@ fn plan_op(
                 _ => target.content.clone(),
             };
             changes.push(Change::Write {
-                path: write_to,
+                target: write_to,
                 contents: updated.text.into_bytes(),
                 permissions: Some(permissions),
                 original: Some(original),
@@ -272,7 +278,7 @@ fn plan_op(
             Ok(match move_to {
                 Some(to) => {
                     changes.push(Change::Remove {
-                        path: target.named.clone(),
+                        target: target.named.clone(),
                     });
                     FileOutcome::Moved {
                         from: path.clone(),
@@ -308,6 +314,7 @@ fn missing(action: &str, path: &Path, e: &io::Error) -> ApplyPatchError {
 mod tests {
     use super::*;
     use crate::tools::fs::tests::entries;
+    use std::fs;
 
     fn apply(dir: &Path, body: &str) -> Result<PatchReport, ApplyPatchError> {
         let patch = format!("*** Begin Patch\n{body}*** End Patch\n");
@@ -334,14 +341,18 @@ mod tests {
         let files = Files::through(buffers.clone());
         let policy = SandboxPolicy::default();
         let patch = "*** Begin Patch\n*** Update File: m\n@@\n-unsaved\n+edited\n*** Add File: n\n+new\n*** End Patch\n";
-        apply_patch_through(&files, &root, &policy, &CommitGate::default(), patch).unwrap();
+        let workspace = Arc::new(Workspace::pin(&root, &[]));
+        let access = WriteAccess::new(&root, &policy, &workspace).unwrap();
+        apply_patch_through(&files, &access, &CommitGate::default(), patch).unwrap();
         let open = buffers.open.lock().unwrap().clone();
         assert_eq!(open[&root.join("m")], "edited\n", "the buffer was patched");
         assert_eq!(open[&root.join("n")], "new\n");
         assert_eq!(fs::read_to_string(root.join("m")).unwrap(), "saved\n");
         // A deletion cannot go through the editor: the patch goes to disk.
         let patch = "*** Begin Patch\n*** Delete File: m\n*** End Patch\n";
-        apply_patch_through(&files, &root, &policy, &CommitGate::default(), patch).unwrap();
+        let workspace = Arc::new(Workspace::pin(&root, &[]));
+        let access = WriteAccess::new(&root, &policy, &workspace).unwrap();
+        apply_patch_through(&files, &access, &CommitGate::default(), patch).unwrap();
         assert!(!root.join("m").exists());
     }
 

@@ -3,6 +3,7 @@
 
 use super::{Scope, SKIPPED_DIRS};
 use crate::spec::front_matter;
+use crate::tools::fs::read_head;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -219,22 +220,12 @@ impl Skill {
     /// Read `dir/SKILL.md` (at most [`MAX_SKILL_BYTES`] of it); an error
     /// when it cannot be read as text.
     pub fn load(dir: &Path, scope: Scope) -> Result<Skill, String> {
-        use std::io::Read;
         let path = dir.join("SKILL.md");
-        let mut bytes = Vec::new();
-        std::fs::File::open(&path)
-            .and_then(|f| f.take(MAX_SKILL_BYTES as u64 + 1).read_to_end(&mut bytes))
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let cut = bytes.len() > MAX_SKILL_BYTES;
-        if cut {
-            bytes.truncate(MAX_SKILL_BYTES);
-            // A character cut in two at the end is dropped.
-            while std::str::from_utf8(&bytes).is_err_and(|e| e.error_len().is_none()) {
-                bytes.pop();
-            }
-        }
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+        let head = read_head(&path, MAX_SKILL_BYTES as u64).map_err(|e| e.to_string())?;
+        let cut = head.cut;
+        let text = head
+            .into_text()
+            .ok_or_else(|| format!("{} is not UTF-8 text", path.display()))?;
         let mut skill = Skill::parse(dir, scope, &text);
         if cut {
             skill.problems.push(format!(

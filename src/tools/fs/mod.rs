@@ -2,18 +2,38 @@
 //! `apply_patch` and `cogni run -o`, and the [`CommitGate`] that decides
 //! whether a tool's change may still land once its turn was stopped.
 //!
-//! New content goes to a hidden temp file in the target's directory and is
-//! renamed over the target, so a reader sees the old file or the new one,
-//! never half of either. An existing file keeps its permissions. The path is
-//! written as given: a symlink at it is replaced, not followed. The tools
-//! resolve their paths through [`super::paths`] first, which is how a symlink
-//! inside the workspace gets written through.
+//! A write goes to a [`Target`]: the directory it lands in, held open after
+//! a walk that followed no symlink through the kernel ([`walk`]), and a
+//! name in it. New content goes to a hidden temp file created in that
+//! directory (`O_CREAT | O_EXCL | O_NOFOLLOW`) and is renamed over the name
+//! (`renameat`, the same directory), so a reader sees the old file or the
+//! new one, never half of either, and nothing between the check of the
+//! path and the write can send it elsewhere. An existing file keeps its
+//! permissions. The tools find their targets through [`super::paths`];
+//! [`write_atomic`] is for paths the user named.
 
-use std::fs::{self, File, OpenOptions, Permissions};
+mod at;
+mod limited;
+mod walk;
+
+pub(crate) use at::{Entry, Kind};
+pub use limited::{
+    open_regular, read_head, read_limited, read_text_limited, Head, ReadLimitError,
+    SCRIPT_MAX_BYTES, SPEC_FILE_MAX_BYTES,
+};
+pub use walk::{walk, walk_dir, FinalLink, Target, WalkError, Walked};
+
+use std::ffi::OsString;
+use std::fs::{File, Permissions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Files the tools rewrite are read whole, up to this size (a larger one
+/// is better changed by a command).
+pub const EDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Whether file changes of the calls running now may still be made: a
 /// turn's stop closes it.
@@ -79,24 +99,27 @@ pub enum Written {
     Replaced,
 }
 
-/// Create or replace the file at `path` with `contents`, atomically.
-/// Missing parent directories are created, and removed again when the write
-/// fails; a failed write leaves no temp file either. Blocking.
+/// Create or replace the file at `path` (a path the user named, relative
+/// to the current directory or absolute) with `contents`, atomically; a
+/// symlink at `path` is replaced, not followed. See [`write_at`]. Blocking.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<Written> {
-    let permissions = match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "it is a directory",
-            ))
-        }
-        Ok(meta) => Some(meta.permissions()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
+    let abs = std::env::current_dir()?.join(path);
+    let walked = walk(&[], &abs, FinalLink::Keep).map_err(|e| match e {
+        WalkError::Io { source, .. } => source,
+        other => io::Error::new(io::ErrorKind::InvalidInput, other.to_string()),
+    })?;
+    write_at(&walked.target, contents)
+}
+
+/// Create or replace the file of `target` with `contents`, atomically.
+/// Missing parent directories are created, and removed again when the
+/// write fails; a failed write leaves no temp file either. Blocking.
+pub fn write_at(target: &Target, contents: &[u8]) -> io::Result<Written> {
+    let permissions = existing_permissions(target)?;
     let mut created = Vec::new();
-    let written = create_parent_dirs(path, &mut created)
-        .and_then(|()| StagedFile::new(path, contents, permissions.as_ref()))
+    let written = target
+        .make_parents(&mut created)
+        .and_then(|entry| StagedFile::new(&entry, contents, permissions.as_ref()))
         .and_then(|mut staged| staged.install());
     if let Err(e) = written {
         remove_dirs(&created);
@@ -108,28 +131,47 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<Written> {
     })
 }
 
+/// The permissions of the file `target` replaces (of the file a symlink
+/// there points to), `None` when there is none; an error for a directory.
+pub(crate) fn existing_permissions(target: &Target) -> io::Result<Option<Permissions>> {
+    let kind = match target.kind()? {
+        Kind::Symlink => target
+            .entry()
+            .map_or(Ok(Kind::Missing), |e| e.followed_kind())?,
+        kind => kind,
+    };
+    match kind {
+        Kind::Directory => Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "it is a directory",
+        )),
+        Kind::File(mode) => Ok(Some(Permissions::from_mode(mode))),
+        Kind::Missing | Kind::Symlink | Kind::Other(_) => Ok(None),
+    }
+}
+
 /// New contents for a file, written (and synced) to a temp file beside it
 /// until [`StagedFile::install`] renames it into place. Dropping a staged
 /// file that was not installed removes the temp file.
 #[derive(Debug)]
 pub(crate) struct StagedFile {
-    temp: PathBuf,
-    target: PathBuf,
+    temp: Entry,
+    target: Entry,
     installed: bool,
 }
 
 impl StagedFile {
-    /// Stage `contents` for `target`, whose directory must exist. The new
-    /// file gets `permissions`, or the default of a new file.
+    /// Stage `contents` for `target`. The new file gets `permissions`, or
+    /// the default of a new file.
     pub(crate) fn new(
-        target: &Path,
+        target: &Entry,
         contents: &[u8],
         permissions: Option<&Permissions>,
     ) -> io::Result<Self> {
         let (temp, mut file) = create_temp(target)?;
         let staged = StagedFile {
             temp,
-            target: target.to_path_buf(),
+            target: target.clone(),
             installed: false,
         };
         file.write_all(contents)?;
@@ -142,7 +184,7 @@ impl StagedFile {
 
     /// Rename the temp file over the target.
     pub(crate) fn install(&mut self) -> io::Result<()> {
-        fs::rename(&self.temp, &self.target)?;
+        self.temp.rename_to(&self.target)?;
         self.installed = true;
         Ok(())
     }
@@ -152,60 +194,39 @@ impl Drop for StagedFile {
     fn drop(&mut self) {
         if !self.installed {
             // Already gone is fine: the goal is that no temp file is left.
-            let _ = fs::remove_file(&self.temp);
+            let _ = self.temp.unlink();
         }
     }
 }
 
-/// A unique hidden name beside `path`, for a temp file or a backup
+/// A unique hidden name beside `entry`, for a temp file or a backup
 /// (`kind`).
-pub(crate) fn hidden_sibling(path: &Path, kind: &str) -> PathBuf {
+pub(crate) fn hidden_sibling(entry: &Entry, kind: &str) -> Entry {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}-{n}.cogni-{kind}", std::process::id()))
+    let mut name = OsString::from(".");
+    name.push(&entry.name);
+    name.push(format!(".{}-{n}.cogni-{kind}", std::process::id()));
+    entry.sibling(name)
 }
 
 /// Create a new temp file beside `target`; never opens an existing file.
-fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
+fn create_temp(target: &Entry) -> io::Result<(Entry, File)> {
     loop {
-        let path = hidden_sibling(target, "tmp");
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(file) => return Ok((path, file)),
+        let temp = hidden_sibling(target, "tmp");
+        match temp.create_new(0o666) {
+            Ok(file) => return Ok((temp, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
 }
 
-/// Create the missing directories above `path`, outermost first, adding
-/// each one made to `created` (also when a later one fails) so the caller
-/// can remove them again with [`remove_dirs`].
-pub(crate) fn create_parent_dirs(path: &Path, created: &mut Vec<PathBuf>) -> io::Result<()> {
-    let mut missing = Vec::new();
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        if d.as_os_str().is_empty() || fs::symlink_metadata(d).is_ok() {
-            break;
-        }
-        missing.push(d.to_path_buf());
-        dir = d.parent();
-    }
-    for d in missing.into_iter().rev() {
-        fs::create_dir(&d)?;
-        created.push(d);
-    }
-    Ok(())
-}
-
-/// Remove directories made by [`create_parent_dirs`], innermost first;
+/// Remove directories made by [`Target::make_parents`], innermost first;
 /// one that is no longer empty stays.
-pub(crate) fn remove_dirs(created: &[PathBuf]) {
+pub(crate) fn remove_dirs(created: &[Entry]) {
     for dir in created.iter().rev() {
-        let _ = fs::remove_dir(dir);
+        let _ = dir.rmdir();
     }
 }
 
@@ -214,27 +235,57 @@ pub(crate) fn remove_dirs(created: &[PathBuf]) {
 pub(crate) enum ReadTextError {
     #[error("it is a directory")]
     Directory,
+    #[error("it is {0}, not a regular file")]
+    NotRegular(&'static str),
     #[error("it is not UTF-8 text")]
     NotUtf8,
+    #[error("it is larger than {EDIT_MAX_BYTES} bytes; change it with a command")]
+    TooLarge,
     #[error("{0}")]
     Io(#[from] io::Error),
 }
 
-/// The text of the existing file at `path` (symlinks followed) and its
-/// permissions, for a tool that rewrites it. Blocking.
-pub(crate) fn read_text(path: &Path) -> Result<(String, Permissions), ReadTextError> {
-    let meta = fs::metadata(path)?;
-    if meta.is_dir() {
-        return Err(ReadTextError::Directory);
+impl From<ReadLimitError> for ReadTextError {
+    fn from(e: ReadLimitError) -> Self {
+        match e {
+            e if e.is_directory() => ReadTextError::Directory,
+            ReadLimitError::NotRegular { kind, .. } => ReadTextError::NotRegular(kind),
+            ReadLimitError::NotUtf8 { .. } => ReadTextError::NotUtf8,
+            ReadLimitError::TooLarge { .. } => ReadTextError::TooLarge,
+            ReadLimitError::Io { source, .. } => ReadTextError::Io(source),
+        }
     }
-    let text = String::from_utf8(fs::read(path)?).map_err(|_| ReadTextError::NotUtf8)?;
-    Ok((text, meta.permissions()))
+}
+
+/// The text of the existing regular file of `target` (which is not a
+/// symlink: the tools resolve those first) and its permissions, for a
+/// tool that rewrites it. Never blocks on a FIFO. Blocking.
+pub(crate) fn read_text(target: &Target) -> Result<(String, Permissions), ReadTextError> {
+    let entry = target
+        .entry()
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+    let file = entry.open_read().map_err(|e| match e.raw_os_error() {
+        // O_NOFOLLOW met a symlink: say what is there.
+        Some(libc::ELOOP) => ReadTextError::NotRegular("a symlink"),
+        _ => ReadTextError::Io(e),
+    })?;
+    let path = target.real();
+    let (file, st) = limited::regular(file, path)?;
+    let text = limited::text_of(limited::all_of(file, path, EDIT_MAX_BYTES)?, path)?;
+    Ok((text, Permissions::from_mode(st.st_mode & 0o7777)))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::fs;
+
+    pub(crate) use super::at::use_openat2;
+
+    /// The target of `path` (absolute), with no roots.
+    pub(crate) fn target(path: &Path) -> Target {
+        walk(&[], path, FinalLink::Keep).unwrap().target
+    }
 
     /// The names in `dir`, sorted: for checking that no temp file is left.
     pub(crate) fn entries(dir: &Path) -> Vec<String> {
@@ -292,7 +343,7 @@ pub(crate) mod tests {
     #[test]
     fn dropping_an_uninstalled_stage_removes_the_temp_file() {
         let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("t");
+        let target = target(&dir.path().join("t")).entry().unwrap();
         let staged = StagedFile::new(&target, b"x", None).unwrap();
         assert_eq!(entries(dir.path()).len(), 1);
         drop(staged);
@@ -308,18 +359,16 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("t"), "é\n").unwrap();
         fs::write(dir.path().join("b"), b"\xff\xfe").unwrap();
-        assert_eq!(read_text(&dir.path().join("t")).unwrap().0, "é\n");
+        let read = |name: &str| read_text(&target(&dir.path().join(name)));
+        assert_eq!(read("t").unwrap().0, "é\n");
+        assert!(matches!(read("b"), Err(ReadTextError::NotUtf8)));
+        fs::create_dir(dir.path().join("d")).unwrap();
+        assert!(matches!(read("d"), Err(ReadTextError::Directory)));
         assert!(matches!(
-            read_text(&dir.path().join("b")),
-            Err(ReadTextError::NotUtf8)
-        ));
-        assert!(matches!(
-            read_text(dir.path()),
-            Err(ReadTextError::Directory)
-        ));
-        assert!(matches!(
-            read_text(&dir.path().join("missing")),
+            read("missing"),
             Err(ReadTextError::Io(e)) if e.kind() == io::ErrorKind::NotFound
         ));
+        std::os::unix::fs::symlink("t", dir.path().join("l")).unwrap();
+        assert!(matches!(read("l"), Err(ReadTextError::NotRegular(_))));
     }
 }
