@@ -28,6 +28,7 @@ mod responses_provider;
 mod runner;
 mod sandbox;
 mod scale;
+mod secrets;
 mod sessions;
 mod shard;
 mod shell;

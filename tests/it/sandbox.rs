@@ -21,7 +21,7 @@ static SKIPPED: AtomicUsize = AtomicUsize::new(0);
 /// True when the kernel backend works. Otherwise the skip is printed
 /// (uncaptured) with the count so far, or, under `COGNI_REQUIRE_SANDBOX`,
 /// the test fails.
-fn backend(test: &str) -> bool {
+pub(crate) fn backend(test: &str) -> bool {
     let Err(e) = cogni::sandbox::probe().backend() else {
         return true;
     };
