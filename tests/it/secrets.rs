@@ -65,3 +65,105 @@ fn the_sandbox_temp_dir_is_private() {
         run.calls[0].output
     );
 }
+
+/// Texts holding each newer secret shape, and the part that must not be
+/// written anywhere.
+const SHAPES: &[(&str, &str)] = &[
+    ("slack xoxb-1234567890-abcdefGHIJklmn", "abcdefGHIJklmn"),
+    ("gitlab glpat-AbCdEf0123456789_-xyZ", "AbCdEf0123456789"),
+    (
+        "npm npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz",
+    ),
+    (
+        "hf hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa01234567",
+        "ZyXwVuTsRqPoNmLkJiHgFeDcBa",
+    ),
+    (
+        "db postgres://app:pw-Secr3t-9@db.internal:5432/prod",
+        "pw-Secr3t-9",
+    ),
+    (
+        "csv bob,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    (
+        "aws_secret_access_key = vJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "vJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+];
+
+/// Ordinary text that stays as written.
+const ORDINARY: &str = "from huggingface_hub import hf_hub_download; url = f\"postgresql://{user}:{password}@{host}/db\"";
+
+#[test]
+fn newer_secret_shapes_stay_out_of_session_files_the_log_o_files_and_recordings() {
+    let env = Env::new();
+    let lines: Vec<&str> = SHAPES.iter().map(|(text, _)| *text).collect();
+    let printed = lines.join("\n");
+    let script = serde_json::json!({ "turns": [
+        { "text": "printing", "tool_calls": [
+            { "name": "shell", "arguments": { "command": format!("cat <<'EOF'\n{printed}\nEOF") } },
+        ] },
+        { "text": format!("found:\n{printed}\n{ORDINARY}") },
+    ] });
+    let script: toml::Value = serde_json::from_value(script).unwrap();
+    let script = env.write("script.toml", &toml::to_string(&script).unwrap());
+    // The log records each hook's command: this one holds them all.
+    let hook = toml::Value::String(format!("true {}", lines.join(" ")));
+    env.write(
+        "home/config.toml",
+        &format!("[[hooks.SessionStart]]\ncommand = {hook}\n"),
+    );
+    let out_file = env.dir.path().join("answer.txt");
+    let recording = env.dir.path().join("rec.toml");
+    let out = env
+        .cmd()
+        .env("RUST_LOG", "cogni=debug")
+        .args(["run", "--no-sandbox", "--script"])
+        .arg(&script)
+        .arg("--record")
+        .arg(&recording)
+        .arg("-o")
+        .arg(&out_file)
+        .arg(format!("look for secrets like {}", SHAPES[4].0))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let sessions: Vec<_> = std::fs::read_dir(env.dir.path().join("home/sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(sessions.len(), 1);
+    let written = std::fs::read_to_string(&out_file).unwrap();
+    let files = [
+        (
+            "the session file",
+            std::fs::read_to_string(&sessions[0]).unwrap(),
+        ),
+        (
+            "the log",
+            std::fs::read_to_string(env.dir.path().join("home/log/cogni.log")).unwrap(),
+        ),
+        ("-o", written.clone()),
+        (
+            "the recording",
+            std::fs::read_to_string(&recording).unwrap(),
+        ),
+    ];
+    for (what, text) in &files {
+        for (_, secret) in SHAPES {
+            assert!(!text.contains(secret), "{secret} in {what}:\n{text}");
+        }
+        assert!(text.contains("[REDACTED]"), "{what}:\n{text}");
+    }
+    assert!(files[1].1.contains("hook ran"), "{}", files[1].1);
+    // What is around a secret stays, and so does ordinary code.
+    assert!(
+        written.contains("postgres://app:[REDACTED]@db.internal:5432/prod"),
+        "{written}"
+    );
+    assert!(written.contains("bob,[REDACTED],[REDACTED]"), "{written}");
+    assert!(written.ends_with(ORDINARY), "{written}");
+}
