@@ -167,3 +167,50 @@ fn newer_secret_shapes_stay_out_of_session_files_the_log_o_files_and_recordings(
     assert!(written.contains("bob,[REDACTED],[REDACTED]"), "{written}");
     assert!(written.ends_with(ORDINARY), "{written}");
 }
+
+#[test]
+fn variables_that_look_secret_by_name_or_value_never_reach_commands() {
+    let env = Env::new();
+    let secret = [
+        ("GH_PAT", "pat-value-1"),
+        ("DATABASE_URL", "postgres://u:pw-value-2@db.internal/app"),
+        ("MYSQL_PWD", "pwd-value-3"),
+        ("NPM_CONFIG__AUTH", "auth-value-4"),
+        ("AWS_SESSION_CREDS", "creds-value-5"),
+        ("CI_READ", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+    ];
+    // bash keeps OLDPWD only when it names a directory.
+    let old = env.dir.path().to_string_lossy().into_owned();
+    let kept = [
+        ("OLDPWD", old.as_str()),
+        ("XDG_CONFIG_HOME", "/somewhere/config"),
+        ("SSH_AUTH_SOCK", "/somewhere/agent.sock"),
+        ("REPO_URL", "https://github.com/org/repo.git"),
+    ];
+    let run = run_script(
+        &env,
+        &[vec![shell("env; echo \"PWD is $PWD\"")]],
+        &["--no-sandbox"],
+        |cmd| {
+            cmd.envs(secret.iter().chain(&kept).copied());
+        },
+    );
+    let output = &run.calls[0].output;
+    for (name, value) in secret {
+        assert!(
+            !output.contains(value),
+            "{name} reached the command:\n{output}"
+        );
+    }
+    for (name, value) in kept {
+        assert!(
+            output.contains(&format!("{name}={value}")),
+            "{name} is missing:\n{output}"
+        );
+    }
+    let work = env.work().canonicalize().unwrap();
+    assert!(
+        output.contains(&format!("PWD is {}", work.display())),
+        "{output}"
+    );
+}
