@@ -10,7 +10,7 @@
 //! of the user's `$COGNI_HOME/config.toml`.
 
 use super::{ConfigError, ConfigFile};
-use crate::protocol::{ResourceLimits, SandboxMode};
+use crate::protocol::ResourceLimits;
 use crate::tools::env::{EnvInherit, ShellEnvPolicy};
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
@@ -100,14 +100,6 @@ impl Trusted {
 pub(super) fn is_trusted(home: &Path, user: &ConfigFile, cwd: &Path) -> Result<bool, ConfigError> {
     let projects = user.trusted_projects.as_deref().unwrap_or_default();
     Ok(Trusted::load(home, projects)?.covers(cwd))
-}
-
-fn rank(mode: SandboxMode) -> u8 {
-    match mode {
-        SandboxMode::ReadOnly => 0,
-        SandboxMode::WorkspaceWrite => 1,
-        SandboxMode::DangerFullAccess => 2,
-    }
 }
 
 /// `path` inside `repo` (canonical when it exists; otherwise it may not
@@ -225,7 +217,7 @@ pub(super) fn restrict_untrusted(
     }
     if let Some(mode) = project.sandbox_mode {
         let below = base.sandbox_mode.unwrap_or_default();
-        if rank(mode) > rank(below) {
+        if mode.looseness() > below.looseness() {
             project.sandbox_mode = None;
             ignore(format!("sandbox_mode = \"{}\"", mode.as_str()));
         }

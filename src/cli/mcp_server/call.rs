@@ -43,6 +43,31 @@ pub(super) struct Defaults {
     pub home: PathBuf,
 }
 
+/// A call's `sandbox` or `approval_policy` (`key`), `asked`, when it is no
+/// looser than the server's `ceiling` (its `flag`, when the operator gave
+/// it); the ceiling when the call asks for nothing. A looser one is an
+/// error that names the ceiling and what a call may ask for: a client
+/// may only tighten what the operator allowed.
+fn within<T: Copy>(
+    asked: Option<T>,
+    ceiling: Option<T>,
+    looseness: fn(T) -> usize,
+    name: fn(T) -> &'static str,
+    variants: &[&str],
+    (key, flag): (&str, &str),
+) -> Result<Option<T>, String> {
+    match (asked, ceiling) {
+        (Some(asked), Some(ceiling)) if looseness(asked) > looseness(ceiling) => Err(format!(
+            "`{key}` \"{}\" is looser than this server allows: it was started with {flag} {}, \
+             which a call may only tighten (use one of: {}); nothing was run",
+            name(asked),
+            name(ceiling),
+            variants[..=looseness(ceiling)].join(", ")
+        )),
+        (asked, ceiling) => Ok(asked.or(ceiling)),
+    }
+}
+
 /// The server's state, shared by its calls.
 pub(super) struct Server {
     defaults: Defaults,
@@ -144,10 +169,25 @@ impl Server {
         stop: Stop,
         progress: Progress,
     ) -> Result<CallToolResult, String> {
+        let defaults = &self.defaults;
         let settings = Settings {
             cwd: self.directory(task.cwd.as_deref())?,
-            sandbox: task.sandbox.or(self.defaults.sandbox),
-            approval: task.approval.or(self.defaults.approval),
+            sandbox: within(
+                task.sandbox,
+                defaults.sandbox,
+                SandboxMode::looseness,
+                SandboxMode::as_str,
+                SandboxMode::VARIANTS,
+                ("sandbox", "--sandbox"),
+            )?,
+            approval: within(
+                task.approval,
+                defaults.approval,
+                ApprovalPolicy::looseness,
+                ApprovalPolicy::as_str,
+                ApprovalPolicy::VARIANTS,
+                ("approval_policy", "--approval"),
+            )?,
             model: task.model,
             agent: task.agent,
         };
