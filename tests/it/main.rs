@@ -13,6 +13,7 @@ mod compaction;
 mod context;
 mod effects;
 mod engine_mock;
+mod guards;
 mod hooks;
 mod interop;
 mod manual;
