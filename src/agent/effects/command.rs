@@ -67,22 +67,13 @@ fn plain_argv(command: &str, path: Option<&str>) -> Option<Vec<String>> {
     {
         return None;
     }
-    let program = path?
-        .split(':')
-        .filter(|dir| dir.starts_with('/'))
-        .map(|dir| Path::new(dir).join(first))
-        .find(|candidate| is_executable(candidate))?;
+    let program = exec::find_program(first, path?)?;
     if !exec_format(&program) {
         return None;
     }
     let mut argv = vec![program.to_string_lossy().into_owned()];
     argv.extend(words[1..].iter().map(|w| w.to_string()));
     Some(argv)
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Whether the regular file at `path` starts as a program the kernel
