@@ -50,6 +50,8 @@ pub struct Opened {
     pub mcp: McpConfig,
     /// Warnings for the user (agent cards that could not be read).
     pub problems: Vec<String>,
+    /// The directory is trusted: its own commands load.
+    pub project_trusted: bool,
 }
 
 /// Open a session in `cwd` (`launch_dir`: where cogni was started, for
@@ -107,5 +109,6 @@ pub fn open(
         delegation,
         mcp: loaded.config.mcp,
         problems: catalog.problems,
+        project_trusted: loaded.config.project_trusted,
     })
 }

@@ -80,7 +80,7 @@ pub enum Command {
     McpServer(mcp_server::McpServerArgs),
     /// Serve an editor over the Agent Client Protocol on stdin and stdout (Zed and other ACP clients).
     Acp(acp::AcpArgs),
-    /// Trust a directory's own cogni.toml (providers, keys, sandbox loosening), or list/revoke trust.
+    /// Trust a directory's own cogni.toml, hooks, MCP servers, skills, agent cards and commands; list or revoke trust; show what an untrusted one may set.
     Trust(trust::TrustArgs),
     /// Check a task file without running anything.
     Validate(tasks::ValidateArgs),

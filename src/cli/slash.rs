@@ -1,12 +1,14 @@
 //! Slash commands shared by the REPL and `cogni acp`: a front door's
-//! built-ins beside user commands (markdown files in `.cogni/commands/`
-//! and `$COGNI_HOME/commands/`; the file is the prompt with `$ARGUMENTS`
-//! replaced) and, in `cogni acp`, the session's skills (`/name ARGS` is
-//! `$name ARGS`).
+//! built-ins beside user commands (markdown files in `$COGNI_HOME/commands/`
+//! and, once the directory is trusted, `.cogni/commands/`; the file is the
+//! prompt with `$ARGUMENTS` replaced) and, in `cogni acp`, the session's
+//! skills (`/name ARGS` is `$name ARGS`).
 //!
 //! The reserved commands (`/exit`, `/quit`, `/help`, `/clear`) cannot be
-//! taken. Any other built-in can: an agent command with its name gets the
-//! bare `/name`, and the built-in stays reachable as `/cogni:name`.
+//! taken. Any other built-in can be taken by one of your own commands: it
+//! gets the bare `/name`, and the built-in stays reachable as
+//! `/cogni:name`. A project's command never takes a name that a built-in
+//! or one of yours has: it is `/project:name` instead.
 
 use crate::agent::{Session, SessionConfig};
 use crate::spec::cards as agents;
@@ -94,13 +96,20 @@ pub struct Registry<H> {
 }
 
 impl<H> Registry<H> {
-    /// `builtins` and the user commands found for `cwd` and `home`, with
-    /// problems to report.
-    pub fn load(builtins: Vec<Builtin<H>>, cwd: &Path, home: &Path) -> (Self, Vec<String>) {
-        let dirs = [cwd.join(".cogni/commands"), home.join("commands")];
+    /// `builtins`, your commands in `home`, and the project's in `cwd`
+    /// when `project_trusted`, with problems to report.
+    pub fn load(
+        builtins: Vec<Builtin<H>>,
+        cwd: &Path,
+        home: &Path,
+        project_trusted: bool,
+    ) -> (Self, Vec<String>) {
         let mut problems = Vec::new();
-        let mut user = Vec::new();
-        for (name, path) in agents::markdown_files(&dirs) {
+        let mut registry = Registry {
+            builtins,
+            user: Vec::new(),
+        };
+        for (name, path) in agents::markdown_files(&[home.join("commands")]) {
             if RESERVED.contains(&name.as_str()) {
                 problems.push(format!(
                     "{}: /{name} is reserved; the file is ignored",
@@ -108,15 +117,47 @@ impl<H> Registry<H> {
                 ));
                 continue;
             }
-            match std::fs::read_to_string(&path) {
-                Ok(template) => user.push(UserCommand {
-                    name,
-                    source: Source::Prompt { path, template },
-                }),
-                Err(e) => problems.push(format!("{}: {e}", path.display())),
-            }
+            registry.add_prompt(name, path, &mut problems);
         }
-        (Registry { builtins, user }, problems)
+        let project = agents::markdown_files(&[cwd.join(".cogni/commands")]);
+        if !project_trusted {
+            if let Some((_, first)) = project.first() {
+                problems.push(format!(
+                    "{}: this directory is not trusted, so its {} command{} ignored; run `cogni trust` here if you trust it",
+                    first.parent().unwrap_or(first).display(),
+                    project.len(),
+                    if project.len() == 1 { " is" } else { "s are" }
+                ));
+            }
+            return (registry, problems);
+        }
+        for (name, path) in project {
+            let taken = RESERVED.contains(&name.as_str())
+                || registry.builtin(&name).is_some()
+                || registry.user.iter().any(|u| u.name == name);
+            let name = if taken {
+                problems.push(format!(
+                    "{}: /{name} is taken, so this project command is /project:{name}",
+                    path.display()
+                ));
+                format!("project:{name}")
+            } else {
+                name
+            };
+            registry.add_prompt(name, path, &mut problems);
+        }
+        (registry, problems)
+    }
+
+    /// Add the prompt file `path` as `/name`.
+    fn add_prompt(&mut self, name: String, path: PathBuf, problems: &mut Vec<String>) {
+        match std::fs::read_to_string(&path) {
+            Ok(template) => self.user.push(UserCommand {
+                name,
+                source: Source::Prompt { path, template },
+            }),
+            Err(e) => problems.push(format!("{}: {e}", path.display())),
+        }
     }
 
     /// Add the skills as commands, after the user commands (a user
@@ -289,13 +330,13 @@ mod tests {
     #[test]
     fn user_commands_shadow_builtins_which_stay_reachable() {
         let dir = tempfile::tempdir().unwrap();
-        let cmds = dir.path().join(".cogni/commands");
+        let cmds = dir.path().join("home/commands");
         std::fs::create_dir_all(&cmds).unwrap();
         std::fs::write(cmds.join("review.md"), "Review $ARGUMENTS carefully.").unwrap();
         std::fs::write(cmds.join("status.md"), "# Git status\nShow git status.").unwrap();
         std::fs::write(cmds.join("help.md"), "nope").unwrap();
         let builtins = vec![builtin("help"), builtin("status")];
-        let (reg, problems) = Registry::load(builtins, dir.path(), &dir.path().join("home"));
+        let (reg, problems) = Registry::load(builtins, dir.path(), &dir.path().join("home"), false);
         assert!(problems[0].contains("/help is reserved"), "{problems:?}");
         match reg.find("review") {
             Some(Found::User(c)) => assert_eq!(c.expand("src/a.rs"), "Review src/a.rs carefully."),
@@ -318,6 +359,45 @@ mod tests {
             }
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn project_commands_wait_for_trust_and_never_shadow_a_builtin_or_yours() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = dir.path().join(".cogni/commands");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(home.join("commands")).unwrap();
+        std::fs::write(project.join("mode.md"), "Run the attacker's plan.").unwrap();
+        std::fs::write(project.join("exit.md"), "x").unwrap();
+        std::fs::write(project.join("deploy.md"), "Deploy.").unwrap();
+        std::fs::write(project.join("review.md"), "Their review.").unwrap();
+        std::fs::write(home.join("commands/review.md"), "My review.").unwrap();
+        let builtins = || vec![builtin("mode"), builtin("exit")];
+
+        let (reg, problems) = Registry::load(builtins(), dir.path(), &home, false);
+        assert!(matches!(reg.find("mode"), Some(Found::Builtin(_))));
+        assert!(reg.find("deploy").is_none() && reg.find("project:mode").is_none());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("not trusted") && problems[0].contains("4 commands"),
+            "{problems:?}"
+        );
+
+        let (reg, problems) = Registry::load(builtins(), dir.path(), &home, true);
+        assert!(matches!(reg.find("mode"), Some(Found::Builtin(_))));
+        assert!(matches!(reg.find("exit"), Some(Found::Builtin(_))));
+        assert!(matches!(reg.find("deploy"), Some(Found::User(_))));
+        let expand = |name| match reg.find(name) {
+            Some(Found::User(c)) => c.expand(""),
+            _ => panic!("/{name} is not a command"),
+        };
+        assert_eq!(expand("project:mode"), "Run the attacker's plan.");
+        assert_eq!(expand("review"), "My review.");
+        assert_eq!(expand("project:review"), "Their review.");
+        assert_eq!(expand("project:exit"), "x");
+        assert_eq!(reg.builtin_name(&reg.builtins()[0]), "mode");
+        assert_eq!(problems.len(), 3, "{problems:?}");
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub struct TrustArgs {
     #[arg(long, conflicts_with_all = ["dir", "revoke"])]
     pub list: bool,
 
+    /// List the keys an untrusted directory's cogni.toml may set, and why.
+    #[arg(long, conflicts_with_all = ["dir", "revoke", "list"])]
+    pub allowlist: bool,
+
     /// Remove the directory from the trusted ones.
     #[arg(long)]
     pub revoke: bool,
@@ -32,6 +36,12 @@ pub fn run(args: TrustArgs) -> u8 {
 fn trust(args: TrustArgs) -> Result<(), String> {
     let home = config::cogni_home(&|k| std::env::var(k).ok());
     let mut store = TrustStore::load(&home).map_err(|e| e.to_string())?;
+    if args.allowlist {
+        for (key, why) in config::untrusted_allowlist() {
+            println!("{key:<40} {why}");
+        }
+        return Ok(());
+    }
     if args.list {
         for dir in store.dirs() {
             println!("{}", dir.display());
@@ -58,7 +68,7 @@ fn trust(args: TrustArgs) -> Result<(), String> {
     store.trust(dir.clone());
     store.save().map_err(|e| e.to_string())?;
     println!(
-        "trusted: {} (its cogni.toml may now set providers, keys and sandbox settings)",
+        "trusted: {} (its cogni.toml in full, its hooks, MCP servers, skills, agent cards and commands now apply)",
         dir.display()
     );
     Ok(())

@@ -7,6 +7,7 @@
 
 mod agent;
 mod agents_md;
+mod allowlist;
 mod hooks;
 mod keys;
 mod mcp;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 pub use agent::AgentFile;
 pub use agents_md::load_user_instructions;
+pub use allowlist::allowed as untrusted_allowlist;
 pub use mcp::{add_server, remove_server, NewServer};
 pub use providers::ProviderFile;
 pub use trust::TrustStore;
@@ -215,6 +217,27 @@ impl ConfigFile {
         };
         let de = toml::Deserializer::parse(source)
             .map_err(|e| ConfigError(format!("{}: invalid TOML: {}", position(&e), e.message())))?;
+        Self::checked(path, de, position)
+    }
+
+    /// A layer from a table already read from `path` (what the allowlist
+    /// kept of an untrusted project's file).
+    fn from_table(path: &Path, table: toml::Table) -> Result<Self, ConfigError> {
+        Self::checked(path, toml::Value::Table(table), |_| {
+            path.display().to_string()
+        })
+    }
+
+    /// Deserialize, refuse unknown keys by path, check effects, make
+    /// relative paths relative to the file's directory.
+    fn checked<'de, D>(
+        path: &Path,
+        de: D,
+        position: impl Fn(&toml::de::Error) -> String,
+    ) -> Result<Self, ConfigError>
+    where
+        D: serde::Deserializer<'de, Error = toml::de::Error>,
+    {
         let mut unknown = Vec::new();
         let mut file: ConfigFile = serde_ignored::deserialize(de, |p| {
             // `?` marks an Option layer, which is no part of the key's path.
@@ -249,9 +272,7 @@ impl ConfigFile {
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let source = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))?;
-        Self::parse(path, &source)
+        Self::parse(path, &read_config(path)?)
     }
 
     /// Relative paths in a file are relative to that file's directory.
@@ -339,7 +360,10 @@ impl ConfigFile {
             pick(&mut t.shell_env, o.shell_env);
             pick(&mut t.edit_tool, o.edit_tool);
         }
-        pick(&mut self.effects, over.effects);
+        // Effects add up: a later layer never removes an earlier one's.
+        if let Some(o) = over.effects {
+            self.effects.get_or_insert_with(Vec::new).extend(o);
+        }
         pick(&mut self.context_strategy, over.context_strategy);
         if let Some(mut o) = over.agent {
             // `[agent] max_steps` is `max_iterations` by its spec name: a
@@ -439,6 +463,12 @@ pub fn parse_sandbox(s: &str) -> Result<SandboxMode, String> {
     })
 }
 
+/// A config file's text.
+fn read_config(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))
+}
+
 /// 1-based line and column of a byte offset.
 fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let before = &source[..offset.min(source.len())];
@@ -486,6 +516,9 @@ pub struct Config {
     pub mcp: crate::mcp::McpConfig,
 }
 
+/// Default cut of each payload in verbose logs, in bytes.
+pub const DEFAULT_VERBOSE_MAX_BYTES: usize = 2000;
+
 /// Default cap on `@path` attachments per REPL message.
 pub const DEFAULT_MAX_CONTEXT_BYTES: usize = crate::tools::attach::DEFAULT_MAX_BYTES;
 
@@ -508,15 +541,26 @@ pub fn load(sources: Sources<'_>) -> Result<Config, ConfigError> {
     let mut layer_warnings = Vec::new();
     let project_file = sources.cwd.join("cogni.toml");
     // Trust is read only when the project has something to gate.
-    let gated = project_file.is_file() || sources.cwd.join(".cogni/agents").is_dir();
+    let gated = project_file.is_file()
+        || sources.cwd.join(".cogni/agents").is_dir()
+        || sources.cwd.join(".cogni/commands").is_dir();
     let project_trusted = gated && trust::is_trusted(&sources.home, &merged, &sources.cwd)?;
     if project_file.is_file() {
-        let mut project = ConfigFile::load(&project_file)?;
+        let source = read_config(&project_file)?;
+        // The whole file is checked first, so its errors name their line.
+        let mut project = ConfigFile::parse(&project_file, &source)?;
         if !project_trusted {
-            let ignored = trust::restrict_untrusted(&mut project, &merged, &sources.cwd);
-            if !ignored.is_empty() {
-                layer_warnings.push(trust::warning(&project_file, &ignored));
+            let table: toml::Table = toml::from_str(&source)
+                .map_err(|e| ConfigError(format!("{}: {}", project_file.display(), e.message())))?;
+            let kept = allowlist::filter(table, &merged, &sources.cwd);
+            if !kept.ignored.is_empty() {
+                layer_warnings.push(trust::warning(&project_file, &kept.ignored));
             }
+            project = ConfigFile::from_table(&project_file, kept.table)?;
+        }
+        let dropped = trust::project_only(&mut project);
+        if !dropped.is_empty() {
+            layer_warnings.push(trust::project_warning(&project_file, &dropped));
         }
         merged.merge(project);
     }
@@ -683,7 +727,7 @@ pub fn resolve(
     Ok(Config {
         session,
         warnings,
-        verbose_max_bytes: c.verbose_max_bytes.unwrap_or(2000),
+        verbose_max_bytes: c.verbose_max_bytes.unwrap_or(DEFAULT_VERBOSE_MAX_BYTES),
         max_context_bytes: c.max_context_bytes.unwrap_or(DEFAULT_MAX_CONTEXT_BYTES),
         auto_context: c
             .agent

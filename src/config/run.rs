@@ -17,8 +17,16 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct RunFile {
     /// The longest one run (`cogni run`, a REPL message, a task attempt) may take.
     pub timeout_secs: Option<f64>,
-    /// `[run.output_guardrail]`: what the final answer must satisfy.
-    pub output_guardrail: Option<OutputGuardrailFile>,
+    /// `[run.output_guardrail]`: what the final answer must satisfy. One
+    /// per file; merged layers keep each one, so a later layer adds a
+    /// check and never removes an earlier one.
+    #[serde(default, rename = "output_guardrail", deserialize_with = "one")]
+    pub output_guardrails: Vec<OutputGuardrailFile>,
+}
+
+/// A file's one `[run.output_guardrail]` table.
+fn one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<OutputGuardrailFile>, D::Error> {
+    OutputGuardrailFile::deserialize(d).map(|g| vec![g])
 }
 
 /// `[run.output_guardrail]`
@@ -36,10 +44,10 @@ pub struct OutputGuardrailFile {
 impl RunFile {
     /// Relative paths are relative to the file's directory.
     pub(super) fn resolve_paths(&mut self, dir: &Path) {
-        if let Some(p) = self
-            .output_guardrail
-            .as_mut()
-            .and_then(|g| g.schema_file.as_mut())
+        for p in self
+            .output_guardrails
+            .iter_mut()
+            .filter_map(|g| g.schema_file.as_mut())
         {
             if p.is_relative() {
                 *p = dir.join(&*p);
@@ -47,14 +55,13 @@ impl RunFile {
         }
     }
 
-    /// Merge `over` on top of `self` (later `Some` wins, field by field).
+    /// Merge `over` on top of `self`: a later timeout wins; guardrails
+    /// add up.
     pub(super) fn merge(&mut self, over: RunFile) {
         if over.timeout_secs.is_some() {
             self.timeout_secs = over.timeout_secs;
         }
-        if over.output_guardrail.is_some() {
-            self.output_guardrail = over.output_guardrail;
-        }
+        self.output_guardrails.extend(over.output_guardrails);
     }
 }
 
@@ -65,9 +72,12 @@ pub(super) fn check_effects(path: &Path, effects: &[toml::Value]) -> Result<(), 
         .map_err(|e| ConfigError(format!("{}: {e}", path.display())))
 }
 
-/// The effects of the merged config.
+/// The effects of the merged config: every layer's, a limit set by more
+/// than one layer at its tightest.
 pub(super) fn effects(values: Option<Vec<toml::Value>>) -> Result<Vec<EffectSpec>, ConfigError> {
-    EffectSpec::parse_all(&values.unwrap_or_default(), "effects").map_err(ConfigError)
+    EffectSpec::parse_all(&values.unwrap_or_default(), "effects")
+        .map(EffectSpec::combine_layers)
+        .map_err(ConfigError)
 }
 
 /// The middleware settings of the merged config.
@@ -78,13 +88,14 @@ pub(super) fn run_config(file: Option<RunFile>) -> Result<RunConfig, ConfigError
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => return err(format!("run.timeout_secs must be greater than 0, got {s}")),
     };
-    let output_guardrail = match file.output_guardrail {
-        None => None,
-        Some(g) => Some(output_guardrail(g)?),
-    };
+    let output_guardrails = file
+        .output_guardrails
+        .into_iter()
+        .map(output_guardrail)
+        .collect::<Result<_, _>>()?;
     Ok(RunConfig {
         timeout,
-        output_guardrail,
+        output_guardrails,
     })
 }
 

@@ -369,11 +369,11 @@ fn an_untrusted_project_cannot_redirect_or_loosen() {
     std::fs::write(d.cwd.join("cogni.toml"), HOSTILE_PROJECT).unwrap();
     let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
     let s = &c.session;
-    // What is harmless applies.
+    // What the allowlist has applies.
     assert_eq!(s.model.as_deref(), Some("gpt-4o"));
-    assert_eq!(s.provider.retry.max_retries, 1);
     assert_eq!(s.sandbox_policy.limits.cpu_time_secs, Some(5));
-    // What redirects or loosens does not.
+    // Everything else does not, harmless or not.
+    assert_eq!(s.provider.retry.max_retries, 4);
     assert_eq!(s.provider.base_url, "https://api.openai.com/v1");
     assert_eq!(s.provider.env_key.as_deref(), Some("OPENAI_API_KEY"));
     assert!(s.provider.http_headers.is_empty());
@@ -398,7 +398,8 @@ fn an_untrusted_project_cannot_redirect_or_loosen() {
         "model_providers.openai.key_file",
         "model_providers.openai.http_headers",
         "model_providers.openai.auth_command",
-        "sandbox_mode = \"danger-full-access\"",
+        "model_providers.openai.max_retries",
+        "sandbox_mode (\"danger-full-access\" reaches further than \"workspace-write\")",
         "sandbox_workspace_write.network_access",
         "writable_roots \"/\"",
         "sandbox.max_processes",
@@ -417,7 +418,14 @@ fn trusted_projects_apply_in_full() {
     std::fs::write(d.cwd.join("cogni.toml"), project).unwrap();
     trust_cwd(&d);
     let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
-    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    // All but what only the user's own files may set.
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].contains("only your own config")
+            && c.warnings[0].contains("trusted_projects"),
+        "{:?}",
+        c.warnings
+    );
     assert_eq!(c.session.provider.base_url, "http://127.0.0.1:9/evil");
     assert_eq!(c.session.sandbox_policy.mode, SandboxMode::DangerFullAccess);
 
@@ -457,7 +465,7 @@ fn an_untrusted_project_may_tighten() {
         crate::tools::env::EnvInherit::None
     );
     assert!(
-        c.warnings[0].contains("sandbox_mode = \"workspace-write\""),
+        c.warnings[0].contains("sandbox_mode (\"workspace-write\""),
         "{:?}",
         c.warnings
     );

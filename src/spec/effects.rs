@@ -79,6 +79,39 @@ impl EffectSpec {
         }
     }
 
+    /// A limit's value, for the kinds that are limits (smaller is tighter).
+    fn limit(&self) -> Option<f64> {
+        Some(match *self {
+            EffectSpec::TokenLimit { tokens } => tokens as f64,
+            EffectSpec::CostLimit { usd } => usd,
+            EffectSpec::TimeLimit { seconds } => seconds,
+            EffectSpec::StepLimit { steps } => f64::from(steps),
+            EffectSpec::ToolCallLimit { calls } => f64::from(calls),
+            EffectSpec::RepeatedFailure { limit } => f64::from(limit),
+            _ => return None,
+        })
+    }
+
+    /// The effects of several config layers, in order, as one list: a
+    /// limit given more than once keeps its tightest value, at the first
+    /// one's place, so a later layer adds limits but never loosens an
+    /// earlier layer's. Everything else is kept as it is.
+    pub fn combine_layers(specs: Vec<EffectSpec>) -> Vec<EffectSpec> {
+        let mut out: Vec<EffectSpec> = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let Some(value) = spec.limit() else {
+                out.push(spec);
+                continue;
+            };
+            match out.iter_mut().find(|s| s.kind() == spec.kind()) {
+                Some(earlier) if earlier.limit().is_some_and(|v| v <= value) => {}
+                Some(earlier) => *earlier = spec,
+                None => out.push(spec),
+            }
+        }
+        out
+    }
+
     /// Parse `effects` entries; `path` names the array (`effects`,
     /// `agents.coder.effects`, ...).
     pub fn parse_all(values: &[toml::Value], path: &str) -> Result<Vec<EffectSpec>, String> {
@@ -195,6 +228,29 @@ fn field_error(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layers_combine_to_the_tightest_limit_and_keep_every_guardrail() {
+        let specs = parse(
+            r#"effects = [
+                { kind = "cost_limit", usd = 2.0 },
+                { kind = "guardrail", on = "tool_call", pattern = "rm" },
+                { kind = "step_limit", steps = 10 },
+                { kind = "cost_limit", usd = 1000.0 },
+                { kind = "guardrail", on = "tool_call", pattern = "curl" },
+                { kind = "step_limit", steps = 5 },
+            ]"#,
+        )
+        .unwrap();
+        let combined = EffectSpec::combine_layers(specs);
+        assert_eq!(combined.len(), 4, "{combined:?}");
+        assert_eq!(combined[0], EffectSpec::CostLimit { usd: 2.0 });
+        assert_eq!(combined[2], EffectSpec::StepLimit { steps: 5 });
+        assert_eq!(
+            combined.iter().filter(|s| s.kind() == "guardrail").count(),
+            2
+        );
+    }
 
     fn parse(text: &str) -> Result<Vec<EffectSpec>, String> {
         let doc: toml::Table = toml::from_str(text).unwrap();

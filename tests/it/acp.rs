@@ -487,8 +487,13 @@ fn a_prompt_streams_thoughts_text_tool_calls_and_plans_through_the_editors_files
 #[test]
 fn slash_commands_are_advertised_updated_and_namespaced() {
     let env = Env::new();
-    let commands = env.work().join(".cogni/commands");
+    let commands = env.dir.path().join("home/commands");
     std::fs::create_dir_all(&commands).unwrap();
+    // An untrusted project's commands are never offered.
+    let project = env.work().join(".cogni/commands");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("mode.md"), "Do what the repository says.").unwrap();
+    std::fs::write(project.join("deploy.md"), "Deploy.").unwrap();
     std::fs::write(commands.join("compact.md"), "Summarise $ARGUMENTS for me.").unwrap();
     std::fs::write(commands.join("help.md"), "Reserved: never offered.").unwrap();
     let script = env.script_file(
@@ -514,7 +519,8 @@ fn slash_commands_are_advertised_updated_and_namespaced() {
             assert_eq!(
             first,
             ["help", "mode", "model", "cogni:compact", "context", "plan", "compact"],
-            "the agent's /compact takes the name; the built-in moves to /cogni:compact; /help stays cogni's"
+            "your /compact takes the name; the built-in moves to /cogni:compact; /help stays cogni's; \
+             the untrusted project's /mode and /deploy are not offered"
         );
             // The agent's command is a prompt for the model.
             assert_eq!(

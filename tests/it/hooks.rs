@@ -476,7 +476,7 @@ fn an_untrusted_projects_hooks_are_ignored_until_it_is_trusted() {
     assert!(hook_events(&r).is_empty());
     for needle in [
         "not trusted",
-        "run commands",
+        "allowlist",
         "hooks.PreToolUse",
         "cogni trust",
     ] {

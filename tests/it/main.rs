@@ -15,6 +15,7 @@ mod effects;
 mod engine_mock;
 mod guards;
 mod hooks;
+mod hostile;
 mod interop;
 mod manual;
 mod mcp;

@@ -184,7 +184,7 @@ fn sigterm_stops_the_turn_and_leaves_with_the_session_saved_and_sighup_leaves_th
 #[test]
 fn slash_commands_do_what_they_say() {
     let env = Env::new();
-    let commands = env.work().join(".cogni/commands");
+    let commands = env.dir.path().join("home/commands");
     std::fs::create_dir_all(&commands).unwrap();
     std::fs::write(commands.join("greet.md"), "Say hello to $ARGUMENTS.").unwrap();
     std::fs::write(commands.join("status.md"), "Show the git status.").unwrap();

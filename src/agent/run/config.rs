@@ -10,7 +10,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default)]
 pub struct RunConfig {
     pub timeout: Option<Duration>,
-    pub output_guardrail: Option<OutputGuardrail>,
+    /// Each layer's `[run.output_guardrail]`, in order: the answer must
+    /// satisfy all of them.
+    pub output_guardrails: Vec<OutputGuardrail>,
 }
 
 /// What the final answer must satisfy.

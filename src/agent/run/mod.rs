@@ -15,8 +15,9 @@
 //!    loop's watch (as a deadline effect for the run's length), so when it
 //!    passes whatever runs is stopped, every call is answered and the run
 //!    ends with `budget_exceeded` (seconds).
-//! 4. **output guardrail** (`[run.output_guardrail]`): the final answer
-//!    must match a JSON Schema, a regex, or a command (exit 0). It checks
+//! 4. **output guardrail** (`[run.output_guardrail]`, one per config layer,
+//!    all of them checked): the final answer must match a JSON Schema, a
+//!    regex, or a command (exit 0). It checks
 //!    at the loop's `turn_end` (as an effect for the run's length), so the
 //!    first rejection goes back to the model within the same turn and the
 //!    second ends it with `invalid_output`.
@@ -98,8 +99,8 @@ pub(crate) fn builtin(config: &RunConfig) -> Vec<Arc<dyn Middleware>> {
     if let Some(limit) = config.timeout {
         chain.push(Arc::new(Timeout(limit)));
     }
-    if let Some(guardrail) = &config.output_guardrail {
-        chain.push(Arc::new(guardrail.clone()));
+    if !config.output_guardrails.is_empty() {
+        chain.push(Arc::new(OutputGuardrails(config.output_guardrails.clone())));
     }
     chain
 }
@@ -239,10 +240,25 @@ impl Middleware for Timeout {
 
 const OUTPUT_CHECK: &str = "output_guardrail";
 
-/// The effect [`OutputGuardrail`] installs for a run.
+/// Every layer's output guardrail: the answer must satisfy all of them.
+struct OutputGuardrails(Vec<OutputGuardrail>);
+
+/// The effect [`OutputGuardrails`] installs for a run.
 struct OutputCheck {
-    guard: OutputGuardrail,
+    guards: Vec<OutputGuardrail>,
     rejected: bool,
+}
+
+impl OutputCheck {
+    /// The first guardrail's objection to `answer`, if any.
+    async fn problem(&self, answer: &str, cwd: &std::path::Path) -> Option<String> {
+        for guard in &self.guards {
+            if let Some(problem) = guard.check(answer, cwd).await {
+                return Some(problem);
+            }
+        }
+        None
+    }
 }
 
 impl Effect for OutputCheck {
@@ -266,7 +282,7 @@ impl Effect for OutputCheck {
             let Point::TurnEnd { text } = cx.point else {
                 return Ok(Decision::Continue.into());
             };
-            let Some(problem) = self.guard.check(text, cx.cwd).await else {
+            let Some(problem) = self.problem(text, cx.cwd).await else {
                 return Ok(Decision::Continue.into());
             };
             if std::mem::replace(&mut self.rejected, true) {
@@ -293,7 +309,7 @@ impl Effect for OutputCheck {
     }
 }
 
-impl Middleware for OutputGuardrail {
+impl Middleware for OutputGuardrails {
     fn name(&self) -> &str {
         "output_guardrail"
     }
@@ -307,7 +323,7 @@ impl Middleware for OutputGuardrail {
     ) -> BoxFuture<'a, Result<TurnResult, AgentError>> {
         Box::pin(async move {
             session.extensions.effects.replace(Box::new(OutputCheck {
-                guard: self.clone(),
+                guards: self.0.clone(),
                 rejected: false,
             }));
             let result = next.run(&mut *session, input, sink).await;

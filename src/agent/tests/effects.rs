@@ -604,7 +604,7 @@ arguments = { text = "slow", sleep_ms = 30000 }
 "#,
         RunConfig {
             timeout: Some(Duration::from_millis(200)),
-            output_guardrail: None,
+            output_guardrails: Vec::new(),
         },
     );
     let started = std::time::Instant::now();
@@ -627,12 +627,12 @@ arguments = { text = "slow", sleep_ms = 30000 }
 fn guardrail(regex: &str) -> RunConfig {
     RunConfig {
         timeout: None,
-        output_guardrail: Some(OutputGuardrail {
+        output_guardrails: vec![OutputGuardrail {
             schema: None,
             regex: Some(regex::Regex::new(regex).unwrap()),
             command: None,
             timeout: Duration::from_secs(5),
-        }),
+        }],
     }
 }
 

@@ -258,6 +258,7 @@ impl Agent {
             home,
             max_context_bytes,
             mcp,
+            project_trusted,
             ..
         } = opened;
         let id = acp::SessionId::new(session.id.clone());
@@ -285,7 +286,7 @@ impl Agent {
             mode,
             unconfined,
             requested: requested.clone(),
-            commands: Registry::load(commands::builtins(), &cwd, &home).0,
+            commands: Registry::load(commands::builtins(), &cwd, &home, project_trusted).0,
             advertised: Vec::new(),
             updates: updates.clone(),
             file,
@@ -293,6 +294,7 @@ impl Agent {
             home,
             max_context_bytes,
             mcp,
+            project_trusted,
             servers: None,
             save_failure_reported: false,
         };

@@ -46,6 +46,8 @@ pub struct Live {
     pub home: PathBuf,
     pub max_context_bytes: usize,
     pub mcp: McpConfig,
+    /// The directory is trusted: its own commands load.
+    pub project_trusted: bool,
     pub servers: Option<Servers>,
     pub save_failure_reported: bool,
 }
@@ -99,7 +101,12 @@ impl Live {
     /// The commands as they are now (command files may have come or
     /// gone), told to the client when they changed.
     fn advertise(&mut self) {
-        let (mut registry, problems) = Registry::load(commands::builtins(), &self.cwd, &self.home);
+        let (mut registry, problems) = Registry::load(
+            commands::builtins(),
+            &self.cwd,
+            &self.home,
+            self.project_trusted,
+        );
         for problem in problems {
             tracing::warn!(%problem, "slash command");
         }

@@ -64,7 +64,7 @@ fn run_schema() -> Value {
             "approval_policy": {
                 "type": "string",
                 "enum": ApprovalPolicy::VARIANTS,
-                "description": "When the agent would ask before a tool call. Nobody is asked here: every question is answered no at once (and the agent is told). Default: the server's configuration. A server started with --approval refuses a looser policy (untrusted is the tightest, never the loosest)."
+                "description": "When the agent would ask before a tool call. Nobody is asked here: every question is answered no at once (and the agent is told). Default: the server's configuration. A server started with --approval refuses a looser policy (untrusted is the tightest, never the loosest, on-failure and on-request in between)."
             },
             "model": {
                 "type": "string",

@@ -29,10 +29,10 @@ pub type Builtin = slash::Builtin<Handler>;
 
 pub type Registry = slash::Registry<Handler>;
 
-/// The built-ins and the user commands found for `cwd` and `home`, with
-/// problems to report.
-pub fn load(cwd: &Path, home: &Path) -> (Registry, Vec<String>) {
-    Registry::load(builtins(), cwd, home)
+/// The built-ins and the user commands found for `cwd` (when trusted) and
+/// `home`, with problems to report.
+pub fn load(cwd: &Path, home: &Path, project_trusted: bool) -> (Registry, Vec<String>) {
+    Registry::load(builtins(), cwd, home, project_trusted)
 }
 
 macro_rules! handler {

@@ -101,7 +101,7 @@ fn prepare(
     let stop = Arc::new(Mutex::new(opened.session.stop_handle()));
     let approver = Arc::new(approver::ReplApprover::new(stop.clone(), sink.caps()));
     opened.session.set_approver(approver.clone());
-    let (registry, problems) = commands::load(&cwd, &opened.home);
+    let (registry, problems) = commands::load(&cwd, &opened.home, opened.project_trusted);
     for p in problems.iter().chain(&opened.problems) {
         sink.error(&format!("warning: {p}"));
     }

@@ -62,7 +62,7 @@ fn an_untrusted_projects_hooks_are_ignored_with_one_warning() {
     let warning = &config.warnings[0];
     for needle in [
         "not trusted",
-        "run commands",
+        "allowlist",
         "hooks.SessionStart",
         "hooks.PreToolUse",
         "cogni trust",
