@@ -132,8 +132,11 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 /// `git` on cogni's `PATH`.
 fn git_program() -> Result<PathBuf, String> {
     let path = std::env::var("PATH").unwrap_or_default();
-    exec::find_program("git", &path)
-        .ok_or_else(|| "git is not installed: no `git` in a directory of PATH".to_string())
+    exec::find_program("git", &path).ok_or_else(|| {
+        "git not found: no `git` in an absolute directory of PATH; install git or add its \
+             directory to PATH"
+            .to_string()
+    })
 }
 
 /// [`NEUTRAL`], owned.
@@ -255,12 +258,7 @@ fn environment(
         inherit: EnvInherit::Core,
         ..Default::default()
     };
-    let mut env = core
-        .apply(vars.iter().cloned())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(name, _)| !name.starts_with("GIT_"))
-        .collect::<BTreeMap<_, _>>();
+    let mut env = core.apply(vars.iter().cloned()).unwrap_or_default();
     if let Some((k, v)) = vars.into_iter().find(|(k, _)| k == "XDG_CONFIG_HOME") {
         env.insert(k, v);
     }
