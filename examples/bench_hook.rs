@@ -58,6 +58,8 @@ fn main() {
     };
     let hooks = std::slice::from_ref(&hook);
     let input = serde_json::json!({"hook_event_name": "PreToolUse"});
+    // As a session has them: the command's words are checked each time.
+    let pins = cogni::sandbox::pinned::pin(&[], &[dir.path().to_path_buf()]);
     let run_alone = |served: bool| {
         fork_server::set_enabled(served);
         let started = Instant::now();
@@ -67,6 +69,7 @@ fn main() {
             dir.path(),
             &[],
             DEFAULT_TIMEOUT,
+            &pins,
         ))
         .expect("runs");
         started.elapsed()

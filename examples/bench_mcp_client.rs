@@ -144,6 +144,7 @@ async fn main() {
     let launch = Launch {
         cwd: work.path().to_path_buf(),
         env: ShellEnvPolicy::default(),
+        pins: Default::default(),
     };
     let root = work.path().display().to_string();
     let filesystem = server("filesystem", &npm_server("filesystem"), &[&root]);

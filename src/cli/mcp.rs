@@ -78,6 +78,7 @@ pub(super) async fn attach(
     let launch = Launch {
         cwd: session.context().cwd.clone(),
         env: session.shell_env().clone(),
+        pins: session.context().sandbox_policy.pins.clone(),
     };
     let started = mcp::start(config, &launch).await;
     if let Some(error) = started.failed_required {
@@ -149,6 +150,7 @@ fn list(args: ListArgs) -> Result<u8, String> {
     let launch = Launch {
         cwd: config.session.cwd.clone(),
         env: config.session.tool_config.shell_env.clone(),
+        pins: config.session.sandbox_policy.pins.clone(),
     };
     let runtime = setup::runtime()?;
     let reports = runtime.block_on(async {

@@ -203,11 +203,16 @@ async fn run_canaries(mode: SandboxMode) -> Result<Vec<Canary>, String> {
         .map_err(|e| format!("temp dir: {e}"))?;
     let work = base.join("work");
     let outside = base.join("outside");
-    for dir in [work.join(".git/hooks"), outside.clone()] {
+    for dir in [
+        work.join(".git/hooks"),
+        work.join("vendor/x/.git"),
+        outside.clone(),
+    ] {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    std::fs::write(work.join(".git/config"), "[core]\n")
-        .map_err(|e| format!("canary setup: {e}"))?;
+    for config in [work.join(".git/config"), work.join("vendor/x/.git/config")] {
+        std::fs::write(config, "[core]\n").map_err(|e| format!("canary setup: {e}"))?;
+    }
     let ctx = ToolContext::new(
         work.clone(),
         SandboxPolicy {
@@ -297,6 +302,34 @@ async fn run_canaries(mode: SandboxMode) -> Result<Vec<Canary>, String> {
             .find(|l| l.starts_with("error:"))
             .unwrap_or("refused")
             .to_string(),
+    });
+
+    let r = shell(
+        &ctx,
+        "mkdir -p a/b && echo x > a/cogni.toml && git init -q a/b".into(),
+    )
+    .await;
+    canaries.push(Canary {
+        name: "create a/cogni.toml and a/b/.git (protected at any depth)".into(),
+        held: !work.join("a/cogni.toml").exists() && !work.join("a/b/.git").exists(),
+        detail: r
+            .content
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or("refused")
+            .to_string(),
+    });
+
+    // A nested repository renamed away from where it was bound, written,
+    // and moved back, in three commands.
+    shell(&ctx, "mv vendor/x vendor/y".into()).await;
+    let r = shell(&ctx, "echo evil >> vendor/y/.git/config".into()).await;
+    shell(&ctx, "mv vendor/y vendor/x".into()).await;
+    let config = std::fs::read_to_string(work.join("vendor/x/.git/config")).unwrap_or_default();
+    canaries.push(Canary {
+        name: "rename a nested repository, write its .git/config, rename it back".into(),
+        held: config == "[core]\n",
+        detail: first_line(&r),
     });
 
     let pid = std::process::id();

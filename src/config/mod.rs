@@ -605,6 +605,7 @@ pub fn resolve(
             .shell
             .or_else(|| env("SHELL").filter(|s| s.starts_with('/')))
             .unwrap_or_else(|| "/bin/bash".into()),
+        pins: Default::default(),
     };
 
     let base_instructions_override =
@@ -724,6 +725,7 @@ pub fn resolve(
     }
     session.run = run::run_config(c.run)?;
     let mcp = mcp::mcp_config(&c.mcp_servers, c.mcp.as_ref())?;
+    session.sandbox_policy.pins = Arc::new(pin_commands(&session, &mcp, cwd));
     Ok(Config {
         session,
         warnings,
@@ -740,6 +742,51 @@ pub fn resolve(
         skills,
         mcp,
     })
+}
+
+/// Pin the workspace files that the session's own commands run (hooks,
+/// guardrail and output-check commands, the test command, MCP servers):
+/// see `crate::sandbox::pinned`.
+fn pin_commands(
+    session: &SessionConfig,
+    mcp: &crate::mcp::McpConfig,
+    cwd: &Path,
+) -> crate::protocol::Pins {
+    use crate::sandbox::pinned::{self, Named};
+    use crate::spec::effects::EffectSpec;
+    let mut named: Vec<Named> = Vec::new();
+    named.extend(session.hooks.iter().map(|h| Named::line(&h.command, cwd)));
+    for effect in &session.effects {
+        if let EffectSpec::Guardrail {
+            command: Some(command),
+            ..
+        } = effect
+        {
+            named.push(Named::line(command, cwd));
+        }
+    }
+    for guard in &session.run.output_guardrails {
+        if let Some(command) = &guard.command {
+            named.push(Named::line(command, cwd));
+        }
+    }
+    if let Some(test) = &session.test_run {
+        named.push(Named::line(&test.command, cwd));
+    }
+    for server in &mcp.servers {
+        if let crate::mcp::Transport::Stdio {
+            command,
+            args,
+            cwd: dir,
+            ..
+        } = &server.transport
+        {
+            let words = std::iter::once(command.as_str()).chain(args.iter().map(String::as_str));
+            named.push(Named::argv(words, dir.as_deref().unwrap_or(cwd)));
+        }
+    }
+    let roots = crate::sandbox::workspace_roots(cwd, &session.sandbox_policy).unwrap_or_default();
+    pinned::pin(&named, &roots)
 }
 
 /// `[delegation]` checked, over the defaults.

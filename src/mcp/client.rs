@@ -30,6 +30,9 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct Launch {
     pub cwd: PathBuf,
     pub env: ShellEnvPolicy,
+    /// The session's pinned files: a server whose program in the workspace
+    /// changed during the session is not started.
+    pub pins: std::sync::Arc<crate::protocol::Pins>,
 }
 
 /// A live connection.
@@ -140,6 +143,8 @@ pub(super) async fn connect(
             child_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
             let argv: Vec<String> = std::iter::once(command).chain(args).cloned().collect();
             let dir = cwd.as_deref().unwrap_or(&launch.cwd);
+            let named = crate::sandbox::pinned::Named::argv(argv.iter().map(String::as_str), dir);
+            crate::sandbox::pinned::check(&launch.pins, &named)?;
             stdio(&argv, dir, &child_env).await?
         }
         Transport::Http {

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
 
 /// When the user is asked before a tool runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -103,6 +105,44 @@ pub struct SandboxPolicy {
     /// Limits for commands run in the sandbox.
     #[serde(default)]
     pub limits: ResourceLimits,
+    /// The files trusted commands run from the workspace (set when the
+    /// configuration is read).
+    #[serde(skip)]
+    pub pins: Arc<Pins>,
+}
+
+/// The files that the user's own commands (hooks, effect and guardrail
+/// commands, MCP servers, the test command) name in the workspace, as they
+/// were when the session's configuration was read: read-only for
+/// sandboxed commands and file tools, and checked again before each such
+/// command runs (`crate::sandbox::pinned`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pins {
+    /// When they were taken: a workspace file such a command names that
+    /// changed after this is refused. `None`: nothing was pinned.
+    pub since: Option<SystemTime>,
+    /// The canonical cwd and writable roots they were taken under.
+    pub roots: Vec<PathBuf>,
+    pub files: Vec<Pin>,
+}
+
+/// One pinned file: its path (a symlink's own, and its target's as
+/// another pin) and its stamp then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    pub path: PathBuf,
+    pub stamp: FileStamp,
+}
+
+/// What identifies a file's content and place: any change of it (a write,
+/// a rename, a new link, chmod) changes the inode's ctime, which user
+/// space cannot set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    /// Seconds and nanoseconds.
+    pub ctime: (i64, i64),
 }
 
 /// Resource limits of sandboxed commands; `None` is no limit.
@@ -134,6 +174,7 @@ impl Default for SandboxPolicy {
             writable_roots: Vec::new(),
             shell: "/bin/bash".to_string(),
             limits: ResourceLimits::default(),
+            pins: Arc::default(),
         }
     }
 }

@@ -30,12 +30,15 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::null;
 
-/// A protected path to bind read-only onto itself, with the flags of the
-/// mount it lives on (a user namespace may not drop nosuid, nodev, ...).
-#[derive(Debug)]
+/// A path to bind onto itself: read-only (a protected path), or as it is,
+/// only to make it a mount point, which cannot be renamed (a directory
+/// above a pinned file). With the flags of the mount it lives on (a user
+/// namespace may not drop nosuid, nodev, ...).
+#[derive(Debug, Clone)]
 pub(super) struct Bind {
     pub path: CString,
     pub flags: libc::c_ulong,
+    pub read_only: bool,
 }
 
 /// Resource limits set in the namespace's init before the command starts.
@@ -51,7 +54,6 @@ pub(super) struct Rlimits {
 pub(super) struct ChildSetup {
     pub uid_map: Vec<u8>,
     pub gid_map: Vec<u8>,
-    pub binds: Vec<Bind>,
     /// Written to the namespace's `/proc/sys/kernel/pid_max`.
     pub pid_max: Option<Vec<u8>>,
     pub rlimits: Rlimits,
@@ -81,12 +83,12 @@ unsafe fn pipe() -> io::Result<[libc::c_int; 2]> {
 }
 
 impl ChildSetup {
-    /// P's part. Returns only in C (then the caller execs) or with an
-    /// error before anything was forked.
+    /// P's part, with `binds` mounted read-only. Returns only in C (then
+    /// the caller execs) or with an error before anything was forked.
     ///
     /// # Safety
     /// Call only in a forked child before exec (a `pre_exec` hook).
-    pub(super) unsafe fn enter(&self) -> io::Result<()> {
+    pub(super) unsafe fn enter(&self, binds: &[Bind]) -> io::Result<()> {
         reset_signal_handlers();
         check(libc::unshare(
             libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID,
@@ -109,7 +111,7 @@ impl ChildSetup {
             libc::MS_REC | libc::MS_PRIVATE,
             null(),
         ))?;
-        for bind in &self.binds {
+        for bind in binds {
             let path = bind.path.as_ptr();
             if libc::mount(path, path, null(), libc::MS_BIND | libc::MS_REC, null()) != 0 {
                 if last_errno() == libc::ENOENT {
@@ -117,6 +119,9 @@ impl ChildSetup {
                     continue;
                 }
                 return Err(io::Error::last_os_error());
+            }
+            if !bind.read_only {
+                continue;
             }
             check(libc::mount(
                 null(),

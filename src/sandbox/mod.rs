@@ -9,9 +9,9 @@
 //!   must be handled in full or the command is refused. Signals to
 //!   processes outside the sandbox are refused where the kernel can
 //!   (Landlock ABI v6 scopes).
-//! - **read-only binds** of the protected paths under the writable roots
-//!   (see [`protected`]), so `.git/hooks` stays out of reach even though
-//!   its parent is writable;
+//! - **read-only binds** of the protected paths under the writable roots,
+//!   found afresh before each command (see [`protected`]), so `.git/hooks`
+//!   stays out of reach even though its parent is writable;
 //! - **seccomp**, when the network is off: `socket`/`socketpair` for any
 //!   family but AF_UNIX, and io_uring, fail with EACCES (so UDP and DNS
 //!   are closed too, not only TCP);
@@ -29,11 +29,13 @@
 //! without all of them there is no backend, and callers refuse to run
 //! commands in read-only or workspace-write mode ([`Probe::backend`]).
 //! This module imports only `protocol`; `tools::exec` installs a
-//! [`Confinement`] in the child it spawns.
+//! [`Confined`] (a session's [`Confinement`] with one command's protected
+//! paths) in the child it spawns.
 
 mod child;
 pub mod fork_server;
 mod forked;
+pub mod pinned;
 pub mod protected;
 mod reaper;
 pub mod redact;
@@ -45,7 +47,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 pub use rules::REQUIRED_LANDLOCK_ABI;
 
@@ -352,9 +354,9 @@ impl IdMaps {
 /// The lowest pid_max the kernel accepts.
 const PID_MAX_MIN: u64 = 301;
 
-/// What a command may touch, ready to be entered by a forked child.
-/// Prepare it once per session (it holds the Landlock ruleset) and enter
-/// it for each command.
+/// What a command may touch. Prepare it once per session (it holds the
+/// Landlock ruleset), then [`Confinement::confine`] each command with the
+/// protected paths found just before it.
 #[derive(Debug)]
 pub struct Confinement {
     setup: child::ChildSetup,
@@ -363,14 +365,39 @@ pub struct Confinement {
     /// The workspace and the private temporary directory.
     write_roots: Vec<PathBuf>,
     network: bool,
-    protected_scan_complete: bool,
+    /// The pinned files bound read-only, and the directories above them
+    /// bound onto themselves (see [`pinned`]), for every command.
+    pinned: Vec<child::Bind>,
+}
+
+/// A [`Confinement`] with one command's read-only binds: what a forked
+/// child enters.
+#[derive(Debug)]
+pub struct Confined {
+    confinement: Arc<Confinement>,
+    binds: Vec<child::Bind>,
+}
+
+impl Confined {
+    /// Enter the confinement. Returns in the process that must exec the
+    /// command; the processes around it wait and never return.
+    ///
+    /// # Safety
+    /// Call only in a forked child before exec (a `pre_exec` hook): it
+    /// forks, creates namespaces and restricts the calling process.
+    pub unsafe fn enter(&self) -> io::Result<()> {
+        self.confinement.setup.enter(&self.binds)
+    }
+
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
+    }
 }
 
 impl Confinement {
     /// Prepare the confinement of `policy` (read-only or workspace-write)
     /// for commands run in `cwd`; `temp_dir` is the private temporary
-    /// directory they may write. Scans the writable roots for protected
-    /// paths (blocking).
+    /// directory they may write. Blocking.
     pub fn new(policy: &SandboxPolicy, cwd: &Path, temp_dir: &Path) -> Result<Self, SandboxError> {
         let probe = probe();
         probe.backend().map_err(SandboxError::Unavailable)?;
@@ -384,14 +411,9 @@ impl Confinement {
             }
             _ => Vec::new(),
         };
-        let scan = protected::scan(&workspace);
         let mut write_roots = workspace.clone();
         write_roots.push(canonical(temp_dir)?);
-        let binds = scan
-            .paths
-            .iter()
-            .map(|p| bind_of(p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let pinned = pinned_binds(&policy.pins, &workspace)?;
         let maps = IdMaps::current();
         let pid_max = match (probe.pid_max_per_namespace, limits.max_processes) {
             (true, Some(n)) => Some(
@@ -405,7 +427,6 @@ impl Confinement {
         let setup = child::ChildSetup {
             uid_map: maps.uid,
             gid_map: maps.gid,
-            binds,
             pid_max,
             rlimits: child::Rlimits {
                 nproc: limits.max_processes,
@@ -432,18 +453,27 @@ impl Confinement {
             workspace,
             write_roots,
             network: policy.network_access,
-            protected_scan_complete: scan.complete,
+            pinned,
         })
     }
 
-    /// Enter the confinement. Returns in the process that must exec the
-    /// command; the processes around it wait and never return.
-    ///
-    /// # Safety
-    /// Call only in a forked child before exec (a `pre_exec` hook): it
-    /// forks, creates namespaces and restricts the calling process.
-    pub unsafe fn enter(&self) -> io::Result<()> {
-        self.setup.enter()
+    /// This confinement for one command, with the `protected` paths (found
+    /// just before it) bound read-only.
+    pub fn confine(
+        self: &Arc<Self>,
+        protected: &protected::Scan,
+    ) -> Result<Confined, SandboxError> {
+        let mut binds = protected
+            .paths()
+            .map(|p| bind_of(p, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        // The pinned files' directories first: a read-only bind below one
+        // must not be hidden by it.
+        binds.splice(0..0, self.pinned.iter().cloned());
+        Ok(Confined {
+            confinement: self.clone(),
+            binds,
+        })
     }
 
     /// The canonical cwd and writable roots (none in read-only mode).
@@ -454,11 +484,6 @@ impl Confinement {
     /// The private temporary directory (canonical).
     pub fn temp_dir(&self) -> Option<&Path> {
         self.write_roots.last().map(PathBuf::as_path)
-    }
-
-    /// False when the protected-path scan stopped at its entry limit.
-    pub fn protected_scan_complete(&self) -> bool {
-        self.protected_scan_complete
     }
 
     /// A note for the model when a failed command's output looks like the
@@ -536,9 +561,43 @@ fn canonical(path: &Path) -> Result<PathBuf, SandboxError> {
     })
 }
 
-/// The read-only bind of `path`, keeping the flags a user namespace may
-/// not drop from the mount it lives on.
-fn bind_of(path: &Path) -> Result<child::Bind, SandboxError> {
+/// The binds that keep the pinned files of `pins` as they are, for commands
+/// that may write under `workspace`: each directory between its writable
+/// root and the file bound onto itself (so none can be renamed), outermost
+/// first, then each file read-only.
+fn pinned_binds(
+    pins: &crate::protocol::Pins,
+    workspace: &[PathBuf],
+) -> Result<Vec<child::Bind>, SandboxError> {
+    let mut dirs: Vec<&Path> = Vec::new();
+    let mut files: Vec<&Path> = Vec::new();
+    for pin in &pins.files {
+        let Some(root) = workspace.iter().find(|r| pin.path.starts_with(r)) else {
+            continue;
+        };
+        files.push(&pin.path);
+        dirs.extend(
+            pin.path
+                .ancestors()
+                .skip(1)
+                .take_while(|d| *d != root.as_path() && d.starts_with(root)),
+        );
+    }
+    dirs.sort_by_key(|d| (d.components().count(), *d));
+    dirs.dedup();
+    let mut binds = Vec::new();
+    for dir in dirs {
+        binds.push(bind_of(dir, false)?);
+    }
+    for file in files {
+        binds.push(bind_of(file, true)?);
+    }
+    Ok(binds)
+}
+
+/// The bind of `path` onto itself (read-only or not), keeping the flags a
+/// user namespace may not drop from the mount it lives on.
+fn bind_of(path: &Path, read_only: bool) -> Result<child::Bind, SandboxError> {
     let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::Path {
         path: path.to_path_buf(),
         source: io::Error::from_raw_os_error(libc::EINVAL),
@@ -567,6 +626,7 @@ fn bind_of(path: &Path) -> Result<child::Bind, SandboxError> {
     Ok(child::Bind {
         path: c_path,
         flags,
+        read_only,
     })
 }
 

@@ -1,34 +1,56 @@
-//! Protected paths: read-only even inside the writable roots.
+//! Protected paths: read-only even inside the writable roots, at every
+//! depth, for the whole session.
 //!
 //! `.git` (any repository's, nested ones included: hooks and config run
 //! code later), `.cogni/`, `cogni.toml` and `AGENTS.md` (they steer cogni
-//! itself). How each tool enforces it:
+//! itself), and the files a trusted command runs from the workspace (see
+//! `super::pinned`). How each tool enforces it:
 //!
-//! - file tools refuse, before any I/O, a write whose real path has a
-//!   `.git` or `.cogni` component or ends in `cogni.toml` or `AGENTS.md`
-//!   ([`protected_part`]);
-//! - commands see every protected path that exists under a writable root
-//!   bound read-only onto itself in their mount namespace ([`scan`]), so
-//!   the kernel answers "Read-only file system";
-//! - a protected name missing at the top of a writable root cannot be
-//!   bound (there is nothing to bind): if a command creates one, it is
-//!   removed when the command ends and the model is told ([`Missing`]).
+//! - file tools refuse a write whose real path has a `.git` or `.cogni`
+//!   component or ends in `cogni.toml` or `AGENTS.md` ([`protected_part`]);
+//! - before every command the writable roots are scanned ([`Scanner`]) and
+//!   every protected path found is bound read-only onto itself in the
+//!   command's mount namespace, so the kernel answers "Read-only file
+//!   system". The scan is fresh for each command, so a directory renamed
+//!   by an earlier one (`mv vendor/x vendor/y`) is bound where it is now;
+//!   within a command a bind moves with a renamed parent, and a bound path
+//!   itself cannot be renamed or removed (it is a mount point);
+//! - after every command (and when a background job ends) the roots are
+//!   scanned again: a protected name that was not there before, at any
+//!   depth (`sub/cogni.toml`, `a/b/.git`), is moved aside to
+//!   `NAME.cogni-refused` ([`Scanner::refuse_new`]) and the model is told.
+//!
+//! Scans are cheap when little changed: a directory whose inode and
+//! modification time are what an earlier scan saw is not read again
+//! (unless it was changed within a second of that read, when a coarse
+//! clock could hide a later change).
 
+use std::collections::{HashMap, HashSet};
+use std::ffi::{CString, OsStr, OsString};
 use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Directories protected with everything inside them.
 pub const PROTECTED_DIRS: &[&str] = &[".git", ".cogni"];
 /// Files protected wherever they are.
 pub const PROTECTED_FILES: &[&str] = &["cogni.toml", "AGENTS.md"];
-/// Names whose creation at the top of a writable root is undone.
-const GUARDED_WHEN_MISSING: &[&str] = &[".cogni", "cogni.toml", "AGENTS.md"];
 
-/// Entries [`scan`] looks at before it stops (a bound on start-up cost in
-/// huge trees); [`Scan::complete`] says whether it stopped early.
+/// What a refused name is renamed to (then `-2`, `-3`, ...).
+pub const REFUSED_SUFFIX: &str = ".cogni-refused";
+
+/// Entries a scan looks at before it stops (a bound on its cost in huge
+/// trees); [`Scan::complete`] says whether it stopped early.
 const SCAN_LIMIT: usize = 200_000;
 
-fn is_protected_name(name: &std::ffi::OsStr) -> bool {
+/// A directory changed this close to being read is read again next time.
+const RACY: Duration = Duration::from_secs(1);
+
+fn is_protected_name(name: &OsStr) -> bool {
     name.to_str()
         .is_some_and(|n| PROTECTED_DIRS.contains(&n) || PROTECTED_FILES.contains(&n))
 }
@@ -51,82 +73,244 @@ pub fn protected_part(rel: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The protected paths that exist under some roots.
+/// A file's device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    fn of(meta: &fs::Metadata) -> Self {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+}
+
+/// The protected paths under some roots.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scan {
-    pub paths: Vec<PathBuf>,
+    /// Each path with its identity, sorted by path.
+    pub found: Vec<(PathBuf, FileId)>,
     /// False when the walk stopped at its entry limit.
     pub complete: bool,
 }
 
-/// Walk `roots` (symlinks are not followed; protected directories are not
-/// entered) and collect every protected path. Blocking.
-pub fn scan(roots: &[PathBuf]) -> Scan {
-    let mut paths = Vec::new();
-    let mut stack: Vec<PathBuf> = roots.to_vec();
-    let mut seen = 0usize;
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > SCAN_LIMIT {
-                return Scan {
-                    paths,
-                    complete: false,
-                };
-            }
-            let path = entry.path();
-            if is_protected_name(&entry.file_name()) {
-                paths.push(path);
-            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-            }
-        }
-    }
-    paths.sort();
-    paths.dedup();
-    Scan {
-        paths,
-        complete: true,
+impl Scan {
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.found.iter().map(|(p, _)| p.as_path())
     }
 }
 
-/// Protected names missing at the top of the writable roots before a
-/// command runs.
-#[derive(Debug, Clone, Default)]
-pub struct Missing(Vec<PathBuf>);
+/// What an earlier scan read of one directory.
+#[derive(Debug)]
+struct Listing {
+    id: FileId,
+    mtime: (i64, i64),
+    /// When it was read (seconds, nanoseconds since the epoch).
+    read_at: (i64, i64),
+    /// Its entries.
+    entries: usize,
+    /// Subdirectories to walk (not symlinks, not protected ones).
+    subdirs: Vec<OsString>,
+    /// Protected entries.
+    protected: Vec<(OsString, FileId)>,
+}
 
-impl Missing {
-    pub fn before(roots: &[PathBuf]) -> Self {
-        Missing(
-            roots
-                .iter()
-                .flat_map(|root| GUARDED_WHEN_MISSING.iter().map(move |n| root.join(n)))
-                .filter(|p| fs::symlink_metadata(p).is_err())
-                .collect(),
-        )
-    }
-
-    /// Remove what the command created of them; returns the removed paths.
-    pub fn undo_created(&self) -> Vec<PathBuf> {
-        let mut removed = Vec::new();
-        for path in &self.0 {
-            let Ok(meta) = fs::symlink_metadata(path) else {
-                continue;
-            };
-            let gone = if meta.is_dir() {
-                fs::remove_dir_all(path)
-            } else {
-                fs::remove_file(path)
-            };
-            if gone.is_ok() {
-                removed.push(path.clone());
+impl Listing {
+    /// `dir` (with `meta`) read now.
+    fn read(dir: &Path, meta: &fs::Metadata) -> io::Result<Self> {
+        let read_at = now();
+        let mut listing = Listing {
+            id: FileId::of(meta),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            read_at,
+            entries: 0,
+            subdirs: Vec::new(),
+            protected: Vec::new(),
+        };
+        for entry in fs::read_dir(dir)?.flatten() {
+            listing.entries += 1;
+            let name = entry.file_name();
+            if is_protected_name(&name) {
+                if let Ok(meta) = fs::symlink_metadata(entry.path()) {
+                    listing.protected.push((name, FileId::of(&meta)));
+                }
+            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                listing.subdirs.push(name);
             }
         }
-        removed
+        Ok(listing)
     }
+
+    /// Still what the directory holds, judging by `meta`.
+    fn current(&self, meta: &fs::Metadata) -> bool {
+        let settled = self.mtime.0 + (RACY.as_secs() as i64) < self.read_at.0
+            || (self.mtime.0 + (RACY.as_secs() as i64) == self.read_at.0
+                && self.mtime.1 < self.read_at.1);
+        FileId::of(meta) == self.id && (meta.mtime(), meta.mtime_nsec()) == self.mtime && settled
+    }
+}
+
+fn now() -> (i64, i64) {
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    (t.as_secs() as i64, i64::from(t.subsec_nanos()))
+}
+
+/// Scans the writable roots for protected paths, remembering what it read
+/// so the next scan reads only what changed. One per session.
+#[derive(Debug, Default)]
+pub struct Scanner {
+    dirs: HashMap<PathBuf, Listing>,
+}
+
+impl Scanner {
+    /// Walk `roots` (symlinks are not followed; protected directories are
+    /// not entered) and collect every protected path. Blocking.
+    pub fn scan(&mut self, roots: &[PathBuf]) -> Scan {
+        let mut found = Vec::new();
+        let mut read = HashMap::new();
+        let mut stack: Vec<PathBuf> = roots.to_vec();
+        let mut seen = 0usize;
+        let mut complete = true;
+        while let Some(dir) = stack.pop() {
+            let Ok(meta) = fs::symlink_metadata(&dir) else {
+                continue;
+            };
+            if !meta.is_dir() || read.contains_key(&dir) {
+                continue;
+            }
+            let listing = match self.dirs.remove(&dir) {
+                Some(listing) if listing.current(&meta) => listing,
+                _ => match Listing::read(&dir, &meta) {
+                    Ok(listing) => listing,
+                    Err(_) => continue,
+                },
+            };
+            seen += listing.entries;
+            if seen > SCAN_LIMIT {
+                complete = false;
+                break;
+            }
+            stack.extend(listing.subdirs.iter().map(|name| dir.join(name)));
+            found.extend(
+                listing
+                    .protected
+                    .iter()
+                    .map(|(name, id)| (dir.join(name), *id)),
+            );
+            read.insert(dir, listing);
+        }
+        self.dirs = read;
+        found.sort();
+        found.dedup();
+        Scan { found, complete }
+    }
+
+    /// Scan `roots` again and move aside every protected entry that
+    /// `before` did not have (by identity, so a renamed directory's
+    /// `.git` is not new): renamed to `NAME.cogni-refused` in its
+    /// directory, found without following symlinks from its root.
+    /// Returns what was moved (its old path) and the scan after. Blocking.
+    pub fn refuse_new(&mut self, roots: &[PathBuf], before: &Scan) -> (Vec<PathBuf>, Scan) {
+        let known: HashSet<FileId> = before.found.iter().map(|(_, id)| *id).collect();
+        let after = self.scan(roots);
+        let mut moved = Vec::new();
+        for (path, id) in &after.found {
+            if known.contains(id) {
+                continue;
+            }
+            let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
+                continue;
+            };
+            match move_aside(root, path) {
+                Ok(()) => moved.push(path.clone()),
+                Err(e) => tracing::warn!(path = %path.display(), error = %e,
+                    "cannot move aside a protected name a command created"),
+            }
+        }
+        if moved.is_empty() {
+            (moved, after)
+        } else {
+            // What is left is what the next command is bound to.
+            let after = self.scan(roots);
+            (moved, after)
+        }
+    }
+}
+
+/// Rename `path` (below `root`) to a free `NAME.cogni-refused[-N]` beside
+/// it. Every directory on the way is opened without following symlinks,
+/// so a command racing to swap one for a link cannot redirect the rename.
+fn move_aside(root: &Path, path: &Path) -> io::Result<()> {
+    let rel = path
+        .strip_prefix(root)
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let name = rel
+        .file_name()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut dir = open_dir(root, libc::AT_FDCWD, 0)?;
+    if let Some(parent) = rel.parent() {
+        for component in parent.components() {
+            let Component::Normal(part) = component else {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+            };
+            dir = open_dir(Path::new(part), dir.as_raw_fd(), libc::O_NOFOLLOW)?;
+        }
+    }
+    let from = cstring(name)?;
+    for n in 1..1000 {
+        let mut aside = name.to_os_string();
+        aside.push(REFUSED_SUFFIX);
+        if n > 1 {
+            aside.push(format!("-{n}"));
+        }
+        let to = cstring(&aside)?;
+        // SAFETY: both names are valid C strings; the fd is open.
+        let r = unsafe {
+            libc::renameat2(
+                dir.as_raw_fd(),
+                from.as_ptr(),
+                dir.as_raw_fd(),
+                to.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(e);
+        }
+    }
+    Err(io::Error::from(io::ErrorKind::AlreadyExists))
+}
+
+fn cstring(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+/// Open the directory `path` relative to `at` (an fd or `AT_FDCWD`).
+fn open_dir(path: &Path, at: libc::c_int, extra: libc::c_int) -> io::Result<OwnedFd> {
+    let c = cstring(path.as_os_str())?;
+    // SAFETY: `c` is a valid C string; the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            at,
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | extra,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]
@@ -161,11 +345,10 @@ mod tests {
         fs::write(root.join("src/cogni.toml"), "").unwrap();
         fs::write(root.join("src/lib.rs"), "").unwrap();
         std::os::unix::fs::symlink("/", root.join("src/escape")).unwrap();
-        let scan = scan(std::slice::from_ref(&root));
+        let scan = Scanner::default().scan(std::slice::from_ref(&root));
         assert!(scan.complete);
         let rel: Vec<_> = scan
-            .paths
-            .iter()
+            .paths()
             .map(|p| p.strip_prefix(&root).unwrap().to_path_buf())
             .collect();
         let want: Vec<PathBuf> = [
@@ -181,17 +364,106 @@ mod tests {
         assert_eq!(rel, want);
     }
 
+    /// A directory's modification time a second and more in the past, so
+    /// the scanner trusts what it read of it.
+    fn settle(dir: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(5);
+        fs::File::open(dir).unwrap().set_modified(old).unwrap();
+    }
+
     #[test]
-    fn created_guarded_names_are_undone() {
+    fn a_later_scan_reads_only_what_changed_and_sees_every_change() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_path_buf();
+        fs::create_dir_all(root.join("a/b")).unwrap();
+        fs::create_dir_all(root.join("c")).unwrap();
+        for d in ["", "a", "a/b", "c"] {
+            settle(&root.join(d));
+        }
+        let roots = [root.clone()];
+        let mut scanner = Scanner::default();
+        assert!(scanner.scan(&roots).found.is_empty());
+        // A listing whose directory did not change is reused: poison one
+        // to see it.
+        scanner
+            .dirs
+            .get_mut(&root.join("c"))
+            .unwrap()
+            .protected
+            .push(("AGENTS.md".into(), FileId { dev: 0, ino: 0 }));
+        assert_eq!(scanner.scan(&roots).found.len(), 1, "c was not read again");
+        // A change is seen, however recent.
+        fs::write(root.join("a/b/cogni.toml"), "").unwrap();
+        let scan = scanner.scan(&roots);
+        assert!(
+            scan.paths().any(|p| p.ends_with("a/b/cogni.toml")),
+            "{scan:?}"
+        );
+        // A renamed directory is read where it is now.
+        fs::rename(root.join("a"), root.join("z")).unwrap();
+        let scan = scanner.scan(&roots);
+        assert!(
+            scan.paths().any(|p| p.ends_with("z/b/cogni.toml")),
+            "{scan:?}"
+        );
+        assert!(!scan.paths().any(|p| p.ends_with("a/b/cogni.toml")));
+    }
+
+    #[test]
+    fn new_protected_names_are_moved_aside_at_any_depth_and_renamed_ones_stay() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        fs::create_dir_all(root.join("vendor/x/.git")).unwrap();
         fs::write(root.join("AGENTS.md"), "keep").unwrap();
-        let missing = Missing::before(std::slice::from_ref(&root));
-        fs::create_dir_all(root.join(".cogni")).unwrap();
-        fs::write(root.join(".cogni/config.toml"), "x").unwrap();
-        let removed = missing.undo_created();
-        assert_eq!(removed, vec![root.join(".cogni")]);
-        assert!(!root.join(".cogni").exists());
+        let roots = [root.clone()];
+        let mut scanner = Scanner::default();
+        let before = scanner.scan(&roots);
+        // A command: renames a directory holding a .git, creates names.
+        fs::rename(root.join("vendor/x"), root.join("vendor/y")).unwrap();
+        fs::create_dir_all(root.join("sub/.cogni/commands")).unwrap();
+        fs::write(root.join("sub/cogni.toml"), "x").unwrap();
+        fs::create_dir_all(root.join("sub/deep/.git")).unwrap();
+        fs::write(root.join("sub/cogni.toml.cogni-refused"), "taken").unwrap();
+        let (moved, after) = scanner.refuse_new(&roots, &before);
+        let rel: HashSet<PathBuf> = moved
+            .iter()
+            .map(|p| p.strip_prefix(&root).unwrap().to_path_buf())
+            .collect();
+        let want: HashSet<PathBuf> = ["sub/.cogni", "sub/cogni.toml", "sub/deep/.git"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(rel, want);
+        assert!(root.join("sub/.cogni.cogni-refused/commands").is_dir());
+        assert_eq!(
+            fs::read_to_string(root.join("sub/cogni.toml.cogni-refused-2")).unwrap(),
+            "x",
+            "nothing is overwritten"
+        );
+        assert!(root.join("sub/deep/.git.cogni-refused").is_dir());
+        assert!(
+            root.join("vendor/y/.git").is_dir(),
+            "a renamed .git is not new"
+        );
         assert_eq!(fs::read_to_string(root.join("AGENTS.md")).unwrap(), "keep");
+        let left: Vec<_> = after.paths().map(|p| p.to_path_buf()).collect();
+        assert_eq!(
+            left,
+            vec![root.join("AGENTS.md"), root.join("vendor/y/.git")]
+        );
+    }
+
+    #[test]
+    fn moving_aside_follows_no_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(root.join("real")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("cogni.toml"), "the user's").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        let e = move_aside(&root, &root.join("link/cogni.toml")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR), "{e}");
+        assert!(outside.join("cogni.toml").exists());
     }
 }

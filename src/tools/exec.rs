@@ -1,7 +1,7 @@
 //! Running child processes for tools: own process group, death with the
 //! parent, no stdin, bounded capture of stdout and stderr, timeouts that kill
 //! the whole group, and cancellation (dropping the future) that does too.
-//! With a [`Confinement`] the child enters the kernel sandbox before exec;
+//! With a [`Confined`] the child enters the kernel sandbox before exec;
 //! without one a subreaper supervises it (see `crate::sandbox`). Either
 //! way nothing it started outlives the call. [`run_served`] starts an
 //! unconfined command from the fork server instead of forking cogni
@@ -17,7 +17,7 @@ mod served;
 pub use capture::{Capture, CapturedStream, Sink};
 
 use super::truncate::Limits;
-use crate::sandbox::{self, Confinement};
+use crate::sandbox::{self, Confined};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -55,7 +55,7 @@ pub struct ExecRequest {
     /// See [`DEFAULT_IO_DRAIN`].
     pub io_drain: Duration,
     /// The kernel sandbox to enter; `None` runs unconfined.
-    pub sandbox: Option<Arc<Confinement>>,
+    pub sandbox: Option<Arc<Confined>>,
     /// Written to the process's stdin, which is then closed; `None`:
     /// stdin is `/dev/null`.
     pub stdin: Option<Vec<u8>>,
@@ -386,7 +386,7 @@ fn supervised(
     argv: &[String],
     cwd: &Path,
     env: &BTreeMap<String, String>,
-    sandbox: Option<Arc<Confinement>>,
+    sandbox: Option<Arc<Confined>>,
     stdin: Stdio,
 ) -> Result<Command, ExecError> {
     let (program, args) = argv.split_first().ok_or(ExecError::EmptyCommand)?;

@@ -102,7 +102,7 @@ struct Read {
 
 /// Runs on the job's task when it ends, for cleanup with the exit (the
 /// shell tool's protected-path check); its text is added to the end note.
-pub type OnEnd = Box<dyn FnOnce() -> Option<String> + Send>;
+pub type OnEnd = Box<dyn FnOnce() -> futures::future::BoxFuture<'static, Option<String>> + Send>;
 
 impl JobTable {
     pub fn new(max_running: usize, timeout: Duration) -> Self {
@@ -175,7 +175,7 @@ impl JobTable {
                 Ok(ended) => End::Ran {
                     ended,
                     timeout,
-                    note: on_end(),
+                    note: on_end().await,
                 },
                 Err(e) => End::Failed(e.to_string()),
             };
@@ -525,7 +525,7 @@ mod tests {
             .start(
                 request(script, Duration::from_secs(60)),
                 script.into(),
-                Box::new(|| None),
+                Box::new(|| Box::pin(async { None })),
             )
             .unwrap()
     }
@@ -578,7 +578,7 @@ mod tests {
         let refused = table.start(
             request("true", Duration::from_secs(5)),
             "true".into(),
-            Box::new(|| None),
+            Box::new(|| Box::pin(async { None })),
         );
         assert!(refused.unwrap_err().contains("tools.max_background_jobs"));
         let stopped = table.stop(id, limits()).await;
@@ -593,7 +593,7 @@ mod tests {
             .start(
                 request("true", Duration::from_secs(5)),
                 "true".into(),
-                Box::new(|| None)
+                Box::new(|| Box::pin(async { None }))
             )
             .is_ok());
     }
@@ -613,7 +613,7 @@ mod tests {
             .start(
                 request("yes | head -c 100000; sleep 30", table.timeout(None)),
                 "yes".into(),
-                Box::new(|| Some("note from the end".into())),
+                Box::new(|| Box::pin(async { Some("note from the end".into()) })),
             )
             .unwrap();
         let mut read = table.output(id, MAX_WAIT, limits()).await;

@@ -39,6 +39,8 @@ pub enum PathError {
     },
     #[error("`{shown}` is protected by the sandbox ({}): .git, .cogni, cogni.toml and AGENTS.md stay read-only in workspace-write mode; ask the user to make this change", part.display())]
     Protected { shown: String, part: PathBuf },
+    #[error("`{0}` is run by one of the user's own commands (a hook, a guardrail, an MCP server or the test command), so it stays read-only for this session; ask the user to make this change")]
+    Pinned(String),
     #[error("`{0}` has `..` after a directory that does not exist")]
     DotDotInMissingPart(PathBuf),
     #[error("cannot resolve the working directory {cwd}: {source}")]
@@ -128,6 +130,8 @@ pub struct WriteAccess {
     cwd: PathBuf,
     /// Canonical roots; `None` when every path may be written.
     roots: Option<Vec<PathBuf>>,
+    /// The session's pinned files (`crate::sandbox::pinned`).
+    pins: std::sync::Arc<crate::protocol::Pins>,
 }
 
 impl WriteAccess {
@@ -141,6 +145,7 @@ impl WriteAccess {
         Ok(WriteAccess {
             cwd: cwd.to_path_buf(),
             roots,
+            pins: policy.pins.clone(),
         })
     }
 
@@ -152,10 +157,14 @@ impl WriteAccess {
             (FinalLink::Keep, Some(parent), Some(name)) => real_path(parent, path)?.join(name),
             _ => real_path(&joined, path)?,
         };
-        match &self.roots {
-            Some(roots) => ensure_unprotected(path, ensure_inside(path, real, roots)?, roots),
-            None => Ok(real),
+        let Some(roots) = &self.roots else {
+            return Ok(real);
+        };
+        let real = ensure_unprotected(path, ensure_inside(path, real, roots)?, roots)?;
+        if self.pins.files.iter().any(|p| p.path == real) {
+            return Err(PathError::Pinned(path.display().to_string()));
         }
+        Ok(real)
     }
 }
 

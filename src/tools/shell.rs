@@ -1,19 +1,22 @@
 //! `shell`: run a command (a shell string or an argv array) and report its
 //! exit code, duration and capped output. Outside danger-full-access the
 //! command runs in the kernel sandbox (`crate::sandbox`), prepared once per
-//! session and policy.
+//! session and policy, with the protected paths found just before it bound
+//! read-only; protected names it created are moved aside after it.
 
 use super::env::ShellEnvPolicy;
 use super::exec::{self, ExecOutput, ExecRequest};
 use super::output::{fmt_secs, push_block, render_streams, status_line};
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
-use crate::sandbox::{protected, Confinement};
+use crate::sandbox::protected::{Scan, Scanner};
+use crate::sandbox::Confinement;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -30,9 +33,35 @@ pub struct ShellTool {
     /// The private temporary directory of sandboxed commands (removed with
     /// the tool, at the end of the session).
     temp_dir: OnceLock<Result<tempfile::TempDir, String>>,
-    /// The confinement of the last (cwd, policy): preparing one scans the
-    /// workspace for protected paths and builds the kernel rules.
+    /// The confinement of the last (cwd, policy): preparing one builds the
+    /// kernel rules.
     confinement: Mutex<Option<(PathBuf, SandboxPolicy, Arc<Confinement>)>>,
+    /// Finds the protected paths before and after each command.
+    scanner: Arc<Mutex<Scanner>>,
+    /// The user was told the workspace is too large to scan in full.
+    scan_warned: AtomicBool,
+}
+
+/// The protected paths a confined command started with, to move aside
+/// what it created when it ends.
+pub(super) struct Watch {
+    scanner: Arc<Mutex<Scanner>>,
+    roots: Vec<PathBuf>,
+    before: Scan,
+}
+
+impl Watch {
+    /// Move aside the protected names created since the command started;
+    /// the note for the model, if there were any.
+    pub(super) async fn finish(self, cwd: PathBuf) -> Option<String> {
+        let moved = tokio::task::spawn_blocking(move || {
+            let mut scanner = self.scanner.lock().unwrap_or_else(|e| e.into_inner());
+            scanner.refuse_new(&self.roots, &self.before).0
+        })
+        .await
+        .unwrap_or_default();
+        protected_note(&cwd, &moved)
+    }
 }
 
 impl ShellTool {
@@ -61,6 +90,8 @@ impl ShellTool {
             env: OnceLock::new(),
             temp_dir: OnceLock::new(),
             confinement: Mutex::new(None),
+            scanner: Arc::default(),
+            scan_warned: AtomicBool::new(false),
         }
     }
 
@@ -97,13 +128,6 @@ impl ShellTool {
         .map_err(|e| format!("preparing the sandbox was interrupted: {e}"))?
         .map_err(|e| format!("cannot confine the command: {e}"))?;
         let confinement = prepared.2.clone();
-        if !confinement.protected_scan_complete() {
-            tracing::warn!(
-                cwd = %ctx.cwd.display(),
-                "the workspace is too large to scan fully for protected paths (.git, .cogni, ...); \
-                 some nested ones are not bound read-only"
-            );
-        }
         if let Ok(mut cached) = self.confinement.lock() {
             *cached = Some(prepared);
         }
@@ -246,7 +270,7 @@ impl ShellTool {
             Ok(env) => env,
             Err(e) => return ToolResult::error(e),
         };
-        let (request, sandbox, missing) = match self
+        let (request, sandbox, watch) = match self
             .prepare(ctx, argv, cwd, env, timeout, config.capture_limit_bytes)
             .await
         {
@@ -254,10 +278,13 @@ impl ShellTool {
             Err(e) => return ToolResult::error(format!("{e}; nothing was run")),
         };
         if args.background {
-            return self.start_job(ctx, request, shown, missing);
+            return self.start_job(ctx, request, shown, watch);
         }
         let result = exec::run(request).await;
-        let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
+        let refused = match watch {
+            Some(watch) => watch.finish(ctx.cwd.clone()).await,
+            None => None,
+        };
         let mut result = match result {
             Ok(output) => render(&output, timeout, config),
             Err(e) => return ToolResult::error(e.to_string()),
@@ -269,7 +296,7 @@ impl ShellTool {
                 }
             }
         }
-        if let Some(note) = protected_note(&ctx.cwd, &undone) {
+        if let Some(note) = refused {
             push_block(&mut result.content, &note);
             result.is_error = true;
         }
@@ -284,8 +311,9 @@ impl ShellTool {
     }
 
     /// `argv` as a request confined by `ctx`'s policy (unless it is
-    /// danger-full-access), with the sandbox's temporary directory, and
-    /// the protected paths that do not exist yet (to undo their creation).
+    /// danger-full-access), with the sandbox's temporary directory and the
+    /// protected paths found now bound read-only, and the [`Watch`] that
+    /// moves aside what the command creates of them.
     async fn prepare(
         &self,
         ctx: &ToolContext,
@@ -294,14 +322,7 @@ impl ShellTool {
         mut env: BTreeMap<String, String>,
         timeout: Duration,
         capture_limit_bytes: usize,
-    ) -> Result<
-        (
-            ExecRequest,
-            Option<Arc<Confinement>>,
-            Option<protected::Missing>,
-        ),
-        String,
-    > {
+    ) -> Result<(ExecRequest, Option<Arc<Confinement>>, Option<Watch>), String> {
         let sandbox = if ctx.sandbox.mode == SandboxMode::DangerFullAccess {
             None
         } else {
@@ -312,10 +333,16 @@ impl ShellTool {
                 env.insert(var.to_string(), temp.display().to_string());
             }
         }
-        // A few stat calls: cheaper than a trip to the blocking pool.
-        let missing = sandbox
-            .as_ref()
-            .map(|c| protected::Missing::before(c.workspace_roots()));
+        let (confined, watch) = match &sandbox {
+            Some(confinement) => {
+                let watch = self.scan(ctx, confinement.workspace_roots()).await?;
+                let confined = confinement
+                    .confine(&watch.before)
+                    .map_err(|e| format!("cannot confine the command: {e}"))?;
+                (Some(Arc::new(confined)), Some(watch))
+            }
+            None => (None, None),
+        };
         let request = ExecRequest {
             argv,
             cwd,
@@ -324,10 +351,38 @@ impl ShellTool {
             capture_limit_bytes,
             kill_grace: exec::DEFAULT_KILL_GRACE,
             io_drain: exec::DEFAULT_IO_DRAIN,
-            sandbox: sandbox.clone(),
+            sandbox: confined,
             stdin: None,
         };
-        Ok((request, sandbox, missing))
+        Ok((request, sandbox, watch))
+    }
+
+    /// The protected paths under `roots` now, as a [`Watch`] for a command
+    /// about to start.
+    async fn scan(&self, ctx: &ToolContext, roots: &[PathBuf]) -> Result<Watch, String> {
+        let scanner = self.scanner.clone();
+        let roots = roots.to_vec();
+        let watch = tokio::task::spawn_blocking(move || {
+            let before = scanner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .scan(&roots);
+            Watch {
+                scanner,
+                roots,
+                before,
+            }
+        })
+        .await
+        .map_err(|e| format!("scanning for protected paths was interrupted: {e}"))?;
+        if !watch.before.complete && !self.scan_warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                cwd = %ctx.cwd.display(),
+                "the workspace is too large to scan fully for protected paths (.git, .cogni, ...); \
+                 some nested ones are not bound read-only or checked after commands"
+            );
+        }
+        Ok(watch)
     }
 
     /// Run `command` (a shell line; stderr joins stdout, so the output is
@@ -349,7 +404,7 @@ impl ShellTool {
             format!("exec 2>&1\n{command}"),
         ];
         let env = self.child_env()?;
-        let (request, _sandbox, missing) = self
+        let (request, _sandbox, watch) = self
             .prepare(
                 ctx,
                 argv,
@@ -359,9 +414,12 @@ impl ShellTool {
                 capture_limit_bytes,
             )
             .await?;
-        let output = exec::run(request).await.map_err(|e| e.to_string())?;
-        let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
-        Ok((output, protected_note(&ctx.cwd, &undone)))
+        let output = exec::run(request).await;
+        let refused = match watch {
+            Some(watch) => watch.finish(ctx.cwd.clone()).await,
+            None => None,
+        };
+        Ok((output.map_err(|e| e.to_string())?, refused))
     }
 
     /// Start `request` as a background job; the model gets its id at once.
@@ -370,13 +428,17 @@ impl ShellTool {
         ctx: &ToolContext,
         request: ExecRequest,
         shown: String,
-        missing: Option<protected::Missing>,
+        watch: Option<Watch>,
     ) -> ToolResult {
         let timeout = request.timeout;
         let cwd = ctx.cwd.clone();
         let on_end: super::jobs::OnEnd = Box::new(move || {
-            let undone = missing.map(|m| m.undo_created()).unwrap_or_default();
-            protected_note(&cwd, &undone)
+            Box::pin(async move {
+                match watch {
+                    Some(watch) => watch.finish(cwd).await,
+                    None => None,
+                }
+            })
         });
         match ctx.jobs.start(request, shown.clone(), on_end) {
             Ok(id) => ToolResult::ok(format!(
@@ -389,16 +451,24 @@ impl ShellTool {
     }
 }
 
-/// The error for protected paths a command created (and cogni removed).
-fn protected_note(cwd: &std::path::Path, undone: &[PathBuf]) -> Option<String> {
-    if undone.is_empty() {
+/// The error for protected names a command created (and cogni moved
+/// aside).
+fn protected_note(cwd: &std::path::Path, moved: &[PathBuf]) -> Option<String> {
+    if moved.is_empty() {
         return None;
     }
-    let names: Vec<String> = undone.iter().map(|p| paths::display(cwd, p)).collect();
+    let names: Vec<String> = moved.iter().map(|p| paths::display(cwd, p)).collect();
     Some(format!(
-        "error: the command created {}, which the sandbox protects (.cogni, cogni.toml and \
-         AGENTS.md steer cogni itself); it was removed. Ask the user to make this change.",
-        names.join(", ")
+        "error: the command created {}, which the sandbox protects wherever they are (.git steers \
+         git; .cogni, cogni.toml and AGENTS.md steer cogni); {} moved aside to the same name \
+         with `{}` added. Ask the user to make this change.",
+        names.join(", "),
+        if names.len() == 1 {
+            "it was"
+        } else {
+            "they were"
+        },
+        crate::sandbox::protected::REFUSED_SUFFIX
     ))
 }
 

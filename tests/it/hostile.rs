@@ -38,6 +38,11 @@ struct Case {
     /// Shell lines run in the workspace before cogni (unconfined, by the test).
     #[serde(default)]
     setup: Vec<String>,
+    /// Shell lines run in the workspace after cogni, as the user's next
+    /// commands would (`git status`, `cogni run` in a subdirectory): they
+    /// may fail, but must not run a canary.
+    #[serde(default)]
+    after: Vec<String>,
     /// The user's own `$COGNI_HOME/config.toml`.
     user_config: Option<String>,
     /// cogni's arguments.
@@ -125,6 +130,7 @@ impl Dirs {
             .replace("{{WORK}}", &self.work.display().to_string())
             .replace("{{CASE}}", &self.case.display().to_string())
             .replace("{{SCRIPT}}", &self.script.display().to_string())
+            .replace("{{COGNI}}", env!("CARGO_BIN_EXE_cogni"))
     }
 
     /// A command with the run's environment: nothing of the test's own
@@ -144,8 +150,13 @@ impl Dirs {
         cmd
     }
 
-    fn sh(&self, line: &str) {
-        let out = self.command("sh").arg("-c").arg(line).output().unwrap();
+    fn sh(&self, line: &str) -> std::process::Output {
+        self.command("sh").arg("-c").arg(line).output().unwrap()
+    }
+
+    /// Run a setup line, which must succeed.
+    fn setup(&self, line: &str) {
+        let out = self.sh(line);
         assert!(
             out.status.success(),
             "setup `{line}` failed: {}",
@@ -236,10 +247,10 @@ fn run_case(name: &str, dir: &Path) -> Option<String> {
         std::fs::write(dirs.cogni_home.join("config.toml"), dirs.fill(config)).unwrap();
     }
     if case.git {
-        dirs.sh("git init -q && git add -A && git commit -qm init");
+        dirs.setup("git init -q && git add -A && git commit -qm init");
     }
     for line in &case.setup {
-        dirs.sh(&dirs.fill(line));
+        dirs.setup(&dirs.fill(line));
     }
     if case.trusted {
         let out = dirs
@@ -271,6 +282,9 @@ fn run_case(name: &str, dir: &Path) -> Option<String> {
     let (out, timed_out) = wait_for(child, Duration::from_secs(case.timeout_secs));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    for line in &case.after {
+        dirs.sh(&dirs.fill(line));
+    }
 
     let mut problems = Vec::new();
     if timed_out {

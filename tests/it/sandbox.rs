@@ -340,7 +340,7 @@ fn protected_paths_stay_read_only() {
     for call in &r.calls[..3] {
         assert_failed_with(call, &["Read-only file system", SANDBOX_NOTE]);
     }
-    assert_failed_with(&r.calls[3], &["it was removed", ".cogni"]);
+    assert_failed_with(&r.calls[3], &["moved aside", ".cogni", ".cogni-refused"]);
     assert_failed_with(&r.calls[4], &[SANDBOX_NOTE]);
     assert!(!r.calls[5].failed, "reading stays allowed");
     assert!(r.calls[5].output.contains("[core]"));
@@ -350,6 +350,10 @@ fn protected_paths_stay_read_only() {
     assert!(!work.join(".git/hooks/pre-commit").exists());
     assert!(!work.join("vendor/x/.git/hooks/post-checkout").exists());
     assert!(!work.join(".cogni").exists());
+    assert!(
+        work.join(".cogni.cogni-refused/config.toml").exists(),
+        "nothing is lost"
+    );
     assert_eq!(
         std::fs::read_to_string(work.join(".git/config")).unwrap(),
         "[core]\n"

@@ -5,6 +5,8 @@
 //! own program, not the model's, so it runs outside the sandbox, started
 //! by the fork server when it can (`exec::run_served`).
 
+use crate::protocol::Pins;
+use crate::sandbox::pinned;
 use crate::tools::exec::{self, ExecRequest, Termination};
 use std::path::Path;
 use std::time::Duration;
@@ -89,13 +91,17 @@ fn exec_format(path: &Path) -> bool {
 
 /// Run `command` with `sh -c` (or directly when it is plain words naming a
 /// program: `plain_argv`) in `cwd`, `input` on stdin, at most `timeout`.
+/// Refused when a workspace file it names changed during the session
+/// (`pins`: see `crate::sandbox::pinned`).
 pub async fn run(
     command: &str,
     input: &serde_json::Value,
     cwd: &Path,
     extra_env: &[(&str, String)],
     timeout: Duration,
+    pins: &Pins,
 ) -> Result<Ran, String> {
+    pinned::check(pins, &pinned::Named::line(command, cwd))?;
     let mut env: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
@@ -192,23 +198,39 @@ mod tests {
     async fn a_plain_command_and_a_shell_command_run_alike() {
         let dir = tempfile::tempdir().unwrap();
         let input = serde_json::json!({"a": 1});
-        let plain = run("cat", &input, dir.path(), &[], Duration::from_secs(10))
-            .await
-            .unwrap();
+        let pins = Pins::default();
+        let plain = run(
+            "cat",
+            &input,
+            dir.path(),
+            &[],
+            Duration::from_secs(10),
+            &pins,
+        )
+        .await
+        .unwrap();
         let shell = run(
             "cat | cat",
             &input,
             dir.path(),
             &[],
             Duration::from_secs(10),
+            &pins,
         )
         .await
         .unwrap();
         assert_eq!(plain.stdout, r#"{"a":1}"#);
         assert_eq!(plain.stdout, shell.stdout);
-        let failed = run("false", &input, dir.path(), &[], Duration::from_secs(10))
-            .await
-            .unwrap();
+        let failed = run(
+            "false",
+            &input,
+            dir.path(),
+            &[],
+            Duration::from_secs(10),
+            &pins,
+        )
+        .await
+        .unwrap();
         assert_eq!(failed.exit_code, Some(1));
     }
 }

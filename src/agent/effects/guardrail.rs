@@ -64,7 +64,8 @@ impl Guardrail {
             }
         }
         if let Some(command) = &self.command {
-            let ran = command::run(command, &input, cx.cwd, &[], self.timeout)
+            let pins = &cx.ctx.sandbox_policy.pins;
+            let ran = command::run(command, &input, cx.cwd, &[], self.timeout, pins)
                 .await
                 .map_err(|e| {
                     EffectError(format!(

@@ -36,8 +36,14 @@ impl std::fmt::Debug for OutputGuardrail {
 }
 
 impl OutputGuardrail {
-    /// What is wrong with `answer`, if anything.
-    pub(crate) async fn check(&self, answer: &str, cwd: &std::path::Path) -> Option<String> {
+    /// What is wrong with `answer`, if anything (`pins`: the session's
+    /// pinned files, which the command must not have seen change).
+    pub(crate) async fn check(
+        &self,
+        answer: &str,
+        cwd: &std::path::Path,
+        pins: &crate::protocol::Pins,
+    ) -> Option<String> {
         if let Some(schema) = &self.schema {
             if let Err(problem) = schema.check(answer) {
                 return Some(problem);
@@ -50,7 +56,7 @@ impl OutputGuardrail {
         }
         if let Some(command) = &self.command {
             let input = serde_json::json!({ "answer": answer });
-            return match command::run(command, &input, cwd, &[], self.timeout).await {
+            return match command::run(command, &input, cwd, &[], self.timeout, pins).await {
                 Ok(ran) if ran.exit_code == Some(0) => None,
                 Ok(ran) => {
                     let said = crate::sandbox::redact::redact(&ran.stderr).into_owned();

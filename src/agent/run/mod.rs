@@ -251,9 +251,12 @@ struct OutputCheck {
 
 impl OutputCheck {
     /// The first guardrail's objection to `answer`, if any.
-    async fn problem(&self, answer: &str, cwd: &std::path::Path) -> Option<String> {
+    async fn problem(&self, answer: &str, cx: &IterationContext<'_>) -> Option<String> {
         for guard in &self.guards {
-            if let Some(problem) = guard.check(answer, cwd).await {
+            if let Some(problem) = guard
+                .check(answer, cx.cwd, &cx.ctx.sandbox_policy.pins)
+                .await
+            {
                 return Some(problem);
             }
         }
@@ -282,7 +285,7 @@ impl Effect for OutputCheck {
             let Point::TurnEnd { text } = cx.point else {
                 return Ok(Decision::Continue.into());
             };
-            let Some(problem) = self.problem(text, cx.cwd).await else {
+            let Some(problem) = self.problem(text, cx).await else {
                 return Ok(Decision::Continue.into());
             };
             if std::mem::replace(&mut self.rejected, true) {

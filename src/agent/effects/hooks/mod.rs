@@ -545,8 +545,15 @@ impl Effect for Hook {
                 ("COGNI_SESSION_ID", cx.session_id.to_string()),
             ];
             let started = std::time::Instant::now();
-            let ran =
-                command::run(&self.spec.command, &input, cx.cwd, &env, self.spec.timeout).await;
+            let ran = command::run(
+                &self.spec.command,
+                &input,
+                cx.cwd,
+                &env,
+                self.spec.timeout,
+                &cx.ctx.sandbox_policy.pins,
+            )
+            .await;
             let (verdict, exit_code, took) = match ran {
                 Ok(ran) => (
                     contract::verdict(self.spec.event, &ran, self.spec.timeout),
