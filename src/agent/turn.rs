@@ -480,8 +480,12 @@ impl Session {
                 Ok(outcome) => outcome,
                 Err(message) => {
                     tracing::warn!(%message, "effect failed");
+                    let blocked = self.extensions.effects.failed_guard(i, phase, &message);
                     sink.emit(AgentEvent::Warning { message });
-                    continue;
+                    match blocked {
+                        Some(decision) => decision.into(),
+                        None => continue,
+                    }
                 }
             };
             for usage in &outcome.usage {

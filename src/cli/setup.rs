@@ -169,15 +169,7 @@ pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool, cwd: &Path) -> 
 /// Diagnostics go to `$COGNI_HOME/log/cogni.log`, filtered by RUST_LOG,
 /// with secrets redacted by `redact` (see [`persist::redactor`]).
 pub(super) fn init_logging(home: &Path, redact: Redactor) {
-    let dir = home.join("log");
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
-    let Ok(file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("cogni.log"))
-    else {
+    let Ok(file) = open_log(&home.join("log")) else {
         return;
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -187,6 +179,24 @@ pub(super) fn init_logging(home: &Path, redact: Redactor) {
         .with_ansi(false)
         .with_writer(std::sync::Mutex::new(RedactedFile { file, redact }))
         .try_init();
+}
+
+/// `DIR/cogni.log` for appending, private to the user: the directory 0700,
+/// the file 0600, also when they were made earlier with looser modes.
+fn open_log(dir: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(dir.join("cogni.log"))?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
 }
 
 /// The log file, with secrets redacted from every record.

@@ -62,20 +62,13 @@ impl Attempt<'_> {
         let dest = self
             .scratch
             .join(format!("{}@{}-{}", id.task, id.agent, id.attempt));
-        match Workspace::create(
-            task.workspace,
-            &p.source,
-            &dest,
-            &self.plan.options.exclude,
-            &agent.shell.env,
-        )
-        .await
+        match Workspace::create(task.workspace, &p.source, &dest, &self.plan.options.exclude).await
         {
             Err(e) => result.fail(FailureReason::SetupFailed, e),
             Ok(workspace) => {
                 self.in_workspace(&id, task, agent, &workspace.cwd, &mut result, &transcript)
                     .await;
-                match workspace.remove(&agent.shell.env).await {
+                match workspace.remove().await {
                     Ok(Some(removal)) => self.removals.lock().expect("lock").push(removal),
                     Ok(None) => {}
                     Err(e) => self.progress.report(ProgressEvent::Warning {

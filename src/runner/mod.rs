@@ -470,22 +470,15 @@ pub fn turn_limits(budget: &Budget) -> TurnLimits {
 /// The git repository around `dir`: name, commit, branch, dirty; `None`
 /// outside one (or without git).
 pub async fn repository(dir: &Path) -> Option<Repository> {
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let top = git(dir, &["rev-parse", "--show-toplevel"], &env)
-        .await
-        .ok()?;
-    let commit = git(dir, &["rev-parse", "HEAD"], &env).await.ok()?;
-    let branch = git(dir, &["symbolic-ref", "--quiet", "--short", "HEAD"], &env)
+    let top = git(dir, &["rev-parse", "--show-toplevel"]).await.ok()?;
+    let commit = git(dir, &["rev-parse", "HEAD"]).await.ok()?;
+    let branch = git(dir, &["symbolic-ref", "--quiet", "--short", "HEAD"])
         .await
         .ok();
-    let dirty = git(
-        dir,
-        &["status", "--porcelain", "--untracked-files=no"],
-        &env,
-    )
-    .await
-    .map(|s| !s.is_empty())
-    .unwrap_or(false);
+    let dirty = git(dir, &["status", "--porcelain", "--untracked-files=no"])
+        .await
+        .map(|s| !s.is_empty())
+        .unwrap_or(false);
     Some(Repository {
         name: Path::new(&top)
             .file_name()

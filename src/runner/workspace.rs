@@ -7,7 +7,6 @@ use crate::spec::tasks::WorkspaceMode;
 pub(crate) use crate::tools::git::remove_dir;
 use crate::tools::git::{worktree_add, worktree_remove};
 use ignore::WalkBuilder;
-use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -39,7 +38,6 @@ impl Workspace {
         source: &Path,
         dest: &Path,
         exclude: &[PathBuf],
-        env: &BTreeMap<String, String>,
     ) -> Result<Workspace, String> {
         match mode {
             WorkspaceMode::InPlace => Ok(Workspace {
@@ -67,7 +65,7 @@ impl Workspace {
                 })
             }
             WorkspaceMode::Worktree => {
-                let top = git(source, &["rev-parse", "--show-toplevel"], env)
+                let top = git(source, &["rev-parse", "--show-toplevel"])
                     .await
                     .map_err(|e| format!("workspace = \"worktree\" needs a git repository: {e}"))?;
                 let repo = PathBuf::from(top);
@@ -79,7 +77,7 @@ impl Workspace {
                         s.strip_prefix(&top).ok().map(Path::to_path_buf)
                     })
                     .unwrap_or_default();
-                worktree_add(&repo, dest, "HEAD", env).await?;
+                worktree_add(&repo, dest, "HEAD").await?;
                 Ok(Workspace {
                     cwd: dest.join(inside),
                     kind: Kind::Worktree {
@@ -94,12 +92,12 @@ impl Workspace {
     /// Remove a copy or worktree; an in-place workspace stays as it is.
     /// A copy is removed in the background, off the attempt's time: the
     /// returned task finishes when it is gone.
-    pub async fn remove(self, env: &BTreeMap<String, String>) -> Result<Option<Removal>, String> {
+    pub async fn remove(self) -> Result<Option<Removal>, String> {
         match self.kind {
             Kind::InPlace => Ok(None),
             Kind::Copy { root } => Ok(Some(tokio::spawn(remove_dir(root)))),
             Kind::Worktree { repo, root } => {
-                worktree_remove(&repo, &root, env).await?;
+                worktree_remove(&repo, &root).await?;
                 Ok(None)
             }
         }

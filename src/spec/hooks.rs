@@ -7,7 +7,7 @@
 //! matcher = "shell|apply_patch"    # regex over the whole tool name
 //! command = "./scripts/check-call"
 //! timeout_ms = 5000                # default 60 s
-//! on_failure = "allow"             # or "block": a hook that fails blocks
+//! on_failure = "allow"             # or "block": a hook that exits 1 (3, ...) blocks
 //! ```
 
 use regex::Regex;
@@ -92,8 +92,9 @@ impl HookEvent {
 /// Default time a hook may take before it is killed.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// What a hook that fails (exits with anything but 0 or 2, times out, or
-/// cannot start) means.
+/// What a hook that fails (exits with anything but 0, 2, 126 or 127)
+/// means. A hook that gives no answer at all (cannot start, times out,
+/// dies by a signal, prints JSON that cannot be read) blocks either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnFailure {
     /// Reported; things go on as if it had not run.

@@ -1,10 +1,22 @@
 //! The environment of processes that tools start.
 //!
-//! Steps, in order: take the inherited variables (`inherit`), drop names that
-//! look secret unless `ignore_default_excludes`, always drop cogni's own
-//! provider keys, drop `exclude` matches, keep only `include_only` matches
-//! (when given), then add `set` (explicit values always win). Patterns are
-//! globs matched case-insensitively against the whole name.
+//! Steps, in order: take the inherited variables (`inherit`), drop those
+//! that look secret by name or by value unless `ignore_default_excludes`,
+//! always drop cogni's own provider keys, drop `exclude` matches, keep only
+//! `include_only` matches (when given), then add `set` (explicit values
+//! always win). Patterns are globs matched case-insensitively against the
+//! whole name.
+//!
+//! A variable looks secret when (case-insensitively)
+//! - its name contains KEY, SECRET, TOKEN, PASSWORD or PASSWD;
+//! - or its name has two words or more (split at `_`, `-` and `.`) and the
+//!   last is one of [`SECRET_LAST_WORDS`] (`GH_PAT`, `MYSQL_PWD`,
+//!   `NPM_CONFIG__AUTH`, `AWS_SESSION_CREDS`); `PWD` and `OLDPWD` (the
+//!   shell's directories) are one word, and in `SSH_AUTH_SOCK` the last
+//!   word names a socket;
+//! - or its value holds a secret that [`crate::sandbox::redact`] knows
+//!   (`DATABASE_URL=postgres://u:pw@host/db`, a `ghp_...` token, a PEM
+//!   private key, ...).
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -26,7 +38,8 @@ pub enum EnvInherit {
 #[serde(deny_unknown_fields, default)]
 pub struct ShellEnvPolicy {
     pub inherit: EnvInherit,
-    /// Keep variables whose names contain KEY, SECRET, TOKEN or PASSWORD.
+    /// Keep variables that look secret by name or value (see the module's
+    /// documentation); provider keys are dropped all the same.
     pub ignore_default_excludes: bool,
     pub exclude: Vec<String>,
     pub include_only: Vec<String>,
@@ -40,7 +53,21 @@ pub const CORE_VARS: &[&str] = &[
 ];
 
 /// Name fragments that mark a variable as secret (case-insensitive).
-const SECRET_WORDS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD"];
+const SECRET_WORDS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD"];
+
+/// Last words of a name of two words or more that mark it as secret
+/// (case-insensitive): `GH_PAT`, `MYSQL_PWD`, `DB_PASS`, `NPM_CONFIG__AUTH`,
+/// `AWS_SESSION_CREDS`, `SESSION_COOKIE`.
+const SECRET_LAST_WORDS: &[&str] = &[
+    "PAT",
+    "PWD",
+    "PASS",
+    "AUTH",
+    "CREDS",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "COOKIE",
+];
 
 /// Provider credentials cogni reads itself. Never passed to children, even
 /// with `ignore_default_excludes`, unless named in `set`.
@@ -95,7 +122,7 @@ impl ShellEnvPolicy {
                 EnvInherit::Core => is_core(name),
                 EnvInherit::None => false,
             })
-            .filter(|(name, _)| self.ignore_default_excludes || !looks_secret(name))
+            .filter(|(name, value)| self.ignore_default_excludes || !looks_secret(name, value))
             .filter(|(name, _)| !PROVIDER_KEY_VARS.contains(&name.as_str()))
             .filter(|(name, _)| !exclude.is_match(name))
             .filter(|(name, _)| self.include_only.is_empty() || include_only.is_match(name))
@@ -109,9 +136,23 @@ fn is_core(name: &str) -> bool {
     CORE_VARS.contains(&name) || name.starts_with("LC_")
 }
 
-fn looks_secret(name: &str) -> bool {
+/// Whether a variable looks secret by its name or its value (see the
+/// module's documentation).
+fn looks_secret(name: &str, value: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    SECRET_WORDS.iter().any(|word| upper.contains(word))
+    if SECRET_WORDS.iter().any(|word| upper.contains(word)) {
+        return true;
+    }
+    let words: Vec<&str> = upper
+        .split(['_', '-', '.'])
+        .filter(|w| !w.is_empty())
+        .collect();
+    if let [_, .., last] = words[..] {
+        if SECRET_LAST_WORDS.contains(&last) {
+            return true;
+        }
+    }
+    crate::sandbox::redact::redact(value) != value
 }
 
 fn compile(patterns: &[String]) -> Result<GlobSet, EnvPolicyError> {
@@ -165,6 +206,63 @@ mod tests {
             names(&env),
             ["CARGO_HOME", "EDITOR", "HOME", "LC_ALL", "PATH"]
         );
+    }
+
+    #[test]
+    fn names_and_values_that_look_secret_are_dropped() {
+        let dropped = [
+            ("GH_PAT", "x"),
+            ("MYSQL_PWD", "x"),
+            ("DB_PASS", "x"),
+            ("DB_PASSWD", "x"),
+            ("NPM_CONFIG__AUTH", "x"),
+            ("npm_config__auth", "x"),
+            ("AWS_SESSION_CREDS", "x"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/home/u/key.json"),
+            ("SESSION_COOKIE", "x"),
+            ("DATABASE_URL", "postgres://u:pw@host/db"),
+            ("HTTPS_PROXY", "http://me:hunter2@proxy:3128"),
+            ("CI_READ", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+            ("SLACK", "xoxb-1234567890-abcdefGHIJ"),
+            (
+                "DEPLOY",
+                "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
+            ),
+        ];
+        let kept = [
+            ("PWD", "/home/u/repo"),
+            ("OLDPWD", "/home/u"),
+            ("PATH", "/usr/bin:/bin"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+            ("XDG_CONFIG_HOME", "/home/u/.config"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+            ("XAUTHORITY", "/home/u/.Xauthority"),
+            ("GIT_ASKPASS", "/usr/lib/ssh/askpass"),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/home/u/.aws/credentials"),
+            ("PATCH_LEVEL", "2"),
+            ("LOCAL_DATABASE_URL", "postgres://localhost:5432/db"),
+            ("REPO", "https://github.com/org/repo.git"),
+            ("LS_COLORS", "rs=0:di=01;34:ln=01;36:*.tar=01;31"),
+        ];
+        let vars = dropped
+            .iter()
+            .chain(&kept)
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+        let env = ShellEnvPolicy::default().apply(vars.clone()).unwrap();
+        for (name, value) in dropped {
+            assert!(
+                env.get(name).is_none_or(|v| v != value),
+                "{name}={value} should be dropped"
+            );
+        }
+        for (name, value) in kept {
+            assert_eq!(env.get(name).map(String::as_str), Some(value), "{name}");
+        }
+        let keep_all = ShellEnvPolicy {
+            ignore_default_excludes: true,
+            ..Default::default()
+        };
+        assert_eq!(keep_all.apply(vars).unwrap().len(), 27);
     }
 
     #[test]

@@ -114,6 +114,21 @@ pub struct ExecOutput {
     pub output_left_open: bool,
 }
 
+/// The executable regular file `name` in the first directory of `path` (a
+/// `PATH` value) that has one. Only absolute directories are searched: a
+/// relative entry (`.`, an empty one) would find a program in whatever
+/// directory the command runs in.
+pub fn find_program(name: &str, path: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    path.split(':')
+        .filter(|dir| dir.starts_with('/'))
+        .map(|dir| Path::new(dir).join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 /// Run `req` to completion, timeout or cancellation.
 ///
 /// Dropping the returned future kills the child's process group.
@@ -641,6 +656,20 @@ mod tests {
         assert_eq!(Termination::Signaled(9).exit_code(), 137);
         assert!(Termination::Exited(0).success());
         assert!(!Termination::Signaled(15).success());
+    }
+
+    #[test]
+    fn programs_are_found_in_absolute_directories_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("git");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let absolute = format!("/nonexistent:{}", dir.path().display());
+        assert_eq!(find_program("git", &absolute), Some(program));
+        // `.` and an empty entry mean the directory a command runs in.
+        assert_eq!(find_program("git", ".::nonexistent"), None);
+        assert_eq!(find_program("no-such-program", "/usr/bin:/bin"), None);
     }
 
     fn request(argv: &[&str], timeout: Duration) -> ExecRequest {

@@ -112,8 +112,11 @@ impl ShellTool {
         let temp_dir = self
             .temp_dir
             .get_or_init(|| {
+                // Private (0700): other users on the machine must not read
+                // what commands leave there, nor plant files in it.
                 tempfile::Builder::new()
                     .prefix("cogni-sandbox-")
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                     .tempdir()
                     .map_err(|e| format!("cannot create the sandbox's temporary directory: {e}"))
             })

@@ -689,3 +689,82 @@ fn depth_is_counted_from_the_root_through_nested_children() {
     assert!(output.contains("max_delegation_depth"), "{output}");
     assert_eq!(output_of(&events, "delegate_to_agent")["answer"], "a done");
 }
+
+#[test]
+fn worktree_isolation_runs_nothing_the_repository_names() {
+    let env = Env::new();
+    let out_dir = env.dir.path().join("canaries");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let canary = |name: &str| format!("touch '{}'", out_dir.join(name).display());
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.work())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    // A repository whose config, hooks and attributes name programs (as
+    // the model could have made it from its sandbox), with a change not
+    // committed yet.
+    git(&["init", "-q"]);
+    std::fs::write(env.work().join(".gitattributes"), "* filter=x diff=d\n").unwrap();
+    std::fs::write(env.work().join("a.txt"), "base\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "base"]);
+    std::fs::write(env.work().join("a.txt"), "dirty\n").unwrap();
+    let mut config = std::fs::read_to_string(env.work().join(".git/config")).unwrap();
+    config.push_str(&format!(
+        "[core]\n\tfsmonitor = {}\n[filter \"x\"]\n\tclean = {}; cat\n\tsmudge = {}; cat\n\trequired = true\n\
+         [diff]\n\texternal = {}\n[diff \"d\"]\n\ttextconv = {}; cat\n",
+        canary("fsmonitor"),
+        canary("clean"),
+        canary("smudge"),
+        canary("diff-external"),
+        canary("textconv"),
+    ));
+    std::fs::write(env.work().join(".git/config"), config).unwrap();
+    let hook = env.work().join(".git/hooks/post-checkout");
+    std::fs::write(&hook, format!("#!/bin/sh\n{}\n", canary("post-checkout"))).unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    card(
+        &home(&env),
+        "writer",
+        "description = \"Writes\"\nisolation = \"worktree\"",
+        "Write.",
+    );
+    let (out, events) = run_script(
+        &env,
+        json!([
+            call(
+                "delegate_to_agent",
+                json!({"agent": "writer", "task": "write"})
+            ),
+            call("write_file", json!({"path": "a.txt", "content": "child\n"})),
+            text("wrote it"),
+            text("done"),
+        ]),
+        &["--no-sandbox"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let mut ran: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    ran.sort();
+    assert!(ran.is_empty(), "cogni's git ran the repository's {ran:?}");
+    let report = output_of(&events, "delegate_to_agent");
+    assert!(
+        report["diff"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("+child"),
+        "{report}"
+    );
+}

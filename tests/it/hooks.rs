@@ -259,9 +259,9 @@ fn a_hook_that_hangs_is_killed_at_its_timeout() {
         "[[hooks.PreToolUse]]\ncommand = \"sleep {marker}\"\ntimeout_ms = 500\n"
     ));
     let r = run_turns(&env, &[vec![shell("echo ran")]], UNCONFINED);
-    // The call went on (a failed hook does not block by default).
+    // A hook that gave no answer blocks its call.
     assert!(
-        !r.calls[0].failed && r.calls[0].output.contains("ran"),
+        r.calls[0].failed && r.calls[0].output.contains("gave no answer (timed out"),
         "{:?}",
         r.calls
     );
@@ -332,7 +332,7 @@ fn a_hook_starts_from_the_fork_server_and_its_background_jobs_end_with_it() {
 }
 
 #[test]
-fn a_hook_that_cannot_be_exec_d_could_not_start() {
+fn a_hook_that_cannot_be_exec_d_gave_no_answer_and_blocks() {
     let env = env_with("[[hooks.PreToolUse]]\ncommand = \"not-a-program\"\n");
     let bin = env.dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -348,14 +348,19 @@ fn a_hook_that_cannot_be_exec_d_could_not_start() {
     let r = run_script(&env, &[vec![shell("echo ran")]], UNCONFINED, |cmd| {
         cmd.env("PATH", &search);
     });
+    // Not a `#!` script nor a binary, so the shell is asked to run it, and
+    // cannot (126).
     let hook = hook_events(&r)[0];
     assert_eq!(hook["decision"], "failed", "{hook}");
     let reason = hook["reason"].as_str().unwrap();
+    assert!(reason.contains("could not run"), "{reason}");
     assert!(
-        reason.contains("could not start") && reason.contains("not-a-program"),
-        "{reason}"
+        r.calls[0].output.starts_with(
+            "Blocked by a PreToolUse hook: the PreToolUse hook `not-a-program` gave no answer"
+        ),
+        "a hook that cannot answer blocks: {}",
+        r.calls[0].output
     );
-    assert!(r.calls[0].output.contains("ran"), "a failed hook goes on");
 }
 
 #[test]

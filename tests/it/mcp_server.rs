@@ -712,3 +712,79 @@ async fn a_server_with_a_broken_config_exits_2_naming_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("roomy"), "{stderr}");
 }
+
+#[tokio::test]
+async fn the_servers_sandbox_and_approval_are_a_ceiling_that_calls_may_only_tighten() {
+    let env = Env::new();
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let escaped = outside.join("escaped");
+    let script = env.write(
+        "script.toml",
+        &format!(
+            "[[turns]]\ntext = \"Writing.\"\n[[turns.tool_calls]]\nname = \"shell\"\n\
+             arguments = {{ command = \"echo pwned > {}\" }}\n[[turns]]\ntext = \"done\"\n",
+            escaped.display()
+        ),
+    );
+    let served = serve(
+        env,
+        &[
+            "--sandbox",
+            "read-only",
+            "--approval",
+            "untrusted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let refused = [
+        (
+            json!({ "prompt": "x", "sandbox": "danger-full-access", "approval_policy": "never" }),
+            "`sandbox` \"danger-full-access\" is looser than this server allows: it was started with --sandbox read-only, which a call may only tighten (use one of: read-only)",
+        ),
+        (
+            json!({ "prompt": "x", "sandbox": "workspace-write" }),
+            "started with --sandbox read-only",
+        ),
+        (
+            json!({ "prompt": "x", "approval_policy": "never" }),
+            "`approval_policy` \"never\" is looser than this server allows: it was started with --approval untrusted, which a call may only tighten (use one of: untrusted)",
+        ),
+        (
+            json!({ "prompt": "x", "sandbox": "read-only", "approval_policy": "on-request" }),
+            "--approval untrusted",
+        ),
+    ];
+    for (args, expected) in refused {
+        let result = served.call("cogni", args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{args}: {result:?}");
+        assert!(
+            text(&result).contains(expected),
+            "{args}: {}",
+            text(&result)
+        );
+        assert!(
+            result.structured_content.is_none(),
+            "nothing ran: {result:?}"
+        );
+        assert!(!escaped.exists(), "{args}: a call wrote outside");
+    }
+    // As tight as the ceiling (or tighter) runs; the write is asked and,
+    // with nobody to ask, not run.
+    if crate::sandbox::backend("the_servers_sandbox_and_approval_are_a_ceiling") {
+        let result = served
+            .call(
+                "cogni",
+                json!({ "prompt": "x", "sandbox": "read-only", "approval_policy": "untrusted" }),
+            )
+            .await;
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        assert_eq!(text(&result), "done");
+        assert!(!escaped.exists());
+    }
+    let (status, env) = served.close().await;
+    assert_eq!(status.code(), Some(0), "{}", stderr_of(&env));
+}

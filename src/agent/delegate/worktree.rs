@@ -5,7 +5,6 @@
 //! may apply (`git apply FILE`); the worktree is removed.
 
 use crate::tools::git::{git, worktree_add, worktree_remove};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub(crate) struct Worktree {
@@ -19,21 +18,16 @@ pub(crate) struct Worktree {
     _dir: tempfile::TempDir,
 }
 
-fn env() -> BTreeMap<String, String> {
-    std::env::vars().collect()
-}
-
 impl Worktree {
     pub(crate) async fn create(cwd: &Path, id: &str) -> Result<Worktree, String> {
-        let env = env();
-        let repo = git(cwd, &["rev-parse", "--show-toplevel"], &env)
+        let repo = git(cwd, &["rev-parse", "--show-toplevel"])
             .await
             .map(PathBuf::from)
             .map_err(|e| format!("isolation = \"worktree\" needs a git repository: {e}"))?;
         // The working tree as it is: a commit of the uncommitted changes
         // (`git stash create` leaves the stash list alone), else HEAD.
-        let base = match git(cwd, &["stash", "create"], &env).await? {
-            s if s.is_empty() => git(cwd, &["rev-parse", "HEAD"], &env).await?,
+        let base = match git(cwd, &["stash", "create"]).await? {
+            s if s.is_empty() => git(cwd, &["rev-parse", "HEAD"]).await?,
             s => s,
         };
         let dir = tempfile::Builder::new()
@@ -41,7 +35,7 @@ impl Worktree {
             .tempdir()
             .map_err(|e| format!("cannot make a directory for the worktree: {e}"))?;
         let root = dir.path().join(id.replace('#', "-"));
-        worktree_add(&repo, &root, &base, &env).await?;
+        worktree_add(&repo, &root, &base).await?;
         let inside = cwd
             .canonicalize()
             .ok()
@@ -71,8 +65,7 @@ impl Worktree {
     }
 
     async fn diff(&self) -> Result<(Option<String>, Option<String>), String> {
-        let env = env();
-        git(&self.root, &["add", "-A"], &env).await?;
+        git(&self.root, &["add", "-A"]).await?;
         let file = tempfile::Builder::new()
             .prefix("cogni-agent-")
             .suffix(".diff")
@@ -82,7 +75,6 @@ impl Worktree {
         git(
             &self.root,
             &["diff", "--cached", "--binary", &output, &self.base],
-            &env,
         )
         .await?;
         let text = std::fs::read_to_string(file.path()).unwrap_or_default();
@@ -96,7 +88,7 @@ impl Worktree {
     }
 
     async fn remove_inner(&self) -> Result<(), String> {
-        worktree_remove(&self.repo, &self.root, &env()).await
+        worktree_remove(&self.repo, &self.root).await
     }
 
     /// Remove it without taking the diff.

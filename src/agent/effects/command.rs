@@ -52,8 +52,10 @@ const SHELL_WORDS: &[&str] = &[
 /// what `sh -c` would: plain words (letters, digits and `-_./:,+@%=`, no
 /// quoting, expansion, redirection or operators), the first a program
 /// found in `path` by its bare name (not a path, not an assignment, not a
-/// shell word). Saves starting a shell for hooks like `true` or
-/// `check-call --strict`; anything else goes through `sh -c`.
+/// shell word) that the kernel can run itself (a binary or a `#!`
+/// script; a script without that line is one the shell runs, not exec).
+/// Saves starting a shell for hooks like `true` or `check-call --strict`;
+/// anything else goes through `sh -c`.
 fn plain_argv(command: &str, path: Option<&str>) -> Option<Vec<String>> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:,+@%=".contains(c);
     let words: Vec<&str> = command
@@ -67,19 +69,24 @@ fn plain_argv(command: &str, path: Option<&str>) -> Option<Vec<String>> {
     {
         return None;
     }
-    let program = path?
-        .split(':')
-        .filter(|dir| dir.starts_with('/'))
-        .map(|dir| Path::new(dir).join(first))
-        .find(|candidate| is_executable(candidate))?;
+    let program = exec::find_program(first, path?)?;
+    if !exec_format(&program) {
+        return None;
+    }
     let mut argv = vec![program.to_string_lossy().into_owned()];
     argv.extend(words[1..].iter().map(|w| w.to_string()));
     Some(argv)
 }
 
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+/// Whether the regular file at `path` starts as a program the kernel
+/// executes: an ELF binary or a `#!` script. A file that cannot be read
+/// is not.
+fn exec_format(path: &Path) -> bool {
+    use std::io::Read;
+    let mut start = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut start))
+        .is_ok_and(|()| start.starts_with(b"#!") || start == *b"\x7fELF")
 }
 
 /// Run `command` with `sh -c` (or directly when it is plain words naming a
@@ -171,6 +178,20 @@ mod tests {
             assert_eq!(plain_argv(command, PATH), None, "{command:?}");
         }
         assert_eq!(plain_argv("true", None), None, "no PATH, no lookup");
+    }
+
+    #[test]
+    fn a_script_without_a_shebang_is_left_to_the_shell() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in [("bare", "exit 1\n"), ("shebang", "#!/bin/sh\nexit 1\n")] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = dir.path().to_string_lossy().into_owned();
+        assert_eq!(plain_argv("bare", Some(&path)), None);
+        assert!(plain_argv("shebang", Some(&path)).is_some());
     }
 
     #[tokio::test]

@@ -11,7 +11,9 @@
 //! A blocked tool call is not run; the model sees the reason as its output
 //! and may try something else. A blocked reply ends the turn with outcome
 //! `blocked`. A command gets the call or reply as JSON on stdin; exit 0
-//! allows, any other exit blocks with its stderr (capped) as the reason.
+//! allows, any other exit blocks with its stderr (capped) as the reason,
+//! and so does a command that times out, dies by a signal or cannot start
+//! (a guardrail is a guard: see [`super::Effects::failed_guard`]).
 
 use super::command;
 use super::{Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point, Stop};
@@ -65,7 +67,11 @@ impl Guardrail {
             let pins = &cx.ctx.sandbox_policy.pins;
             let ran = command::run(command, &input, cx.cwd, &[], self.timeout, pins)
                 .await
-                .map_err(|e| EffectError(format!("guardrail command `{command}`: {e}")))?;
+                .map_err(|e| {
+                    EffectError(format!(
+                        "the guardrail command `{command}` could not start: {e}"
+                    ))
+                })?;
             if ran.exit_code != Some(0) {
                 let said = crate::sandbox::redact::redact(&ran.stderr);
                 let said: String = said.chars().take(MAX_REASON).collect();
@@ -88,6 +94,10 @@ impl Guardrail {
 impl Effect for Guardrail {
     fn name(&self) -> &str {
         KIND
+    }
+
+    fn guards(&self) -> bool {
+        true
     }
 
     fn phases(&self) -> &'static [Phase] {

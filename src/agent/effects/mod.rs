@@ -12,7 +12,9 @@
 //! operation, or stop the turn with a reason that becomes its outcome.
 //! Only the loop changes history, applying decisions in registration
 //! order, so each effect sees what the ones before it did. An effect that
-//! fails or panics is reported as a warning and otherwise ignored.
+//! fails or panics is reported as a warning and otherwise ignored, unless
+//! it is a guard ([`Effect::guards`]): a guard that cannot give its answer
+//! blocks ([`Effects::failed_guard`]).
 
 pub mod budget;
 pub mod command;
@@ -344,7 +346,8 @@ impl From<Decision> for Outcome {
     }
 }
 
-/// Why an effect could not decide (reported; the loop goes on).
+/// Why an effect could not decide (reported; the loop goes on, or, for a
+/// guard, blocks).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct EffectError(pub String);
@@ -372,6 +375,13 @@ pub trait Effect: Send + Sync {
     /// The budget it enforces, if it is one (carved for delegated agents).
     fn budget(&self) -> Option<budget::Budget> {
         None
+    }
+
+    /// Whether it is a guard (a guardrail, a hook, the output check): what
+    /// it is asked may only go on when it answers, so its failure blocks
+    /// ([`Effects::failed_guard`]).
+    fn guards(&self) -> bool {
+        false
     }
 }
 
@@ -469,6 +479,33 @@ impl Effects {
     /// The earliest deadline any effect sets.
     pub(crate) fn deadline(&self) -> Option<Duration> {
         self.list.iter().filter_map(|e| e.deadline()).min()
+    }
+
+    /// What the failure of effect `i` (a message from [`Effects::eval`]) at
+    /// `phase` decides: nothing for an effect that is not a guard (the
+    /// failure is only reported); for a guard, the call is blocked at
+    /// `before_tool` and the turn stops (`blocked`) at the other points of
+    /// a turn. At `session_start`, `before_compact` and `session_end` there
+    /// is nothing to block.
+    pub(crate) fn failed_guard(&self, i: usize, phase: Phase, message: &str) -> Option<Decision> {
+        if !self.list[i].guards() {
+            return None;
+        }
+        let reason = format!("{message}; a guard that cannot give its answer blocks");
+        match phase {
+            Phase::BeforeTool => Some(Decision::Block(format!("Blocked: {reason}"))),
+            Phase::SessionStart | Phase::BeforeCompact | Phase::SessionEnd => None,
+            Phase::TurnStart
+            | Phase::BeforeModel
+            | Phase::AfterModel
+            | Phase::AfterTool
+            | Phase::StepEnd
+            | Phase::TurnEnd => Some(Decision::Stop(Stop::by(
+                self.list[i].name(),
+                TurnOutcome::Blocked,
+                reason,
+            ))),
+        }
     }
 
     /// Run effect `i` on `cx`. A failure or a panic becomes `Err` with a

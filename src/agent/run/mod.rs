@@ -273,6 +273,10 @@ impl Effect for OutputCheck {
         &[Phase::TurnEnd]
     }
 
+    fn guards(&self) -> bool {
+        true
+    }
+
     fn eval<'a>(
         &'a mut self,
         cx: &'a IterationContext<'a>,

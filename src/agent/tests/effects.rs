@@ -117,6 +117,30 @@ impl Effect for Faulty {
     }
 }
 
+/// A guard that panics at `phase`.
+struct BrokenGuard(&'static [Phase]);
+
+impl Effect for BrokenGuard {
+    fn name(&self) -> &str {
+        "broken_guard"
+    }
+
+    fn phases(&self) -> &'static [Phase] {
+        self.0
+    }
+
+    fn guards(&self) -> bool {
+        true
+    }
+
+    fn eval<'a>(
+        &'a mut self,
+        _: &'a IterationContext<'a>,
+    ) -> BoxFuture<'a, Result<Outcome, EffectError>> {
+        Box::pin(async { panic!("guard bug") })
+    }
+}
+
 /// One echo call, then an answer.
 const ONE_CALL: &str = r#"
 [[turns]]
@@ -353,6 +377,48 @@ async fn a_failing_or_panicking_effect_is_reported_and_the_loop_goes_on() {
         // One report per point.
         assert_eq!(w.len(), 8, "{w:?}");
     }
+}
+
+#[tokio::test]
+async fn a_guard_that_cannot_answer_blocks_the_call_or_stops_the_turn() {
+    let mut h = harness(ONE_CALL);
+    h.session
+        .extensions
+        .effects
+        .push(Box::new(BrokenGuard(&[Phase::BeforeTool])));
+    let r = h.run("go").await.unwrap();
+    assert_eq!(r.outcome, TurnOutcome::Done);
+    assert_eq!(h.finished_tools(), 0, "the call did not run");
+    assert_eq!(
+        r.tool_calls[0].result,
+        "Blocked: effect `broken_guard` panicked at before_tool: guard bug; \
+         a guard that cannot give its answer blocks"
+    );
+    for phase in [Phase::TurnStart, Phase::AfterModel, Phase::TurnEnd] {
+        let mut h = harness(ONE_CALL);
+        h.session
+            .extensions
+            .effects
+            .push(Box::new(BrokenGuard(match phase {
+                Phase::TurnStart => &[Phase::TurnStart],
+                Phase::AfterModel => &[Phase::AfterModel],
+                _ => &[Phase::TurnEnd],
+            })));
+        let r = h.run("go").await.unwrap();
+        assert_eq!(r.outcome, TurnOutcome::Blocked, "{phase:?}");
+        assert!(
+            r.reason.as_deref().unwrap().contains("guard bug"),
+            "{:?}",
+            r.reason
+        );
+    }
+    // Where nothing can be blocked, it is reported and the session goes on.
+    let mut h = harness(ONE_CALL);
+    h.session
+        .extensions
+        .effects
+        .push(Box::new(BrokenGuard(&[Phase::SessionStart])));
+    assert_eq!(h.run("go").await.unwrap().outcome, TurnOutcome::Done);
 }
 
 #[tokio::test]

@@ -418,7 +418,7 @@ async fn failures_go_on_with_a_warning_unless_on_failure_blocks() {
 }
 
 #[tokio::test]
-async fn a_hook_past_its_timeout_is_killed_and_the_call_goes_on() {
+async fn a_hook_past_its_timeout_is_killed_and_its_call_blocked() {
     let dir = tempfile::tempdir().unwrap();
     let slow = HookSpec {
         timeout: Duration::from_millis(300),
@@ -426,12 +426,17 @@ async fn a_hook_past_its_timeout_is_killed_and_the_call_goes_on() {
     };
     let mut h = with_hooks(&dir, vec![slow], SHELL_THEN_DONE);
     let started = std::time::Instant::now();
-    h.run("x").await.unwrap();
+    let r = h.run("x").await.unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "not waited out"
     );
-    assert_eq!(h.log.lock().unwrap()[0], "start rm -rf build");
+    assert_eq!(*h.log.lock().unwrap(), ["start hi", "end hi"], "blocked");
+    assert!(
+        r.tool_calls[0].result.contains("gave no answer (timed out"),
+        "{}",
+        r.tool_calls[0].result
+    );
     let event = &h.hook_events()[0];
     assert_eq!(event["decision"], "failed");
     assert_eq!(event["exit_code"], serde_json::Value::Null);

@@ -43,6 +43,77 @@ pub(super) struct Defaults {
     pub home: PathBuf,
 }
 
+/// A setting of a call that the server's flag caps: `sandbox` under
+/// `--sandbox`, `approval_policy` under `--approval`.
+trait Capped: Copy + 'static {
+    /// The call's argument and the server's flag.
+    const NAMES: (&'static str, &'static str);
+    fn looser_than(self, other: Self) -> bool;
+    fn name(self) -> &'static str;
+    fn parse(name: &str) -> Option<Self>;
+    const VARIANTS: &'static [&'static str];
+}
+
+impl Capped for SandboxMode {
+    const NAMES: (&'static str, &'static str) = ("sandbox", "--sandbox");
+    const VARIANTS: &'static [&'static str] = SandboxMode::VARIANTS;
+
+    fn looser_than(self, other: Self) -> bool {
+        self.reach() > other.reach()
+    }
+
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        SandboxMode::parse(name)
+    }
+}
+
+impl Capped for ApprovalPolicy {
+    const NAMES: (&'static str, &'static str) = ("approval_policy", "--approval");
+    const VARIANTS: &'static [&'static str] = ApprovalPolicy::VARIANTS;
+
+    fn looser_than(self, other: Self) -> bool {
+        self.strictness() < other.strictness()
+    }
+
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        ApprovalPolicy::parse(name)
+    }
+}
+
+/// What a call `asked` for, when it is no looser than the server's
+/// `ceiling` (the flag the operator gave); the ceiling when the call asks
+/// for nothing. A looser one is an error that names the ceiling and what
+/// a call may ask for: a client may only tighten what the operator
+/// allowed.
+fn within<T: Capped>(asked: Option<T>, ceiling: Option<T>) -> Result<Option<T>, String> {
+    match (asked, ceiling) {
+        (Some(asked), Some(ceiling)) if asked.looser_than(ceiling) => {
+            let (key, flag) = T::NAMES;
+            let allowed: Vec<&str> = T::VARIANTS
+                .iter()
+                .copied()
+                .filter(|name| T::parse(name).is_some_and(|v| !v.looser_than(ceiling)))
+                .collect();
+            Err(format!(
+                "`{key}` \"{}\" is looser than this server allows: it was started with {flag} {}, \
+                 which a call may only tighten (use one of: {}); nothing was run",
+                asked.name(),
+                ceiling.name(),
+                allowed.join(", ")
+            ))
+        }
+        (asked, ceiling) => Ok(asked.or(ceiling)),
+    }
+}
+
 /// The server's state, shared by its calls.
 pub(super) struct Server {
     defaults: Defaults,
@@ -144,10 +215,11 @@ impl Server {
         stop: Stop,
         progress: Progress,
     ) -> Result<CallToolResult, String> {
+        let defaults = &self.defaults;
         let settings = Settings {
             cwd: self.directory(task.cwd.as_deref())?,
-            sandbox: task.sandbox.or(self.defaults.sandbox),
-            approval: task.approval.or(self.defaults.approval),
+            sandbox: within(task.sandbox, defaults.sandbox)?,
+            approval: within(task.approval, defaults.approval)?,
             model: task.model,
             agent: task.agent,
         };

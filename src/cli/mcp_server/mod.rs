@@ -45,12 +45,14 @@ pub struct McpServerArgs {
     #[command(flatten)]
     pub common: ConfigArgs,
 
-    /// Sandbox mode of calls that choose none: read-only, workspace-write, danger-full-access.
+    /// Sandbox mode of calls that choose none, and the loosest a call may choose:
+    /// read-only, workspace-write, danger-full-access.
     #[arg(short, long, value_name = "MODE", value_parser = super::parse_sandbox)]
     pub sandbox: Option<SandboxMode>,
 
-    /// Approval policy of calls that choose none: untrusted, on-failure, on-request, never
-    /// (nobody is asked: every question is answered no).
+    /// Approval policy of calls that choose none, and the loosest a call may choose:
+    /// untrusted, on-failure, on-request, never (nobody is asked: every question is
+    /// answered no).
     #[arg(short, long, value_name = "POLICY", value_parser = super::parse_approval)]
     pub approval: Option<ApprovalPolicy>,
 }

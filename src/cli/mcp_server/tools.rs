@@ -59,12 +59,12 @@ fn run_schema() -> Value {
             "sandbox": {
                 "type": "string",
                 "enum": SandboxMode::VARIANTS,
-                "description": "Where commands may write: read-only, workspace-write (the working directory and temporary files) or danger-full-access (unconfined). Default: the server's configuration."
+                "description": "Where commands may write: read-only, workspace-write (the working directory and temporary files) or danger-full-access (unconfined). Default: the server's configuration. A server started with --sandbox refuses a looser mode."
             },
             "approval_policy": {
                 "type": "string",
                 "enum": ApprovalPolicy::VARIANTS,
-                "description": "When the agent would ask before a tool call. Nobody is asked here: every question is answered no at once (and the agent is told). Default: the server's configuration."
+                "description": "When the agent would ask before a tool call. Nobody is asked here: every question is answered no at once (and the agent is told). Default: the server's configuration. A server started with --approval refuses a looser policy (untrusted is the tightest, never the loosest, on-failure and on-request in between)."
             },
             "model": {
                 "type": "string",

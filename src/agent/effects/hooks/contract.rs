@@ -161,18 +161,21 @@ pub struct Said {
     pub stop: Option<String>,
     /// `systemMessage`: shown to the user.
     pub system_message: Option<String>,
-    /// Keys with values it could not use, for a warning.
-    pub problems: Vec<String>,
 }
 
-/// Read a hook's stdout: a JSON object, or `None` (not JSON).
-pub fn parse_stdout(stdout: &str) -> Option<Said> {
+/// Read a hook's stdout: `Ok(None)` when it is not meant as JSON (it does
+/// not start with `{`), the JSON object's answer, or why an answer that
+/// starts like one cannot be read (not a JSON object, a `decision` that
+/// is none of the known ones).
+pub fn parse_stdout(stdout: &str) -> Result<Option<Said>, String> {
     let text = stdout.trim();
     if !text.starts_with('{') {
-        return None;
+        return Ok(None);
     }
-    let Ok(Value::Object(top)) = serde_json::from_str::<Value>(text) else {
-        return None;
+    let top = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(top)) => top,
+        Ok(_) => return Err("stdout starts with `{` but is not a JSON object".into()),
+        Err(e) => return Err(format!("stdout starts with `{{` but is not JSON: {e}")),
     };
     let specific = match top.get("hookSpecificOutput") {
         Some(Value::Object(m)) => m.clone(),
@@ -194,10 +197,9 @@ pub fn parse_stdout(stdout: &str) -> Option<Said> {
             Some("ask") => Some(Asked::Ask),
             Some("block") => Some(Asked::Block),
             _ => {
-                said.problems.push(format!(
+                return Err(format!(
                     "`{key}` is {value}, not one of \"allow\", \"deny\", \"ask\", \"block\""
-                ));
-                None
+                ))
             }
         };
     }
@@ -218,7 +220,7 @@ pub fn parse_stdout(stdout: &str) -> Option<Said> {
         );
     }
     said.system_message = text_of(&top, "systemMessage");
-    Some(said)
+    Ok(Some(said))
 }
 
 /// How a hook's run came out.
@@ -228,29 +230,51 @@ pub enum Verdict {
     Done(Said),
     /// Exit 2: block, with stderr (redacted and capped) as the reason.
     Blocked(String),
-    /// Any other exit, a timeout, a signal, or it did not start:
-    /// `status` says which (and is all a model may see); `stderr` is for
-    /// the user.
+    /// It answered that it failed: an exit code other than 0, 2, 126 and
+    /// 127. `status` says which (and is all a model may see); `stderr` is
+    /// for the user.
     Failed { status: String, stderr: String },
+    /// It gave no answer: it could not start (126 and 127 are the shell's
+    /// "cannot run" and "not found"), timed out, died by a signal, or
+    /// printed JSON that cannot be read. A guard that cannot answer blocks.
+    NoAnswer { status: String, stderr: String },
 }
 
 /// The verdict of a run of `event`'s hook. Plain (non-JSON) stdout of a
 /// SessionStart or UserPromptSubmit hook is context for the model, as in
 /// Claude Code; elsewhere it is ignored.
 pub fn verdict(event: HookEvent, ran: &Ran, timeout: Duration) -> Verdict {
+    let stderr = || cap(&ran.stderr, MAX_REASON_BYTES);
     match ran.exit_code {
-        Some(0) => Verdict::Done(match parse_stdout(&ran.stdout) {
-            Some(said) => said,
-            None if event.plain_stdout_is_context() && !ran.stdout.trim().is_empty() => Said {
-                additional_context: Some(ran.stdout.clone()),
-                ..Said::default()
+        Some(0) => match parse_stdout(&ran.stdout) {
+            Ok(Some(said)) => Verdict::Done(said),
+            Ok(None) if event.plain_stdout_is_context() && !ran.stdout.trim().is_empty() => {
+                Verdict::Done(Said {
+                    additional_context: Some(ran.stdout.clone()),
+                    ..Said::default()
+                })
+            }
+            Ok(None) => Verdict::Done(Said::default()),
+            Err(problem) => Verdict::NoAnswer {
+                status: format!("its answer cannot be read: {problem}"),
+                stderr: stderr(),
             },
-            None => Said::default(),
-        }),
-        Some(2) => Verdict::Blocked(cap(&ran.stderr, MAX_REASON_BYTES)),
-        _ => Verdict::Failed {
+        },
+        Some(2) => Verdict::Blocked(stderr()),
+        Some(code @ (126 | 127)) => Verdict::NoAnswer {
+            status: format!(
+                "exit code {code}: the shell could not {} it",
+                if code == 126 { "run" } else { "find" }
+            ),
+            stderr: stderr(),
+        },
+        Some(_) => Verdict::Failed {
             status: ran.status(timeout),
-            stderr: cap(&ran.stderr, MAX_REASON_BYTES),
+            stderr: stderr(),
+        },
+        None => Verdict::NoAnswer {
+            status: ran.status(timeout),
+            stderr: stderr(),
         },
     }
 }
@@ -376,6 +400,7 @@ mod tests {
         let said = parse_stdout(
             r#"{"decision": "deny", "reason": "no", "additional_context": "ctx", "updated_input": {"command": "ls -a"}}"#,
         )
+        .unwrap()
         .unwrap();
         assert_eq!(
             said,
@@ -393,7 +418,9 @@ mod tests {
             ("block", Asked::Block),
             ("approve", Asked::Allow),
         ] {
-            let said = parse_stdout(&format!(r#"{{"decision": "{word}"}}"#)).unwrap();
+            let said = parse_stdout(&format!(r#"{{"decision": "{word}"}}"#))
+                .unwrap()
+                .unwrap();
             assert_eq!(said.decision, Some(asked), "{word}");
         }
     }
@@ -416,6 +443,7 @@ mod tests {
               }
             }"#,
         )
+        .unwrap()
         .unwrap();
         assert_eq!(
             said,
@@ -426,33 +454,35 @@ mod tests {
                 updated_input: Some(json!({"command": "ls"})),
                 stop: Some("enough".into()),
                 system_message: Some("note for the user".into()),
-                problems: vec![],
             }
         );
         // Claude Code's PostToolUse / Stop form.
-        let said = parse_stdout(r#"{"decision": "block", "reason": "tests fail"}"#).unwrap();
+        let said = parse_stdout(r#"{"decision": "block", "reason": "tests fail"}"#)
+            .unwrap()
+            .unwrap();
         assert_eq!(said.decision, Some(Asked::Block));
         assert_eq!(said.reason.as_deref(), Some("tests fail"));
         // `continue: false` without a reason still stops.
         assert_eq!(
-            parse_stdout(r#"{"continue": false}"#).unwrap().stop,
+            parse_stdout(r#"{"continue": false}"#)
+                .unwrap()
+                .unwrap()
+                .stop,
             Some(String::new())
         );
     }
 
     #[test]
-    fn what_is_not_a_json_object_is_not_read_and_bad_values_are_reported() {
-        assert_eq!(parse_stdout("all good"), None);
-        assert_eq!(parse_stdout("[1, 2]"), None);
-        assert_eq!(parse_stdout("{not json"), None);
-        assert_eq!(parse_stdout(""), None);
-        let said = parse_stdout(r#"{"decision": "maybe"}"#).unwrap();
-        assert_eq!(said.decision, None);
-        assert!(
-            said.problems[0].contains("\"maybe\""),
-            "{:?}",
-            said.problems
-        );
+    fn text_is_not_an_answer_and_an_answer_that_cannot_be_read_is_an_error() {
+        assert_eq!(parse_stdout("all good"), Ok(None));
+        assert_eq!(parse_stdout("[1, 2]"), Ok(None));
+        assert_eq!(parse_stdout(""), Ok(None));
+        let err = parse_stdout("{not json").unwrap_err();
+        assert!(err.contains("is not JSON"), "{err}");
+        let err = parse_stdout(r#"{"decision": "allow""#).unwrap_err();
+        assert!(err.contains("is not JSON"), "{err}");
+        let err = parse_stdout(r#"{"decision": "maybe"}"#).unwrap_err();
+        assert!(err.contains("\"maybe\""), "{err}");
     }
 
     #[test]
@@ -478,9 +508,21 @@ mod tests {
                 stderr: "oops".into()
             }
         );
+        // No answer: timed out (or killed), not found or not runnable by
+        // the shell, JSON that cannot be read.
         match verdict(HookEvent::PreToolUse, &ran(None, "", ""), timeout) {
-            Verdict::Failed { status, .. } => assert!(status.contains("timed out"), "{status}"),
+            Verdict::NoAnswer { status, .. } => assert!(status.contains("timed out"), "{status}"),
             other => panic!("{other:?}"),
+        }
+        for (code, stdout, says) in [
+            (127, "", "could not find"),
+            (126, "", "could not run"),
+            (0, "{\"decision\":", "cannot be read"),
+        ] {
+            match verdict(HookEvent::PreToolUse, &ran(Some(code), stdout, ""), timeout) {
+                Verdict::NoAnswer { status, .. } => assert!(status.contains(says), "{status}"),
+                other => panic!("{code}: {other:?}"),
+            }
         }
         // Plain stdout is context at SessionStart and UserPromptSubmit only.
         let plain = ran(Some(0), "branch: main\n", "");

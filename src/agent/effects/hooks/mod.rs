@@ -14,9 +14,12 @@
 //! Each hook is one effect, registered after every other effect in config
 //! order, so when several change a call's input each sees what the one
 //! before it did. Exit 0 goes on (its stdout's JSON may decide), exit 2
-//! blocks with stderr as the reason, anything else (or a timeout) is a
-//! warning and goes on unless `on_failure = "block"`. Every run is a
-//! `hook` event with its duration.
+//! blocks with stderr as the reason, another exit code is a warning and
+//! goes on unless `on_failure = "block"`. A hook that gives no answer (it
+//! cannot start, times out, dies by a signal, prints JSON that cannot be
+//! read or used) blocks wherever its event can block, whatever its
+//! `on_failure`: a guard that cannot answer must not let things through.
+//! Every run is a `hook` event with its duration.
 
 pub mod contract;
 
@@ -169,12 +172,9 @@ impl Hook {
                 };
                 self.block(reason, None, data)
             }
+            Verdict::NoAnswer { status, stderr } => self.no_answer(status, &stderr, data),
             Verdict::Failed { status, stderr } => {
-                let said = if stderr.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {stderr}")
-                };
+                let said = said(&stderr);
                 let mut plan = match self.spec.on_failure {
                     OnFailure::Allow => Plan::new("failed", Decision::Continue),
                     OnFailure::Block => {
@@ -207,6 +207,49 @@ impl Hook {
         }
     }
 
+    /// A hook that gave no answer (`status` says why): the block of its
+    /// event, whatever its `on_failure`; at Stop and SubagentStop the turn
+    /// ends (`blocked`), since keeping it going would only ask the same
+    /// hook again. Events that cannot block go on, with a warning.
+    fn no_answer(&self, status: String, stderr: &str, data: &EventData<'_>) -> Plan {
+        let event = self.spec.event.name();
+        let reason = format!(
+            "the {event} hook `{}` gave no answer ({status}); a guard that cannot answer blocks",
+            self.spec.command
+        );
+        let (mut plan, then) = match data {
+            EventData::Stop { .. } | EventData::SubagentStop { .. } => (
+                Plan::new(
+                    "failed",
+                    Decision::Stop(Stop::by(&self.name, TurnOutcome::Blocked, reason)),
+                ),
+                "ending the turn",
+            ),
+            EventData::SessionStart { .. }
+            | EventData::SubagentStart { .. }
+            | EventData::PreCompact { .. }
+            | EventData::SessionEnd { .. } => (Plan::new("failed", Decision::Continue), "going on"),
+            _ => (
+                Plan {
+                    label: "failed",
+                    ..self.block(reason, None, data)
+                },
+                "blocking",
+            ),
+        };
+        plan.warnings.insert(
+            0,
+            format!(
+                "hook {} (`{}`) gave no answer, {status}{}; {then}",
+                self.name,
+                self.spec.command,
+                said(stderr)
+            ),
+        );
+        plan.reason = Some(status);
+        plan
+    }
+
     /// Exit 0: what its JSON (if any) says.
     fn plan_said(&self, said: Said, data: &EventData<'_>) -> Plan {
         let event = self.spec.event;
@@ -219,11 +262,7 @@ impl Hook {
             .additional_context
             .as_deref()
             .map(|c| contract::cap(c, contract::MAX_CONTEXT_BYTES));
-        let mut warnings: Vec<String> = said
-            .problems
-            .iter()
-            .map(|p| format!("hook {}: {p}; ignored", self.name))
-            .collect();
+        let mut warnings = Vec::new();
         if let Some(message) = &said.system_message {
             warnings.push(format!("hook {}: {message}", self.name));
         }
@@ -355,8 +394,11 @@ impl Hook {
             (Some(input), EventData::PreToolUse { call }) => match updated_args(call, input) {
                 Ok(args) => Some(args),
                 Err(problem) => {
-                    warnings.push(format!("hook {}: {problem}; ignored", self.name));
-                    None
+                    return self.no_answer(
+                        format!("its answer cannot be used: {problem}"),
+                        "",
+                        data,
+                    )
                 }
             },
             (Some(_), _) => {
@@ -433,6 +475,15 @@ impl Hook {
     }
 }
 
+/// A hook's stderr as the end of a warning: `: STDERR`, or nothing.
+fn said(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
+    }
+}
+
 /// The arguments a call runs with after a hook's `updated_input`: an
 /// object for a call with JSON arguments, a string for a freeform one.
 fn updated_args(call: &ToolCall, input: serde_json::Value) -> Result<String, String> {
@@ -457,6 +508,10 @@ impl Effect for Hook {
 
     fn phases(&self) -> &'static [Phase] {
         phases(self.spec.event)
+    }
+
+    fn guards(&self) -> bool {
+        true
     }
 
     fn eval<'a>(
@@ -506,7 +561,7 @@ impl Effect for Hook {
                     ran.duration,
                 ),
                 Err(e) => (
-                    Verdict::Failed {
+                    Verdict::NoAnswer {
                         status: format!("could not start: {e}"),
                         stderr: String::new(),
                     },
