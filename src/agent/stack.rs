@@ -149,7 +149,7 @@ impl Session {
                 .metrics
                 .record_model_request(&usage, None, started.elapsed());
         }
-        // The instructions and the skills loaded stay.
+        // The instructions, the plan and the skills loaded stay.
         let skills = loaded_skills(&self.history);
         let keep: Vec<bool> = self
             .history
@@ -160,6 +160,7 @@ impl Session {
                     Some(
                         MessageTag::DeveloperInstructions
                             | MessageTag::UserInstructions
+                            | MessageTag::Plan
                             | MessageTag::Skill
                     )
                 ) || matches!(&i.content, Content::ToolOutput(o) if skills.contains(o.call_id.as_str()))

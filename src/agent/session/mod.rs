@@ -490,8 +490,17 @@ impl Session {
             &self.meter.limits,
         )?;
         self.meter.metrics.set_price(fresh.ctx.model_family.price);
+        // The fresh initial context, the plan the model wrote (the fresh
+        // context has none), then the conversation.
+        let floor = self.initial_len();
         let mut history = fresh.history.to_vec();
-        history.extend_from_slice(&self.history[self.initial_len()..]);
+        history.extend(
+            self.history[..floor]
+                .iter()
+                .filter(|i| i.tag() == Some(MessageTag::Plan))
+                .cloned(),
+        );
+        history.extend_from_slice(&self.history[floor..]);
         self.ctx = fresh.ctx;
         // The new model may call tools another way.
         self.provider = fresh.provider;
@@ -515,7 +524,23 @@ impl Session {
         if let Some(d) = &mut delegation {
             d.rename(&self.agent);
         }
+        // The plan and the test runs belong to the conversation, not to
+        // the configuration: the fresh stores (which its tools write) get
+        // them.
+        let plan = self.plan();
+        let tests = self
+            .extensions
+            .tests
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
         self.extensions = fresh.extensions;
+        if let Ok(mut store) = self.extensions.plan.lock() {
+            *store = plan;
+        }
+        if let Ok(mut log) = self.extensions.tests.lock() {
+            *log = tests;
+        }
         // Still the same session: it started (and has not ended) once.
         self.extensions.lifecycle = lifecycle;
         self.extensions.delegation = delegation;

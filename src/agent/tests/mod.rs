@@ -2290,3 +2290,46 @@ async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
 mod effects;
 mod hooks;
 mod text_tools;
+
+#[tokio::test]
+async fn the_plan_survives_reconfiguration_and_summaries() {
+    let mut c = config();
+    c.enable_plan = true;
+    let script = r#"
+[[turns]]
+text = "1. read the code\n2. fix it"
+[[turns]]
+text = "first answer"
+[[turns]]
+text = "second answer"
+[[turns]]
+text = "the summary"
+[[turns]]
+text = "third answer"
+"#;
+    let mut h = harness_with(script, c.clone());
+    h.run("go").await.unwrap();
+    let has_plan = |items: &[HistoryItem]| items.iter().any(|i| i.tag() == Some(MessageTag::Plan));
+    assert!(has_plan(h.session.history()));
+    assert!(h.session.plan().is_some());
+
+    // `/model`, `/agent` and mode changes reconfigure the session.
+    let mut other = c;
+    other.model_override = Some("gpt-4.1-mini".into());
+    h.session.reconfigure(other).unwrap();
+    assert!(has_plan(h.session.history()), "the plan item stays");
+    assert!(h.session.plan().is_some(), "update_plan's store keeps it");
+    h.run("again").await.unwrap();
+    let seen = h.fake.seen();
+    assert!(
+        has_plan(&seen.last().unwrap().input),
+        "the next request carries the plan"
+    );
+
+    // `/context summarize`.
+    h.session.summarize().await.unwrap();
+    assert!(has_plan(h.session.history()), "a summary keeps the plan");
+    assert!(h.session.plan().is_some());
+    h.run("more").await.unwrap();
+    assert!(has_plan(&h.fake.seen().last().unwrap().input));
+}
