@@ -44,7 +44,6 @@ pub struct Opened {
     pub unconfined: bool,
     /// `$COGNI_HOME`.
     pub home: PathBuf,
-    pub max_context_bytes: usize,
     pub agents: Vec<AgentCard>,
     pub delegation: DelegationLimits,
     pub mcp: McpConfig,
@@ -104,7 +103,6 @@ pub fn open(
         redact,
         unconfined,
         home,
-        max_context_bytes: loaded.config.max_context_bytes,
         agents: catalog.cards,
         delegation,
         mcp: loaded.config.mcp,

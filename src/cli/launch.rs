@@ -45,8 +45,6 @@ pub(super) struct Launch {
     /// The MCP servers the session starts.
     pub mcp: McpConfig,
     pub verbose_max_bytes: usize,
-    pub auto_context: bool,
-    pub max_context_bytes: usize,
 }
 
 /// Load the configuration for a session working in `cwd` (`launch_dir`
@@ -105,8 +103,6 @@ pub(super) fn configure(
         redact,
         mcp: loaded.mcp,
         verbose_max_bytes: loaded.verbose_max_bytes,
-        auto_context: loaded.auto_context,
-        max_context_bytes: loaded.max_context_bytes,
     };
     Ok((config, launch))
 }

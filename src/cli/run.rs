@@ -142,8 +142,8 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         args,
         &mut task,
         &config.cwd,
-        launch.auto_context,
-        launch.max_context_bytes,
+        config.auto_context,
+        config.max_context_bytes,
     )?;
     let recording = record
         .is_some()
@@ -177,21 +177,15 @@ fn context_files(
     auto_context: bool,
     max_bytes: usize,
 ) -> Result<Vec<ContextFile>, String> {
-    for path in &args.context {
-        if !cwd.join(path).exists() {
-            return Err(format!(
-                "--context {path}: no such file or directory (paths are relative to {})",
-                cwd.display()
-            ));
-        }
-    }
-    let paths = if !args.context.is_empty() {
-        args.context.clone()
-    } else if auto_context {
-        attach::relevant(task, cwd)
-    } else {
+    let paths = attach::paths_for(task, &args.context, auto_context, cwd).map_err(|path| {
+        format!(
+            "--context {path}: no such file or directory (paths are relative to {})",
+            cwd.display()
+        )
+    })?;
+    if paths.is_empty() {
         return Ok(Vec::new());
-    };
+    }
     let (appendix, files) = attach::attach(&paths, cwd, max_bytes);
     task.push_str(&appendix);
     Ok(files)

@@ -16,6 +16,8 @@ pub struct AgentFile {
     /// Attach the files a prompt names, the README and the build manifest
     /// when no context is given (docs/context.md#context-files).
     pub auto_context: Option<bool>,
+    /// The cap on what context files attach to one message, in bytes.
+    pub max_context_bytes: Option<usize>,
     /// The `update_plan` tool and `plan` events (docs/plan.md).
     pub enable_plan: Option<bool>,
     /// Run `test_command` when the model is done (docs/test-loop.md).
@@ -42,6 +44,7 @@ impl AgentFile {
     /// `over`'s keys win.
     pub fn merge(&mut self, over: AgentFile) {
         pick(&mut self.auto_context, over.auto_context);
+        pick(&mut self.max_context_bytes, over.max_context_bytes);
         pick(&mut self.enable_plan, over.enable_plan);
         pick(&mut self.enable_test_run, over.enable_test_run);
         pick(&mut self.test_command, over.test_command);
@@ -61,6 +64,15 @@ impl AgentFile {
     pub fn apply(&self, session: &mut SessionConfig, at: &str) -> Result<(), String> {
         if let Some(on) = self.enable_plan {
             session.enable_plan = on;
+        }
+        if let Some(on) = self.auto_context {
+            session.auto_context = on;
+        }
+        if let Some(n) = self.max_context_bytes {
+            if n == 0 {
+                return Err(format!("{at}.max_context_bytes: must be at least 1"));
+            }
+            session.max_context_bytes = n;
         }
         if let Some(n) = self.max_steps {
             if n == 0 {

@@ -82,7 +82,7 @@ const ALLOWED: &[Entry] = &[
     entry("base_instructions_file", Rule::InsideRepo, "instructions from a file of the repository"),
     entry("project_doc_max_bytes", Rule::AtMost(|b| Some(b.project_doc_max_bytes.unwrap_or(super::agents_md::DEFAULT_MAX_BYTES) as f64)), CAP),
     entry("verbose_max_bytes", Rule::AtMost(|b| Some(b.verbose_max_bytes.unwrap_or(super::DEFAULT_VERBOSE_MAX_BYTES) as f64)), "how much of each payload verbose logs keep; lower only"),
-    entry("max_context_bytes", Rule::AtMost(|b| Some(b.max_context_bytes.unwrap_or(super::DEFAULT_MAX_CONTEXT_BYTES) as f64)), CAP),
+    entry("max_context_bytes", Rule::AtMost(max_context_bytes), CAP),
     entry("max_iterations", Rule::AtMost(max_steps), LIMIT),
     entry("approval_policy", Rule::AsksMore, "a policy that asks you at least as often"),
     entry("sandbox_mode", Rule::ReachesLess, "a sandbox at least as tight"),
@@ -113,6 +113,7 @@ const ALLOWED: &[Entry] = &[
     entry("compaction.context_fraction", Rule::AtMost(|b| b.compaction.as_ref().and_then(|c| c.context_fraction).or(Some(crate::agent::CompactionConfig::default().context_fraction))), "compacting sooner"),
     entry("effects", Rule::EffectsWithoutCommand, "limits and pattern guardrails, added after your own"),
     entry("agent.auto_context", Rule::Any, "files of the workspace attached to a prompt"),
+    entry("agent.max_context_bytes", Rule::AtMost(max_context_bytes), CAP),
     entry("agent.enable_plan", Rule::Any, "a plan tool"),
     entry("agent.enable_reflect", Rule::Any, "a critique after each step; budgets bound the spend"),
     entry("agent.enable_self_diff", Rule::Any, "a diff of two answers in the critique"),
@@ -150,6 +151,11 @@ fn max_steps(b: &ConfigFile) -> Option<f64> {
     Some(f64::from(
         steps.unwrap_or(crate::agent::session::DEFAULT_MAX_ITERATIONS),
     ))
+}
+
+fn max_context_bytes(b: &ConfigFile) -> Option<f64> {
+    let below = b.agent.as_ref().and_then(|a| a.max_context_bytes);
+    Some(below.unwrap_or(crate::tools::attach::DEFAULT_MAX_BYTES) as f64)
 }
 
 fn limit(b: &ConfigFile, get: fn(&super::SandboxLimitsFile) -> Option<u64>) -> Option<f64> {

@@ -139,7 +139,8 @@ pub struct ConfigFile {
     pub project_doc_max_bytes: Option<usize>,
     /// Verbose logs cut each logged payload to this many bytes.
     pub verbose_max_bytes: Option<usize>,
-    /// Cap on what `@path` mentions attach to one REPL message, in bytes.
+    /// Deprecated spelling of `[agent] max_context_bytes` (a warning says
+    /// so; it still works).
     pub max_context_bytes: Option<usize>,
     pub sandbox_workspace_write: Option<SandboxWorkspaceWrite>,
     pub sandbox: Option<SandboxLimitsFile>,
@@ -326,7 +327,14 @@ impl ConfigFile {
         pick(&mut self.reasoning_effort, over.reasoning_effort);
         pick(&mut self.project_doc_max_bytes, over.project_doc_max_bytes);
         pick(&mut self.verbose_max_bytes, over.verbose_max_bytes);
-        pick(&mut self.max_context_bytes, over.max_context_bytes);
+        if let Some(n) = over.max_context_bytes {
+            // The old spelling of `[agent] max_context_bytes`: the same key
+            // for the layers after this one.
+            self.agent
+                .get_or_insert_with(Default::default)
+                .max_context_bytes = Some(n);
+            self.max_context_bytes = Some(n);
+        }
         if let Some(o) = over.sandbox_workspace_write {
             let s = self
                 .sandbox_workspace_write
@@ -498,10 +506,6 @@ pub struct Config {
     /// Things the user should know (e.g. a plaintext key in a config file).
     pub warnings: Vec<String>,
     pub verbose_max_bytes: usize,
-    /// Cap on `@path` attachments per REPL message.
-    pub max_context_bytes: usize,
-    /// `[agent] auto_context`.
-    pub auto_context: bool,
     /// `[agents.NAME]` of every layer (a trusted project's included).
     pub agents: BTreeMap<String, AgentDef>,
     /// `[delegation]`.
@@ -518,9 +522,6 @@ pub struct Config {
 
 /// Default cut of each payload in verbose logs, in bytes.
 pub const DEFAULT_VERBOSE_MAX_BYTES: usize = 2000;
-
-/// Default cap on `@path` attachments per REPL message.
-pub const DEFAULT_MAX_CONTEXT_BYTES: usize = crate::tools::attach::DEFAULT_MAX_BYTES;
 
 /// `$COGNI_HOME`, or `~/.cogni`.
 pub fn cogni_home(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
@@ -720,6 +721,13 @@ pub fn resolve(
     };
     session.effects = run::effects(c.effects)?;
     session.context_strategy = c.context_strategy;
+    if c.max_context_bytes.is_some() {
+        warnings.push(
+            "`max_context_bytes` at the top of cogni.toml is deprecated: write it under `[agent]` \
+             (it still works)"
+                .into(),
+        );
+    }
     if let Some(agent) = &c.agent {
         agent.apply(&mut session, "agent").map_err(ConfigError)?;
     }
@@ -730,12 +738,6 @@ pub fn resolve(
         session,
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(DEFAULT_VERBOSE_MAX_BYTES),
-        max_context_bytes: c.max_context_bytes.unwrap_or(DEFAULT_MAX_CONTEXT_BYTES),
-        auto_context: c
-            .agent
-            .as_ref()
-            .and_then(|a| a.auto_context)
-            .unwrap_or(false),
         delegation: delegation_limits(c.delegation.unwrap_or_default())?,
         agents: c.agents,
         project_trusted: false,

@@ -529,3 +529,35 @@ fn skills_reach_the_session_only_when_enabled_and_project_skills_only_when_trust
         err.0
     );
 }
+
+#[test]
+fn max_context_bytes_lives_under_agent_and_the_old_key_warns() {
+    let d = dirs();
+    std::fs::write(d.home.join("config.toml"), "max_context_bytes = 100\n").unwrap();
+    let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
+    assert_eq!(c.session.max_context_bytes, 100);
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("deprecated") && w.contains("[agent]")),
+        "{:?}",
+        c.warnings
+    );
+    // A later layer's `[agent]` key wins over an earlier layer's old one.
+    let explicit = d.cwd.join("extra.toml");
+    std::fs::write(
+        &explicit,
+        "[agent]\nmax_context_bytes = 200\nauto_context = true\n",
+    )
+    .unwrap();
+    let c = load(Sources {
+        home: d.home.clone(),
+        cwd: d.cwd.clone(),
+        explicit: Some(explicit),
+        flags: ConfigFile::default(),
+        env: &env_of(&[]),
+    })
+    .unwrap();
+    assert_eq!(c.session.max_context_bytes, 200);
+    assert!(c.session.auto_context);
+}

@@ -202,6 +202,7 @@ impl Attempt<'_> {
             let options = &self.plan.options;
             Recording::new(options.redact.clone(), options.record_outputs)
         });
+        let (auto_context, max_context_bytes) = (config.auto_context, config.max_context_bytes);
         let provider = match provider::create(&config.provider) {
             Ok(provider) => record::wrap(provider, recording.as_ref()),
             Err(e) => return result.fail(FailureReason::SetupFailed, e.to_string()),
@@ -232,15 +233,17 @@ impl Attempt<'_> {
             tool_calls: AtomicU32::new(0),
         };
         let mut prompt = task.prompt.clone();
-        if !task.context_paths.is_empty() {
-            if let Some(missing) = task.context_paths.iter().find(|p| !cwd.join(p).exists()) {
+        let paths = match attach::paths_for(&prompt, &task.context_paths, auto_context, cwd) {
+            Ok(paths) => paths,
+            Err(missing) => {
                 return result.fail(
                     FailureReason::SetupFailed,
                     format!("context_paths: `{missing}` is not in the workspace"),
-                );
+                )
             }
-            let (appendix, files) =
-                attach::attach(&task.context_paths, cwd, attach::DEFAULT_MAX_BYTES);
+        };
+        if !paths.is_empty() {
+            let (appendix, files) = attach::attach(&paths, cwd, max_context_bytes);
             prompt.push_str(&appendix);
             sink.emit(AgentEvent::Context { files });
         }

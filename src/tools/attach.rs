@@ -68,6 +68,27 @@ pub fn attach(paths: &[String], cwd: &Path, max_bytes: usize) -> (String, Vec<Co
     (out, attached)
 }
 
+/// The context files of a task: `given` (each must exist under `cwd`;
+/// the error is the first that does not), else with `auto` the files the
+/// task names and the project's key files ([`relevant`]), else none.
+pub fn paths_for(
+    task: &str,
+    given: &[String],
+    auto: bool,
+    cwd: &Path,
+) -> Result<Vec<String>, String> {
+    if let Some(missing) = given.iter().find(|p| !cwd.join(p).exists()) {
+        return Err(missing.clone());
+    }
+    Ok(if !given.is_empty() {
+        given.to_vec()
+    } else if auto {
+        relevant(task, cwd)
+    } else {
+        Vec::new()
+    })
+}
+
 /// The paths a prompt names that exist under `cwd` (words that look like
 /// paths: with a `/` or a `.`), then the key files of `cwd`: what
 /// `auto_context` attaches.

@@ -1318,3 +1318,58 @@ repeat = 2
         "\"reason\":\"done\"\n\"reason\":\"done\"\n"
     );
 }
+
+#[test]
+fn task_runs_attach_context_within_max_context_bytes_and_with_auto_context() {
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("done"));
+    server.enqueue(chat::text_response("done"));
+    let t = mock_tasks(&server);
+    let work = t.env.work();
+    std::fs::write(work.join("notes.txt"), "n".repeat(10_000)).unwrap();
+    std::fs::write(work.join("README.md"), "the readme says hello\n").unwrap();
+    t.file(
+        r#"
+[[agents]]
+id = "mock"
+provider = "mock"
+model = "gpt-4.1"
+max_context_bytes = 2000
+
+[[tasks]]
+id = "given"
+prompt = "read the notes"
+context_paths = ["notes.txt"]
+
+[[tasks]]
+id = "auto"
+prompt = "summarise README.md"
+auto_context = true
+"#,
+    );
+    let out = t.run_mock();
+    assert_code(&out, 0);
+    let bodies: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    let given = bodies
+        .iter()
+        .find(|b| b.contains("read the notes"))
+        .unwrap();
+    assert!(given.contains(&"n".repeat(1000)), "the notes are attached");
+    assert!(
+        !given.contains(&"n".repeat(2500)),
+        "within the agent's max_context_bytes, not the 64 KiB default"
+    );
+    let auto = bodies
+        .iter()
+        .find(|b| b.contains("summarise README.md"))
+        .unwrap();
+    assert!(
+        auto.contains("the readme says hello"),
+        "auto_context attaches the file the task names"
+    );
+}

@@ -74,6 +74,13 @@ pub struct SessionConfig {
     /// `[agent] enable_plan`: the `update_plan` tool and `plan` events
     /// (docs/plan.md).
     pub enable_plan: bool,
+    /// `[agent] auto_context`: with no context files given, a task gets
+    /// the files it names and the project's key files attached
+    /// (docs/context.md#context-files).
+    pub auto_context: bool,
+    /// `[agent] max_context_bytes`: the cap on what context files (and the
+    /// REPL's `@path`) attach to one message.
+    pub max_context_bytes: usize,
     /// `[agent] enable_test_run`: the test command after each step
     /// (docs/test-loop.md).
     pub test_run: Option<TestRunConfig>,
@@ -133,6 +140,8 @@ impl SessionConfig {
             compaction: CompactionConfig::default(),
             effects: Vec::new(),
             enable_plan: false,
+            auto_context: false,
+            max_context_bytes: crate::tools::attach::DEFAULT_MAX_BYTES,
             test_run: None,
             reflect: None,
             done_token: None,

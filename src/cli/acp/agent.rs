@@ -256,11 +256,11 @@ impl Agent {
             mode,
             unconfined,
             home,
-            max_context_bytes,
             mcp,
             project_trusted,
             ..
         } = opened;
+        let max_context_bytes = config.max_context_bytes;
         let id = acp::SessionId::new(session.id.clone());
         let updates = Arc::new(Updates::new(self.cx.clone(), id.clone(), cwd.clone()));
         let stop = session.stop_handle();

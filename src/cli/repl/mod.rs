@@ -56,7 +56,6 @@ pub(super) struct Repl {
     unconfined: bool,
     agent: Option<String>,
     home: PathBuf,
-    max_context_bytes: usize,
     registry: Arc<Registry>,
     /// The running session's stop handle, for the Ctrl-C listener.
     stop: Arc<Mutex<StopHandle>>,
@@ -123,7 +122,6 @@ fn prepare(
         unconfined: opened.unconfined,
         agent: None,
         home: opened.home,
-        max_context_bytes: opened.max_context_bytes,
         registry,
         stop,
         approver,
@@ -348,7 +346,7 @@ impl Repl {
     async fn turn(&mut self, text: String) {
         sync_plan_note(&mut self.session, self.mode);
         let cwd = self.session.context().cwd.clone();
-        let (message, attached) = mentions::expand(&text, &cwd, self.max_context_bytes);
+        let (message, attached) = mentions::expand(&text, &cwd, self.current.max_context_bytes);
         if !attached.is_empty() {
             self.sink
                 .note(&format!("attached: {}", attached.join(", ")));

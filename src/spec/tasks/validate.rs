@@ -58,6 +58,8 @@ struct RawAgent {
     reflection_policy: Option<ReflectionPolicy>,
     reflection_placement: Option<ReflectionPlacement>,
     done_token: Option<String>,
+    auto_context: Option<bool>,
+    max_context_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,6 +86,8 @@ struct RawTask {
     test_command: Option<String>,
     enable_plan: Option<bool>,
     enable_reflect: Option<bool>,
+    auto_context: Option<bool>,
+    max_context_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -318,6 +322,8 @@ impl Validator<'_> {
                 reflection_policy: a.reflection_policy,
                 reflection_placement: a.reflection_placement,
                 done_token: a.done_token,
+                auto_context: a.auto_context,
+                max_context_bytes: a.max_context_bytes,
                 ..AgentFile::default()
             },
         }
@@ -467,6 +473,8 @@ impl Validator<'_> {
                 test_command: t.test_command,
                 enable_plan: t.enable_plan,
                 enable_reflect: t.enable_reflect,
+                auto_context: t.auto_context,
+                max_context_bytes: t.max_context_bytes,
                 ..AgentFile::default()
             },
         }
