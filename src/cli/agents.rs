@@ -53,10 +53,11 @@ pub fn catalog(config: &Config, home: &Path) -> Catalog {
     }
 }
 
-/// Run as `card` without a terminal: its model, instructions and tools,
-/// and for a card in plan mode a read-only sandbox.
-pub fn apply(config: &mut SessionConfig, card: &AgentCard) {
-    setup::apply_card(config, card);
+/// Run as `card` without a terminal: its model (unless `model_chosen`: see
+/// [`setup::apply_card`]), instructions and tools, and for a card in plan
+/// mode a read-only sandbox.
+pub fn apply(config: &mut SessionConfig, card: &AgentCard, model_chosen: bool) {
+    setup::apply_card(config, card, model_chosen);
     if card.mode.as_deref() == Some("plan") {
         config.sandbox_policy.mode = SandboxMode::ReadOnly;
     }
@@ -70,7 +71,7 @@ pub fn registry(base: &SessionConfig, cards: &[AgentCard]) -> Arc<AgentRegistry>
         let (base, card_for) = (base.clone(), card.clone());
         let factory: Factory = Arc::new(move || {
             let mut config = base.clone();
-            apply(&mut config, &card_for);
+            apply(&mut config, &card_for, false);
             Ok(config)
         });
         registry.register(

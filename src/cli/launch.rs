@@ -80,7 +80,7 @@ pub(super) fn configure(
             .iter()
             .find(|c| c.name == name)
             .ok_or_else(|| format!("no agent is named `{name}`; `cogni agents` lists them"))?;
-        super::agents::apply(&mut config, card);
+        super::agents::apply(&mut config, card, options.common.model.is_some());
     }
     config.verbose = options.verbose;
     config.output_schema = options.output_schema;

@@ -87,9 +87,12 @@ pub fn load(
 }
 
 /// The card's model, instructions (after the config's own) and tools on
-/// `config`; its mode is the caller's to apply.
-pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard) {
-    if let Some(model) = &card.model {
+/// `config`; its mode is the caller's to apply. `model_chosen`: the user
+/// named a model (on the command line, or a task entry did), which wins
+/// over the card's. The one rule everywhere: the command line, then the
+/// task entry, then the card, then config (docs/agents.md).
+pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard, model_chosen: bool) {
+    if let (Some(model), false) = (&card.model, model_chosen) {
         config.model_override = Some(model.clone());
     }
     config.agent = card.name.clone();

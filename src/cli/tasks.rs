@@ -43,7 +43,7 @@ pub struct TaskArgs {
     /// Run as this agent (a card or `[agents.NAME]`: `cogni agents` lists
     /// them). With --tasks: run every selected task with this task-file
     /// agent (ID@AGENT still wins).
-    #[arg(long, value_name = "ID", requires = "tasks")]
+    #[arg(long, value_name = "ID")]
     pub agent: Option<String>,
 
     /// With --tasks: attempts running at once.
@@ -261,12 +261,9 @@ fn agent_config(
     let mut config = loaded.config.session;
     config.delegation = delegation;
     if let Some(card) = &agent.card {
-        let mut card = card.clone();
-        if common.model.is_some() {
-            // The agent's (or the command line's) model wins.
-            card.model = None;
-        }
-        setup::apply_card(&mut config, &card);
+        // The command line's model, then the task-file agent's, win over
+        // the card's.
+        setup::apply_card(&mut config, card, common.model.is_some());
     }
     // The task file's agent: its name and effects (after its card's).
     config.agent = agent.id.clone();

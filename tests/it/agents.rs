@@ -768,3 +768,35 @@ fn worktree_isolation_runs_nothing_the_repository_names() {
         "{report}"
     );
 }
+
+#[test]
+fn the_model_typed_on_the_command_line_wins_over_the_cards() {
+    let server = MockServer::start();
+    let env = Env::new();
+    card(
+        &home(&env),
+        "coder",
+        "description = \"Codes\"\nmodel = \"gpt-4o\"",
+        "Write code.",
+    );
+    // The card's model, when the command line names none.
+    server.enqueue(chat::text_response("one"));
+    let out = env
+        .cmd()
+        .env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
+        .args(["run", "--agent", "coder", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // What the user typed wins over the card.
+    server.enqueue(chat::text_response("two"));
+    let out = env.run_json_against(&server, &["--agent", "coder", "go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.json.as_ref()?["model"].as_str().map(String::from))
+        .collect();
+    assert_eq!(models, ["gpt-4o", "gpt-4.1"]);
+}

@@ -55,6 +55,8 @@ pub(super) struct Repl {
     /// commands unconfined.
     unconfined: bool,
     agent: Option<String>,
+    /// `--model` was given: it wins over an agent card's model.
+    model_typed: bool,
     home: PathBuf,
     registry: Arc<Registry>,
     /// The running session's stop handle, for the Ctrl-C listener.
@@ -121,6 +123,7 @@ fn prepare(
         mode: opened.mode,
         unconfined: opened.unconfined,
         agent: None,
+        model_typed: options.common.model.is_some(),
         home: opened.home,
         registry,
         stop,
