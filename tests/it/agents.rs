@@ -800,3 +800,47 @@ fn the_model_typed_on_the_command_line_wins_over_the_cards() {
         .collect();
     assert_eq!(models, ["gpt-4o", "gpt-4.1"]);
 }
+
+#[test]
+fn a_misspelled_agent_uses_up_nothing_of_max_agents_per_session() {
+    let env = Env::new();
+    card(&home(&env), "helper", "description = \"Helps\"", "Help.");
+    std::fs::write(
+        home(&env).join("config.toml"),
+        "[delegation]\nmax_agents_per_session = 1\n",
+    )
+    .unwrap();
+    let (out, events) = run_script(
+        &env,
+        json!([
+            call("delegate_to_agent", json!({"agent": "helpr", "task": "x"})),
+            call(
+                "spawn_agents",
+                json!({"runs": [{"agent": "nobody", "task": "x"}]})
+            ),
+            call("delegate_to_agent", json!({"agent": "helper", "task": "x"})),
+            text("helper is done"),
+            text("all done"),
+        ]),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let helper = output_of(&events, "delegate_to_agent");
+    let outputs: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .collect();
+    assert!(
+        outputs[0]["item"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("no agent named `helpr`"),
+        "{}",
+        outputs[0]
+    );
+    assert_eq!(
+        of_type(&events, "subagent.started").len(),
+        1,
+        "the one real agent still starts: {helper}"
+    );
+}

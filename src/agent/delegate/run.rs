@@ -350,14 +350,17 @@ impl Session {
             ));
         }
         let tree = &delegation.tree;
+        // Only an agent that exists counts against the session's budget.
+        let spawned = tree.registry.spawn(name, depth)?;
         let n = tree.spawned.fetch_add(1, Ordering::SeqCst) + 1;
         if n > tree.limits.max_agents {
+            tree.spawned.fetch_sub(1, Ordering::SeqCst);
             return Err(format!(
                 "this session has started {} agents, the most it may (max_agents_per_session)",
                 tree.limits.max_agents
             ));
         }
-        tree.registry.spawn(name, depth)
+        Ok(spawned)
     }
 
     /// The child's session: the parent's sandbox (or a stricter one),
