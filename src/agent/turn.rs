@@ -247,7 +247,8 @@ impl Session {
 
             let reply = &response.reply;
             if reply.tool_calls.is_empty() && reply.text.trim().is_empty() {
-                if !empty_retried {
+                // The retry is a request like any other: not past the limit.
+                if !empty_retried && run.iterations < self.ctx.max_iterations {
                     empty_retried = true;
                     sink.emit(AgentEvent::Warning {
                         message: "the model returned an empty response; retrying once".into(),

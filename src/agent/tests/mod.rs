@@ -698,6 +698,14 @@ async fn empty_response_is_retried_once_then_reported() {
     let r = h.run("x").await.unwrap();
     assert_eq!(r.outcome, TurnOutcome::EmptyResponse);
     assert_eq!(h.fake.seen().len(), 2);
+
+    // The retry is a request like any other: none past max_iterations.
+    let mut c = config();
+    c.max_iterations = 1;
+    let mut h = harness_with("[[turns]]\n[[turns]]\ntext = \"over the limit\"\n", c);
+    let r = h.run("x").await.unwrap();
+    assert_eq!((r.outcome, r.iterations), (TurnOutcome::EmptyResponse, 1));
+    assert_eq!(h.fake.seen().len(), 1, "no request past the step limit");
 }
 
 #[tokio::test]
