@@ -481,7 +481,7 @@ impl Session {
                 Ok(outcome) => outcome,
                 Err(message) => {
                     tracing::warn!(%message, "effect failed");
-                    let blocked = self.extensions.effects.failed_guard(i, phase, &message);
+                    let blocked = self.extensions.effects.failed(i, phase, &message);
                     sink.emit(AgentEvent::Warning { message });
                     match blocked {
                         Some(decision) => decision.into(),

@@ -185,5 +185,6 @@ pub(super) fn describe(outcome: &TurnOutcome, max_iterations: u32) -> String {
         TurnOutcome::BudgetExceeded => "a budget ran out".into(),
         TurnOutcome::Blocked => "blocked by a guardrail or a hook".into(),
         TurnOutcome::BlockedByReflect => "a reflection blocked the step".into(),
+        TurnOutcome::EffectFailed => "an effect failed".into(),
     }
 }

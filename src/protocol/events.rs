@@ -38,6 +38,8 @@ pub enum TurnOutcome {
     Blocked,
     /// A reflection set `block_apply` under the `block_on_critical` policy.
     BlockedByReflect,
+    /// An effect that is not advisory failed (the reason names it).
+    EffectFailed,
 }
 
 impl TurnOutcome {

@@ -341,6 +341,7 @@ impl Attempt<'_> {
                     TurnOutcome::RepeatedFailure => "the model kept repeating a failing tool call",
                     TurnOutcome::Blocked => "blocked by a guardrail or a hook",
                     TurnOutcome::BlockedByReflect => "a reflection blocked the step",
+                    TurnOutcome::EffectFailed => "an effect failed",
                     _ => "the final answer does not match the output schema",
                 };
                 let why = turn.reason.clone().unwrap_or_else(|| why.to_string());

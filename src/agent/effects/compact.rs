@@ -55,6 +55,11 @@ impl Effect for CompactEffect {
         KIND
     }
 
+    /// Compaction that failed leaves history whole; a request that then overflows fails on its own.
+    fn advisory(&self) -> bool {
+        true
+    }
+
     fn phases(&self) -> &'static [Phase] {
         &[Phase::BeforeModel, Phase::AfterModel]
     }

@@ -12,9 +12,10 @@
 //! operation, or stop the turn with a reason that becomes its outcome.
 //! Only the loop changes history, applying decisions in registration
 //! order, so each effect sees what the ones before it did. An effect that
-//! fails or panics is reported as a warning and otherwise ignored, unless
-//! it is a guard ([`Effect::guards`]): a guard that cannot give its answer
-//! blocks ([`Effects::failed_guard`]).
+//! fails or panics is reported, and then ([`Effects::failed`]): a guard
+//! ([`Effect::guards`]) that cannot give its answer blocks; an advisory
+//! effect ([`Effect::advisory`]) is only a warning; any other ends the
+//! turn with `effect_failed`, naming it.
 
 pub mod budget;
 pub mod command;
@@ -383,6 +384,13 @@ pub trait Effect: Send + Sync {
     fn guards(&self) -> bool {
         false
     }
+
+    /// Whether its failure is only a warning and the loop goes on (a
+    /// critique or a plan event that could not be made). Otherwise a
+    /// failure ends the turn ([`Effects::failed`]).
+    fn advisory(&self) -> bool {
+        false
+    }
 }
 
 /// The effects of a session, in registration order.
@@ -482,29 +490,40 @@ impl Effects {
     }
 
     /// What the failure of effect `i` (a message from [`Effects::eval`]) at
-    /// `phase` decides: nothing for an effect that is not a guard (the
-    /// failure is only reported); for a guard, the call is blocked at
-    /// `before_tool` and the turn stops (`blocked`) at the other points of
-    /// a turn. At `session_start`, `before_compact` and `session_end` there
-    /// is nothing to block.
-    pub(crate) fn failed_guard(&self, i: usize, phase: Phase, message: &str) -> Option<Decision> {
-        if !self.list[i].guards() {
+    /// `phase` decides, besides being reported. An advisory effect's:
+    /// nothing. A guard's: the call is blocked at `before_tool`, and the
+    /// turn stops (`blocked`) at the other points of a turn. Any other
+    /// effect's: the turn stops (`effect_failed`, naming the effect). At
+    /// `session_start`, `before_compact` and `session_end` there is no
+    /// turn to stop.
+    pub(crate) fn failed(&self, i: usize, phase: Phase, message: &str) -> Option<Decision> {
+        let effect = &self.list[i];
+        if effect.advisory() && !effect.guards() {
             return None;
         }
-        let reason = format!("{message}; a guard that cannot give its answer blocks");
+        let (outcome, reason) = if effect.guards() {
+            (
+                TurnOutcome::Blocked,
+                format!("{message}; a guard that cannot give its answer blocks"),
+            )
+        } else {
+            (
+                TurnOutcome::EffectFailed,
+                format!("{message}; the turn ends, as it does when an effect that is not advisory fails"),
+            )
+        };
         match phase {
-            Phase::BeforeTool => Some(Decision::Block(format!("Blocked: {reason}"))),
+            Phase::BeforeTool if effect.guards() => {
+                Some(Decision::Block(format!("Blocked: {reason}")))
+            }
             Phase::SessionStart | Phase::BeforeCompact | Phase::SessionEnd => None,
-            Phase::TurnStart
+            Phase::BeforeTool
+            | Phase::TurnStart
             | Phase::BeforeModel
             | Phase::AfterModel
             | Phase::AfterTool
             | Phase::StepEnd
-            | Phase::TurnEnd => Some(Decision::Stop(Stop::by(
-                self.list[i].name(),
-                TurnOutcome::Blocked,
-                reason,
-            ))),
+            | Phase::TurnEnd => Some(Decision::Stop(Stop::by(effect.name(), outcome, reason))),
         }
     }
 

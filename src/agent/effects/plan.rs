@@ -24,6 +24,11 @@ impl Effect for PlanEffect {
         KIND
     }
 
+    /// A plan event that could not be made changes no work.
+    fn advisory(&self) -> bool {
+        true
+    }
+
     fn phases(&self) -> &'static [Phase] {
         &[Phase::AfterTool]
     }

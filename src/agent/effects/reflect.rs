@@ -261,6 +261,11 @@ impl Effect for ReflectEffect {
         KIND
     }
 
+    /// A critique that could not be made leaves the work as it is.
+    fn advisory(&self) -> bool {
+        true
+    }
+
     fn phases(&self) -> &'static [Phase] {
         &[Phase::StepEnd, Phase::TurnEnd]
     }

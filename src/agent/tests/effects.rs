@@ -85,9 +85,10 @@ impl Effect for Scripted {
     }
 }
 
-/// Fails, or panics, at every point.
+/// Fails, or panics, at every point; advisory or not.
 struct Faulty {
     panic: bool,
+    advisory: bool,
 }
 
 impl Effect for Faulty {
@@ -101,6 +102,10 @@ impl Effect for Faulty {
 
     fn phases(&self) -> &'static [Phase] {
         ALL
+    }
+
+    fn advisory(&self) -> bool {
+        self.advisory
     }
 
     fn eval<'a>(
@@ -358,13 +363,13 @@ text = "Fixed answer."
 }
 
 #[tokio::test]
-async fn a_failing_or_panicking_effect_is_reported_and_the_loop_goes_on() {
+async fn a_failing_or_panicking_advisory_effect_is_reported_and_the_loop_goes_on() {
     for panic in [false, true] {
         let mut h = harness(ONE_CALL);
-        h.session
-            .extensions
-            .effects
-            .push(Box::new(Faulty { panic }));
+        h.session.extensions.effects.push(Box::new(Faulty {
+            panic,
+            advisory: true,
+        }));
         let r = h.run("go").await.unwrap();
         assert_eq!(r.outcome, TurnOutcome::Done, "panic: {panic}");
         let w = warnings(&h);
@@ -376,6 +381,24 @@ async fn a_failing_or_panicking_effect_is_reported_and_the_loop_goes_on() {
         assert!(w.iter().any(|m| m == needle), "{w:?}");
         // One report per point.
         assert_eq!(w.len(), 8, "{w:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_failing_or_panicking_effect_that_is_not_advisory_ends_the_turn_naming_it() {
+    for panic in [false, true] {
+        let mut h = harness(ONE_CALL);
+        h.session.extensions.effects.push(Box::new(Faulty {
+            panic,
+            advisory: false,
+        }));
+        let r = h.run("go").await.unwrap();
+        assert_eq!(r.outcome, TurnOutcome::EffectFailed, "panic: {panic}");
+        let reason = r.reason.unwrap_or_default();
+        let name = if panic { "`panicky`" } else { "`failing`" };
+        assert!(reason.contains(name), "{reason}");
+        assert!(h.log.lock().unwrap().is_empty(), "nothing ran after it");
+        assert_calls_answered(h.session.history());
     }
 }
 

@@ -261,7 +261,9 @@ fn stop_reason(turn: &TurnResult) -> acp::StopReason {
             acp::StopReason::MaxTokens
         }
         TurnOutcome::MaxSteps | TurnOutcome::BudgetExceeded => acp::StopReason::MaxTurnRequests,
-        TurnOutcome::Blocked | TurnOutcome::BlockedByReflect => acp::StopReason::Refusal,
+        TurnOutcome::Blocked | TurnOutcome::BlockedByReflect | TurnOutcome::EffectFailed => {
+            acp::StopReason::Refusal
+        }
         TurnOutcome::Done
         | TurnOutcome::EmptyResponse
         | TurnOutcome::RepeatedFailure
