@@ -35,8 +35,9 @@ pub use prompt::system::{PromptConfig, SystemPrompt};
 pub use prompt::{build_prompt, Prompt};
 pub use request::ContextUsage;
 pub use session::{
-    check_session_config, select_model, start_session, start_session_with_provider, AuthMode,
-    CompactionConfig, Delegating, PendingInputs, Session, SessionConfig, SessionError,
+    check_session_config, create_provider, select_model, start_session,
+    start_session_with_provider, AuthMode, CompactionConfig, Delegating, PendingInputs, Session,
+    SessionConfig, SessionError,
 };
 pub use stack::StackError;
 pub use turn_context::{Features, Sampling, TurnContext};

@@ -16,7 +16,11 @@ use std::path::PathBuf;
 /// Feature flags (the spec's `features`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Features {
+    /// Read-only calls of one response run at once.
     pub parallel_tools: bool,
+    /// Skills reach the model: the listing in the system prompt and the
+    /// `skill` tool (`PromptConfig::skills`, `ToolConfig::skills`); off,
+    /// both are dropped when the session starts.
     pub skills_enabled: bool,
 }
 

@@ -13,7 +13,7 @@ use crate::agent::{
 use crate::config::ConfigFile;
 use crate::mcp::{McpConfig, Servers};
 use crate::protocol::{ApprovalPolicy, EventSink, SandboxMode, TurnOutcome};
-use crate::provider::{self, record, record::Recording};
+use crate::provider::{record, record::Recording};
 use crate::store::{Redactor, SessionFile, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -116,7 +116,7 @@ impl Launch {
         config: SessionConfig,
         recording: Option<&Arc<Recording>>,
     ) -> Result<(Session, Option<Arc<SessionFile>>), String> {
-        let provider = provider::create(&config.provider).map_err(|e| e.to_string())?;
+        let provider = crate::agent::create_provider(&config).map_err(|e| e.to_string())?;
         let provider = record::wrap(provider, recording);
         let mut session =
             start_session_with_provider(config, provider).map_err(|e| e.to_string())?;

@@ -8,7 +8,7 @@ use super::workspace::{Removal, Workspace};
 use super::{AttemptId, Phase, Plan, Planned, PreparedAgent, Progress, ProgressEvent, RunControl};
 use crate::agent::{start_session_with_provider, AgentError, EndReason, ToolCallRecord};
 use crate::protocol::{AgentEvent, EventSink, Item, TurnOutcome};
-use crate::provider::{self, record, record::Recording};
+use crate::provider::{record, record::Recording};
 use crate::spec::tasks::TaskSpec;
 use crate::tools::apply_patch::{parse_patch, FileOp};
 use crate::tools::attach;
@@ -203,7 +203,7 @@ impl Attempt<'_> {
             Recording::new(options.redact.clone(), options.record_outputs)
         });
         let (auto_context, max_context_bytes) = (config.auto_context, config.max_context_bytes);
-        let provider = match provider::create(&config.provider) {
+        let provider = match crate::agent::create_provider(&config) {
             Ok(provider) => record::wrap(provider, recording.as_ref()),
             Err(e) => return result.fail(FailureReason::SetupFailed, e.to_string()),
         };

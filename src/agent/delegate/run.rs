@@ -10,7 +10,6 @@ use crate::agent::effects::EndReason;
 use crate::agent::limits::{StopHandle, TurnLimits};
 use crate::agent::session::{start_session_with_provider, Session};
 use crate::protocol::{AgentEvent, EventSink, SandboxMode, ToolCall, TurnOutcome, Usage};
-use crate::provider;
 use crate::tools::truncate::head_tail;
 use crate::tools::ToolResult;
 use futures::future::BoxFuture;
@@ -400,7 +399,7 @@ impl Session {
         let provider = if config.provider.id == self.wire.id() {
             self.wire.clone()
         } else {
-            provider::create(&config.provider).map_err(|e| format!("agent `{name}`: {e}"))?
+            crate::agent::create_provider(&config).map_err(|e| format!("agent `{name}`: {e}"))?
         };
         let mut child = start_session_with_provider(config, provider)
             .map_err(|e| format!("agent `{name}`: {e}"))?;

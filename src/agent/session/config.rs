@@ -17,6 +17,23 @@ pub enum AuthMode {
     None,
 }
 
+impl AuthMode {
+    /// `info` with only the credentials this mode sends: `ApiKey` the key
+    /// (never the auth command), `Command` the auth command's token (never
+    /// the key), `None` nothing.
+    pub fn apply(self, mut info: ProviderInfo) -> ProviderInfo {
+        match self {
+            AuthMode::ApiKey => info.auth_command = None,
+            AuthMode::Command => info.api_key = None,
+            AuthMode::None => {
+                info.api_key = None;
+                info.auth_command = None;
+            }
+        }
+        info
+    }
+}
+
 /// When history is compacted.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CompactionConfig {
@@ -285,6 +302,13 @@ pub(super) fn validate(config: &SessionConfig) -> Result<(), SessionError> {
     }
     if config.sampling.max_tokens == Some(0) {
         return invalid("max_tokens must be at least 1".into());
+    }
+    if config.auth_mode == AuthMode::Command && config.provider.auth_command.is_none() {
+        return invalid(format!(
+            "auth_mode is `command` but provider `{}` has no auth_command; set \
+             [model_providers.{}] auth_command",
+            config.provider.id, config.provider.id
+        ));
     }
     if config.auth_mode == AuthMode::ApiKey
         && config.provider.api_key.is_none()

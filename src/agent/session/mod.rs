@@ -137,8 +137,16 @@ pub(crate) struct Extensions {
 /// turn context and the initial history. Pure apart from building the
 /// provider client (no network I/O); invalid config fails here.
 pub fn start_session(config: SessionConfig) -> Result<Session, SessionError> {
-    let provider = provider::create(&config.provider)?;
+    let provider = create_provider(&config)?;
     start_session_with_provider(config, provider)
+}
+
+/// The model client of `config`: its provider with the credentials its
+/// `auth_mode` sends ([`AuthMode::apply`]).
+pub fn create_provider(config: &SessionConfig) -> Result<Arc<dyn Provider>, SessionError> {
+    Ok(provider::create(
+        &config.auth_mode.apply(config.provider.clone()),
+    )?)
 }
 
 /// [`start_session`] with a given provider (tests, embedding).
@@ -169,6 +177,11 @@ pub fn start_session_with_provider(
     };
     let (mut effects, compaction) = build_effects(&config, output_schema)?;
     let mut tool_config = config.tool_config;
+    // Skills reach the model only with `features.skills_enabled`.
+    if !config.features.skills_enabled {
+        tool_config.skills = None;
+        config.prompt.skills = None;
+    }
     // The model may ask to run a command without the sandbox only where
     // someone would be asked about it.
     tool_config.shell_escalation = matches!(

@@ -2341,3 +2341,44 @@ text = "third answer"
     h.run("more").await.unwrap();
     assert!(has_plan(&h.fake.seen().last().unwrap().input));
 }
+
+#[test]
+fn skills_reach_the_model_only_with_skills_enabled() {
+    let mut c = config();
+    c.prompt.skills = Some("- deploy: ships the app".into());
+    let off = start_session_with_provider(c.clone(), Fake::new("")).unwrap();
+    assert!(!off.context().system_prompt.text().contains("ships the app"));
+    c.features.skills_enabled = true;
+    let on = start_session_with_provider(c, Fake::new("")).unwrap();
+    assert!(on.context().system_prompt.text().contains("ships the app"));
+}
+
+#[test]
+fn auth_mode_decides_which_credentials_are_sent() {
+    let mut info = ProviderInfo::new("p", "http://127.0.0.1:9", WireApi::Chat);
+    info.api_key = Some("sk-key".into());
+    info.auth_command = Some(vec!["print-token".into()]);
+    let key = AuthMode::ApiKey.apply(info.clone());
+    assert_eq!(
+        (key.api_key.is_some(), key.auth_command.is_some()),
+        (true, false)
+    );
+    let command = AuthMode::Command.apply(info.clone());
+    assert_eq!(
+        (command.api_key.is_some(), command.auth_command.is_some()),
+        (false, true)
+    );
+    let none = AuthMode::None.apply(info);
+    assert_eq!(
+        (none.api_key.is_some(), none.auth_command.is_some()),
+        (false, false)
+    );
+    // A mode whose credentials are missing is refused before any request.
+    let mut c = config();
+    c.auth_mode = AuthMode::Command;
+    let e = match start_session_with_provider(c, Fake::new("")) {
+        Ok(_) => panic!("a command mode without a command starts"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("auth_command"), "{e}");
+}
