@@ -3,6 +3,7 @@
 mod acp;
 mod agents;
 mod approve;
+mod config_cmd;
 mod export;
 mod interactive;
 mod launch;
@@ -82,6 +83,8 @@ pub enum Command {
     Acp(acp::AcpArgs),
     /// Trust a directory's own cogni.toml, hooks, MCP servers, skills, agent cards and commands; list or revoke trust; show what an untrusted one may set.
     Trust(trust::TrustArgs),
+    /// The configuration: `cogni config example` prints every key of cogni.toml with what it does.
+    Config(config_cmd::ConfigArgs),
     /// Check a task file without running anything.
     Validate(tasks::ValidateArgs),
     /// Compare two task runs (results.json files or run directories).
@@ -324,6 +327,7 @@ pub fn main() -> ExitCode {
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),
         Some(Command::Skills(args)) => ExitCode::from(skills::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
+        Some(Command::Config(args)) => ExitCode::from(config_cmd::run(args)),
         Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
         Some(Command::McpServer(args)) => ExitCode::from(mcp_server::run(args)),
         Some(Command::Acp(args)) => ExitCode::from(acp::run(args)),

@@ -19,6 +19,12 @@ pub fn run(args: ModelsArgs) -> u8 {
         }
     };
     let session = &loaded.config.session;
+    // A missing key fails first, naming the variable, before any request
+    // (`--offline` asks no provider).
+    if let (false, Some(missing)) = (args.offline, crate::agent::session::missing_key(session)) {
+        eprintln!("cogni: {missing} (`cogni models --offline` lists the catalog alone)");
+        return exit::USAGE;
+    }
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,

@@ -8,6 +8,7 @@
 mod agent;
 mod agents_md;
 mod allowlist;
+pub mod example;
 mod hooks;
 mod keys;
 mod mcp;
@@ -219,23 +220,28 @@ impl ConfigFile {
         };
         let de = toml::Deserializer::parse(source)
             .map_err(|e| ConfigError(format!("{}: invalid TOML: {}", position(&e), e.message())))?;
-        Self::checked(path, de, position)
+        Self::checked(path, de, position, Some(source))
     }
 
     /// A layer from a table already read from `path` (what the allowlist
     /// kept of an untrusted project's file).
     fn from_table(path: &Path, table: toml::Table) -> Result<Self, ConfigError> {
-        Self::checked(path, toml::Value::Table(table), |_| {
-            path.display().to_string()
-        })
+        Self::checked(
+            path,
+            toml::Value::Table(table),
+            |_| path.display().to_string(),
+            None,
+        )
     }
 
-    /// Deserialize, refuse unknown keys by path, check effects, make
-    /// relative paths relative to the file's directory.
+    /// Deserialize, refuse unknown keys by path (and line, in `source`,
+    /// with the key meant when one is close), check effects, make relative
+    /// paths relative to the file's directory.
     fn checked<'de, D>(
         path: &Path,
         de: D,
         position: impl Fn(&toml::de::Error) -> String,
+        source: Option<&str>,
     ) -> Result<Self, ConfigError>
     where
         D: serde::Deserializer<'de, Error = toml::de::Error>,
@@ -251,17 +257,26 @@ impl ConfigFile {
                 .collect();
             unknown.push(key.join("."));
         })
-        .map_err(|e| ConfigError(format!("{}: {}", position(&e), e.message())))?;
+        .map_err(|e| ConfigError(format!("{}: {}", position(&e), plain_message(e.message()))))?;
         if !unknown.is_empty() {
+            let mut found: Vec<(Option<(usize, usize)>, &String)> = unknown
+                .iter()
+                .map(|key| (source.and_then(|s| key_position(s, key)), key))
+                .collect();
+            found.sort();
+            let lines: Vec<String> = found
+                .into_iter()
+                .map(|(at, key)| {
+                    let at = at.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
+                    let meant = example::suggestion(key)
+                        .map(|k| format!("; did you mean `{k}`?"))
+                        .unwrap_or_default();
+                    format!("{}{at}: unknown key `{key}`{meant}", path.display())
+                })
+                .collect();
             return err(format!(
-                "{}: unknown key{} {} (see cogni.toml.example for the valid keys)",
-                path.display(),
-                if unknown.len() > 1 { "s" } else { "" },
-                unknown
-                    .iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "{} (`cogni config example` shows every key)",
+                lines.join("\n")
             ));
         }
         if let Some(effects) = &file.effects {
@@ -475,6 +490,38 @@ pub fn parse_sandbox(s: &str) -> Result<SandboxMode, String> {
 /// A config file's text.
 fn read_config(path: &Path) -> Result<String, ConfigError> {
     read_text_limited(path, SPEC_FILE_MAX_BYTES).map_err(|e| ConfigError(format!("config: {e}")))
+}
+
+/// Where the key `path` (dotted, as serde names it; numbers index arrays
+/// of tables) is written in `source`: 1-based line and column.
+fn key_position(source: &str, path: &str) -> Option<(usize, usize)> {
+    let doc = toml_edit::Document::parse(source).ok()?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_item().as_table_like()?;
+    let mut array = None;
+    let mut span = None;
+    for part in path.split('.') {
+        if let (Some(tables), Ok(i)) = (array.take(), part.parse::<usize>()) {
+            let tables: &toml_edit::ArrayOfTables = tables;
+            table = tables.get(i)?;
+            continue;
+        }
+        let (key, item) = table.get_key_value(part)?;
+        span = key.span().or(span);
+        if let Some(tables) = item.as_array_of_tables() {
+            array = Some(tables);
+        } else if let Some(next) = item.as_table_like() {
+            table = next;
+        } else {
+            break;
+        }
+    }
+    span.map(|s| line_col(source, s.start))
+}
+
+/// serde's message in the file's own terms: no Rust type names.
+fn plain_message(message: &str) -> String {
+    let re = regex::Regex::new(r"(?:struct|enum) [A-Z][A-Za-z0-9]*").expect("a valid regex");
+    re.replace_all(message, "a table").into_owned()
 }
 
 /// 1-based line and column of a byte offset.

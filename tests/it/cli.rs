@@ -439,7 +439,16 @@ fn usage_and_config_errors_exit_2_and_say_what_to_fix() {
         &run(&["--provider", "nope", "x"]),
         "unknown provider `nope`",
     );
-    assert_usage_error(&run(&["x"]), "$OPENAI_API_KEY");
+    // No key and no provider set up: the three ways to get going.
+    let out = run(&["x"]);
+    for needle in ["$OPENAI_API_KEY", "--provider ollama", "--script FILE"] {
+        assert_usage_error(&out, needle);
+    }
+    assert!(
+        !stderr_of(&out).contains("invalid config"),
+        "{}",
+        stderr_of(&out)
+    );
     assert_usage_error(
         &run(&["--script", "/nonexistent.toml", "x"]),
         "script: cannot read /nonexistent.toml",
@@ -469,7 +478,19 @@ fn usage_and_config_errors_exit_2_and_say_what_to_fix() {
         "[tools]\nshel_timeout_ms = 5\n",
     )
     .unwrap();
-    assert_usage_error(&run(&["x"]), "`tools.shel_timeout_ms`");
+    assert_usage_error(
+        &run(&["x"]),
+        "cogni.toml:2:1: unknown key `tools.shel_timeout_ms`; did you mean `tools.shell_timeout_ms`?",
+    );
+    assert_usage_error(&run(&["x"]), "`cogni config example`");
+    std::fs::write(env.work().join("cogni.toml"), "sandbox = \"readonly\"\n").unwrap();
+    let out = run(&["x"]);
+    assert_usage_error(&out, "cogni.toml:1:11");
+    assert!(
+        !stderr_of(&out).contains("SandboxLimitsFile"),
+        "no Rust type names: {}",
+        stderr_of(&out)
+    );
     std::fs::remove_file(env.work().join("cogni.toml")).unwrap();
 
     let out = env
@@ -479,6 +500,32 @@ fn usage_and_config_errors_exit_2_and_say_what_to_fix() {
         .output()
         .unwrap();
     assert_usage_error(&out, "COGNI_APPROVAL");
+}
+
+#[test]
+fn config_example_prints_the_annotated_example_built_in() {
+    let env = Env::new();
+    let out = env.cmd().args(["config", "example"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cogni.toml.example"),
+    )
+    .unwrap();
+    assert_eq!(stdout_of(&out), example);
+}
+
+#[test]
+fn models_without_a_key_fails_before_any_request_naming_the_variable() {
+    let server = crate::common::mock::MockServer::start();
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .env("OPENAI_BASE_URL", server.base_url())
+        .arg("models")
+        .output()
+        .unwrap();
+    assert_usage_error(&out, "$OPENAI_API_KEY");
+    assert_eq!(server.request_count(), 0, "no request without a key");
 }
 
 #[test]

@@ -187,6 +187,26 @@ pub enum SessionError {
     Provider(#[from] ProviderError),
     #[error("invalid config: {0}")]
     Invalid(String),
+    /// The provider needs a key and has none: says the three ways to get
+    /// going.
+    #[error(
+        "no API key for provider `{provider}`: set ${var} (or key_file in [model_providers.{provider}]). \
+         Other ways to get going: a local model with `--provider ollama`, or no model at all with \
+         `--script FILE`, a scripted model that runs offline (the README's first command). \
+         `cogni config example` shows every setting"
+    )]
+    NoKey { provider: String, var: String },
+}
+
+/// The error when `config`'s provider needs a key and has none.
+pub fn missing_key(config: &SessionConfig) -> Option<SessionError> {
+    let var = config.provider.env_key.as_deref()?;
+    (config.auth_mode == AuthMode::ApiKey && config.provider.api_key.is_none()).then(|| {
+        SessionError::NoKey {
+            provider: config.provider.id.clone(),
+            var: var.to_string(),
+        }
+    })
 }
 
 /// Check `config` and `limits` as [`start_session`] and
@@ -310,15 +330,8 @@ pub(super) fn validate(config: &SessionConfig) -> Result<(), SessionError> {
             config.provider.id, config.provider.id
         ));
     }
-    if config.auth_mode == AuthMode::ApiKey
-        && config.provider.api_key.is_none()
-        && config.provider.env_key.is_some()
-    {
-        let var = config.provider.env_key.as_deref().unwrap_or_default();
-        return invalid(format!(
-            "no API key for provider `{}`: set ${var} (or key_file in [model_providers.{}])",
-            config.provider.id, config.provider.id
-        ));
+    if let Some(missing) = missing_key(config) {
+        return Err(missing);
     }
     Ok(())
 }
