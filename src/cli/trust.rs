@@ -1,13 +1,20 @@
-//! `cogni trust`: record that a directory's own cogni.toml may redirect
-//! providers and keys and loosen the sandbox.
+//! `cogni trust`: record that a directory's own files (cogni.toml in full,
+//! hooks, MCP servers, skills, cards, commands) apply; list or revoke
+//! trust; show what an untrusted directory may set. Both spellings work:
+//! `cogni trust list` and `cogni trust --list`.
 
 use crate::config::{self, TrustStore};
-use clap::Args;
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct TrustArgs {
-    /// The directory (default: the current one).
+    #[command(subcommand)]
+    pub command: Option<TrustCommand>,
+
+    /// The directory (default: the current one; `./list` for a directory
+    /// named like a subcommand).
     pub dir: Option<PathBuf>,
 
     /// List the trusted directories.
@@ -23,7 +30,32 @@ pub struct TrustArgs {
     pub revoke: bool,
 }
 
-pub fn run(args: TrustArgs) -> u8 {
+#[derive(Debug, Subcommand)]
+pub enum TrustCommand {
+    /// List the trusted directories (also `--list`).
+    List,
+    /// Remove a directory (default: the current one) from the trusted ones
+    /// (also `--revoke [DIR]`).
+    Revoke {
+        /// The directory (default: the current one).
+        dir: Option<PathBuf>,
+    },
+    /// List the keys an untrusted directory's cogni.toml may set, and why
+    /// (also `--allowlist`).
+    Allowlist,
+}
+
+pub fn run(mut args: TrustArgs) -> u8 {
+    // The subcommands are the flags by another spelling.
+    match args.command.take() {
+        Some(TrustCommand::List) => args.list = true,
+        Some(TrustCommand::Allowlist) => args.allowlist = true,
+        Some(TrustCommand::Revoke { dir }) => {
+            args.revoke = true;
+            args.dir = dir;
+        }
+        None => {}
+    }
     match trust(args) {
         Ok(()) => super::exit::DONE,
         Err(message) => {

@@ -733,3 +733,35 @@ fn output_schema_is_enforced_on_the_final_answer() {
         .unwrap();
     assert_usage_error(&out, "not a valid JSON Schema");
 }
+
+#[test]
+fn trust_takes_list_revoke_and_allowlist_as_subcommands_and_as_flags() {
+    let env = Env::new();
+    let run = |args: &[&str]| env.cmd().arg("trust").args(args).output().unwrap();
+    assert_eq!(run(&[]).status.code(), Some(0));
+    let work = env.work().canonicalize().unwrap().display().to_string();
+    for list in [&["list"][..], &["--list"]] {
+        let out = run(list);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        assert_eq!(stdout_of(&out).trim(), work);
+    }
+    let out = run(&["allowlist"]);
+    assert!(
+        stdout_of(&out).contains("approval_policy"),
+        "{}",
+        stdout_of(&out)
+    );
+    let out = run(&["revoke"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&run(&["list"])).trim(), "");
+    // `--revoke DIR` still works, and a bad directory is an error.
+    assert_eq!(run(&[]).status.code(), Some(0));
+    let out = env
+        .cmd()
+        .args(["trust", "--revoke"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_usage_error(&run(&["revoke", "/nonexistent/dir"]), "/nonexistent/dir");
+}
