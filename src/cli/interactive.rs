@@ -3,7 +3,7 @@
 //! check, the session file (new or resumed) and the agents it may
 //! delegate to.
 
-use super::mode::Mode;
+use super::mode::{Mode, Modes};
 use super::persist::{self, Persist, Resume};
 use super::{setup, ConfigArgs};
 use crate::agent::delegate::DelegationLimits;
@@ -39,9 +39,9 @@ pub struct Opened {
     pub store: Store,
     pub redact: Redactor,
     pub mode: Mode,
-    /// `--no-sandbox` or a danger-full-access config: act and auto run
-    /// commands unconfined.
-    pub unconfined: bool,
+    /// What the modes mean here (`--no-sandbox`, the configured approval
+    /// policy).
+    pub modes: Modes,
     /// `$COGNI_HOME`.
     pub home: PathBuf,
     pub agents: Vec<AgentCard>,
@@ -77,9 +77,9 @@ pub fn open(
     let mut config = loaded.config.session;
     let redact = persist::redactor([&config]);
     setup::init_logging(&home, redact.clone());
-    let unconfined = config.sandbox_policy.mode == SandboxMode::DangerFullAccess;
+    let modes = Modes::of(&config);
     if let Some(mode) = options.mode {
-        mode.apply(&mut config, unconfined);
+        mode.apply(&mut config, modes);
     }
     setup::check_sandbox(config.sandbox_policy.mode, options.no_sandbox, &config.cwd)?;
     let store = Store::new(&home);
@@ -101,7 +101,7 @@ pub fn open(
         file,
         store,
         redact,
-        unconfined,
+        modes,
         home,
         agents: catalog.cards,
         delegation,

@@ -15,10 +15,48 @@ const PLAN_OVER_NOTE: &str = "Plan mode is over: you may change files and run co
 pub enum Mode {
     /// Read-only sandbox; the model is told to plan.
     Plan,
-    /// Workspace-write; ask before anything not known to be safe.
+    /// Workspace-write; asks as the configured approval policy says.
     Act,
-    /// Workspace-write; never ask.
+    /// Workspace-write; never asks.
     Auto,
+}
+
+/// What the modes mean for one session, from its configuration: whether
+/// commands run unconfined (`--no-sandbox`, a danger-full-access config),
+/// and act mode's approval policy (the configured one; `on-request` when
+/// that is `never`, which is auto mode's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modes {
+    pub unconfined: bool,
+    pub act: ApprovalPolicy,
+}
+
+impl Modes {
+    /// The modes of a session configured as `config` (before any mode is
+    /// applied to it).
+    pub fn of(config: &SessionConfig) -> Self {
+        Modes {
+            unconfined: config.sandbox_policy.mode == SandboxMode::DangerFullAccess,
+            act: match config.approval_policy {
+                ApprovalPolicy::Never => ApprovalPolicy::OnRequest,
+                other => other,
+            },
+        }
+    }
+}
+
+/// When a policy asks the user, in a few words.
+pub fn asks(policy: ApprovalPolicy) -> &'static str {
+    match policy {
+        ApprovalPolicy::Untrusted => "asks before anything not known to be safe",
+        ApprovalPolicy::OnRequest => {
+            "runs in the sandbox without asking; asks when the model wants to leave it"
+        }
+        ApprovalPolicy::OnFailure => {
+            "runs in the sandbox without asking; asks to retry a command it stopped without it"
+        }
+        ApprovalPolicy::Never => "never asks",
+    }
 }
 
 impl Mode {
@@ -37,26 +75,33 @@ impl Mode {
         }
     }
 
-    /// What the mode allows, in one line.
-    pub fn description(self) -> &'static str {
-        match self {
-            Mode::Plan => "read-only sandbox: investigate and plan, change nothing",
-            Mode::Act => "workspace-write: ask before anything not known to be safe",
-            Mode::Auto => "workspace-write: never ask",
-        }
+    /// What the mode does in a session with `modes`, in one line: its
+    /// sandbox and when it asks.
+    pub fn description(self, modes: Modes) -> String {
+        let (approval, sandbox) = self.policies(modes);
+        let what = match self {
+            Mode::Plan => "investigate and plan, change nothing",
+            Mode::Act | Mode::Auto => "change files and run commands",
+        };
+        format!(
+            "{what}: sandbox {}, approval {} ({})",
+            sandbox.as_str(),
+            approval.as_str(),
+            asks(approval)
+        )
     }
 
-    /// The mode's policies; `unconfined` (`--no-sandbox`) lets act and
+    /// The mode's policies in a session with `modes`: unconfined, act and
     /// auto run commands without the kernel sandbox.
-    pub fn policies(self, unconfined: bool) -> (ApprovalPolicy, SandboxMode) {
-        let write = if unconfined {
+    pub fn policies(self, modes: Modes) -> (ApprovalPolicy, SandboxMode) {
+        let write = if modes.unconfined {
             SandboxMode::DangerFullAccess
         } else {
             SandboxMode::WorkspaceWrite
         };
         match self {
             Mode::Plan => (ApprovalPolicy::Untrusted, SandboxMode::ReadOnly),
-            Mode::Act => (ApprovalPolicy::Untrusted, write),
+            Mode::Act => (modes.act, write),
             Mode::Auto => (ApprovalPolicy::Never, write),
         }
     }
@@ -71,8 +116,8 @@ impl Mode {
     }
 
     /// `config` with this mode's policies.
-    pub fn apply(self, config: &mut SessionConfig, unconfined: bool) {
-        let (approval, sandbox) = self.policies(unconfined);
+    pub fn apply(self, config: &mut SessionConfig, modes: Modes) {
+        let (approval, sandbox) = self.policies(modes);
         config.approval_policy = approval;
         config.sandbox_policy.mode = sandbox;
     }
@@ -80,13 +125,32 @@ impl Mode {
     /// Switch `session` (configured as `config`) to this mode: the new
     /// policies are told to the model as an environment diff, and the
     /// plan note follows with the next message ([`sync_plan_note`]).
-    pub fn switch(self, session: &mut Session, config: &mut SessionConfig, unconfined: bool) {
-        let (approval, sandbox) = self.policies(unconfined);
+    pub fn switch(self, session: &mut Session, config: &mut SessionConfig, modes: Modes) {
+        let (approval, sandbox) = self.policies(modes);
         let mut policy = config.sandbox_policy.clone();
         policy.mode = sandbox;
         session.update_environment(None, Some(approval), Some(policy));
-        self.apply(config, unconfined);
+        self.apply(config, modes);
     }
+}
+
+/// What `/mode` says with no argument: the current mode, then what each
+/// does here.
+pub fn listing(current: Mode, modes: Modes) -> String {
+    let mut text = format!("mode: {}", current.name());
+    for mode in Mode::ALL {
+        text.push_str(&format!(
+            "\n  {:<5} {}",
+            mode.name(),
+            mode.description(modes)
+        ));
+    }
+    text
+}
+
+/// What `/mode NAME` says once switched.
+pub fn switched(mode: Mode, modes: Modes) -> String {
+    format!("mode: {} ({})", mode.name(), mode.description(modes))
 }
 
 /// Tell the model whether it is in plan mode, unless its history already

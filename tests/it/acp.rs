@@ -299,9 +299,10 @@ fn call(name: &str, arguments: Value) -> Value {
 #[test]
 fn a_prompt_streams_thoughts_text_tool_calls_and_plans_through_the_editors_files() {
     let env = Env::new();
+    // Act mode asks as the configured approval policy says.
     std::fs::write(
         env.dir.path().join("home/config.toml"),
-        "[agent]\nenable_plan = true\n",
+        "approval_policy = \"untrusted\"\n[agent]\nenable_plan = true\n",
     )
     .unwrap();
     std::fs::write(env.work().join("notes.txt"), "saved notes\n").unwrap();
@@ -466,7 +467,12 @@ fn a_prompt_streams_thoughts_text_tool_calls_and_plans_through_the_editors_files
             assert_eq!(bad.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
             assert!(bad.message.contains("plan, act, auto"), "{}", bad.message);
             assert_eq!(prompt(&cx, &id, "/mode").await?, acp::StopReason::EndTurn);
-            assert!(editor.text().ends_with("mode: plan"), "{}", editor.text());
+            let listing = editor.text();
+            assert!(listing.contains("mode: plan\n"), "{listing}");
+            assert!(
+                listing.contains("act   change files and run commands: sandbox workspace-write, approval untrusted (asks before anything not known to be safe)"),
+                "act says what it does: {listing}"
+            );
             assert_eq!(
                 prompt(&cx, &id, "/mode auto").await?,
                 acp::StopReason::EndTurn
@@ -474,7 +480,7 @@ fn a_prompt_streams_thoughts_text_tool_calls_and_plans_through_the_editors_files
             assert!(
                 editor
                     .text()
-                    .contains("mode: auto (sandbox workspace-write, approval never)"),
+                    .contains("mode: auto (change files and run commands: sandbox workspace-write, approval never (never asks))"),
                 "{}",
                 editor.text()
             );
@@ -581,7 +587,14 @@ fn cancel_stops_a_turn_and_a_rejected_write_fails() {
     let needle = marker.clone();
     drive(
         &env,
-        &["--script", &script, "--mode", "auto"],
+        &[
+            "--script",
+            &script,
+            "--mode",
+            "auto",
+            "--approval",
+            "untrusted",
+        ],
         editor,
         false,
         async |cx, editor| {

@@ -170,7 +170,14 @@ fn the_typescript_acp_sdk_drives_a_session_through_the_editors_files() {
         &dir,
         &env,
         "acp_client.mjs",
-        &["--script", script.to_str().unwrap(), "--mode", "act"],
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--mode",
+            "act",
+            "--approval",
+            "untrusted",
+        ],
         &[],
     );
     let work = env.work();

@@ -265,7 +265,7 @@ fn approval_questions_take_one_key() {
         r#"{"command":"touch created.txt"}"#,
     )]));
     server.enqueue(chat::text_response("created"));
-    let mut pty = repl(&env, &server, &["--mode", "act"]);
+    let mut pty = repl(&env, &server, &["--mode", "act", "--approval", "untrusted"]);
     pty.expect("act › ", WAIT);
     pty.send("make the file\r");
     pty.expect("Allow shell: touch created.txt", WAIT);
@@ -380,7 +380,12 @@ fn agent_cards_switch_model_instructions_and_mode() {
     assert_eq!(trusted.status.code(), Some(0));
     let server = MockServer::start();
     server.enqueue(chat::text_response("Looks fine."));
-    let mut pty = repl(&env, &server, &[]);
+    // The model from config, not the command line: the card's wins over it.
+    let mut cmd = cogni(&env, None, &["repl"]);
+    cmd.env("OPENAI_BASE_URL", server.base_url())
+        .env("OPENAI_API_KEY", "sk-test-key-for-the-mock")
+        .env("COGNI_MODEL", "gpt-4.1");
+    let mut pty = Pty::spawn(cmd, 100);
     pty.expect("act › ", WAIT);
     pty.send("/agent\r");
     pty.expect("reviewer", WAIT);

@@ -182,10 +182,10 @@ impl Agent {
         request: acp::NewSessionRequest,
     ) -> Result<acp::NewSessionResponse, Error> {
         let opened = self.open(&request.cwd, None, &request.mcp_servers)?;
-        let mode = opened.mode;
+        let (mode, modes) = (opened.mode, opened.modes);
         let id = opened.session.id.clone();
         self.start(opened, request.cwd, None);
-        Ok(acp::NewSessionResponse::new(id).modes(live::modes(mode)))
+        Ok(acp::NewSessionResponse::new(id).modes(live::modes(mode, modes)))
     }
 
     fn load_session(
@@ -254,7 +254,7 @@ impl Agent {
             config,
             file,
             mode,
-            unconfined,
+            modes,
             home,
             mcp,
             project_trusted,
@@ -284,7 +284,7 @@ impl Agent {
             session,
             config,
             mode,
-            unconfined,
+            modes,
             requested: requested.clone(),
             commands: Registry::load(commands::builtins(), &cwd, &home, project_trusted).0,
             advertised: Vec::new(),

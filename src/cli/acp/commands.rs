@@ -98,18 +98,12 @@ async fn help(live: &mut Live, _: &str) -> String {
 
 async fn mode(live: &mut Live, args: &str) -> String {
     if args.is_empty() {
-        return format!("mode: {}", live.mode.name());
+        return crate::cli::mode::listing(live.mode, live.modes);
     }
     match Mode::parse(args) {
         Some(mode) => {
             live.switch_mode(mode);
-            let ctx = live.session.context();
-            format!(
-                "mode: {} (sandbox {}, approval {})",
-                mode.name(),
-                ctx.sandbox_policy.mode.as_str(),
-                ctx.approval_policy.as_str()
-            )
+            crate::cli::mode::switched(mode, live.modes)
         }
         None => "usage: /mode plan|act|auto".into(),
     }

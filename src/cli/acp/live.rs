@@ -7,7 +7,7 @@ use super::commands::{self, Registry};
 use super::updates::Updates;
 use super::Responder;
 use crate::agent::{EndReason, Session, SessionConfig, TurnResult};
-use crate::cli::mode::{sync_plan_note, Mode};
+use crate::cli::mode::{sync_plan_note, Mode, Modes};
 use crate::cli::slash;
 use crate::mcp::{McpConfig, Servers};
 use crate::protocol::{Limit, TurnOutcome};
@@ -33,7 +33,7 @@ pub struct Live {
     pub config: SessionConfig,
     pub mode: Mode,
     /// Act and auto run commands without the kernel sandbox.
-    pub unconfined: bool,
+    pub modes: Modes,
     /// The mode the client chose last (`session/set_mode`), applied
     /// before the next prompt.
     pub requested: Arc<Mutex<Mode>>,
@@ -62,7 +62,8 @@ impl Live {
                 Command::Replay(responder) => {
                     let history = self.session.history()[self.session.initial_len()..].to_vec();
                     self.updates.replay(&history);
-                    let response = acp::LoadSessionResponse::new().modes(modes(self.mode));
+                    let response =
+                        acp::LoadSessionResponse::new().modes(modes(self.mode, self.modes));
                     if responder.respond(response).is_err() {
                         tracing::debug!("session/load answered after the client left");
                     }
@@ -138,7 +139,7 @@ impl Live {
 
     fn apply_mode(&mut self, mode: Mode) {
         if mode != self.mode {
-            mode.switch(&mut self.session, &mut self.config, self.unconfined);
+            mode.switch(&mut self.session, &mut self.config, self.modes);
             self.mode = mode;
         }
     }
@@ -232,14 +233,12 @@ fn unsupported(what: &str) -> Error {
     )
 }
 
-/// The modes a session offers, `current` first among equals.
-pub fn modes(current: Mode) -> acp::SessionModeState {
+/// The modes a session offers, `current` first among equals, each
+/// described as it works there (`modes`).
+pub fn modes(current: Mode, modes: Modes) -> acp::SessionModeState {
     let available = Mode::ALL
         .into_iter()
-        .map(|m| {
-            acp::SessionMode::new(m.name(), title(m.name()))
-                .description(m.description().to_string())
-        })
+        .map(|m| acp::SessionMode::new(m.name(), title(m.name())).description(m.description(modes)))
         .collect();
     acp::SessionModeState::new(current.name(), available)
 }
@@ -334,10 +333,21 @@ mod tests {
 
     #[test]
     fn every_mode_is_offered() {
-        let state = modes(Mode::Act);
+        let state = modes(
+            Mode::Act,
+            Modes {
+                unconfined: false,
+                act: crate::protocol::ApprovalPolicy::OnRequest,
+            },
+        );
         assert_eq!(&*state.current_mode_id.0, "act");
         let names: Vec<&str> = state.available_modes.iter().map(|m| &*m.id.0).collect();
         assert_eq!(names, ["plan", "act", "auto"]);
         assert_eq!(state.available_modes[0].name, "Plan");
+        let act = state.available_modes[1].description.as_deref().unwrap();
+        assert!(
+            act.contains("approval on-request") && act.contains("without asking"),
+            "act says what it does: {act}"
+        );
     }
 }

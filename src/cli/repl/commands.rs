@@ -112,7 +112,7 @@ fn builtins() -> Vec<Builtin> {
         Builtin {
             name: "mode",
             usage: "[plan|act|auto]",
-            help: "plan: read-only, plan only; act: ask before unsafe actions; auto: never ask",
+            help: "plan: read-only, plan only; act: edit and run in the sandbox, asking as your approval policy says; auto: never ask (/mode shows each)",
             run: handler!(mode),
         },
         Builtin {
@@ -377,15 +377,9 @@ async fn mode(r: &mut Repl, args: &str) -> Flow {
     match Mode::parse(args) {
         Some(mode) => {
             r.set_mode(mode);
-            let ctx = r.session.context();
-            r.sink.note(&format!(
-                "mode: {} (sandbox {}, approval {})",
-                mode.name(),
-                ctx.sandbox_policy.mode.as_str(),
-                ctx.approval_policy.as_str()
-            ));
+            r.sink.note(&crate::cli::mode::switched(mode, r.modes));
         }
-        None if args.is_empty() => r.sink.say(&format!("mode: {}", r.mode.name())),
+        None if args.is_empty() => r.sink.say(&crate::cli::mode::listing(r.mode, r.modes)),
         None => r.sink.error("usage: /mode plan|act|auto"),
     }
     Flow::Continue

@@ -19,7 +19,7 @@ mod term;
 
 use super::exit;
 use super::interactive::{self, Options};
-use super::mode::{sync_plan_note, Mode};
+use super::mode::{sync_plan_note, Mode, Modes};
 use super::persist::{Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
 use super::slash;
@@ -53,7 +53,7 @@ pub(super) struct Repl {
     mode: Mode,
     /// `--no-sandbox` or a danger-full-access config: act and auto run
     /// commands unconfined.
-    unconfined: bool,
+    modes: Modes,
     agent: Option<String>,
     /// `--model` was given: it wins over an agent card's model.
     model_typed: bool,
@@ -121,7 +121,7 @@ fn prepare(
         persist: options.persist,
         redact: opened.redact,
         mode: opened.mode,
-        unconfined: opened.unconfined,
+        modes: opened.modes,
         agent: None,
         model_typed: options.common.model.is_some(),
         home: opened.home,
@@ -382,7 +382,7 @@ impl Repl {
     /// Switch mode: new policies, told to the model as an environment
     /// diff (the plan note follows with the next message).
     fn set_mode(&mut self, mode: Mode) {
-        mode.switch(&mut self.session, &mut self.current, self.unconfined);
+        mode.switch(&mut self.session, &mut self.current, self.modes);
         self.mode = mode;
     }
 
