@@ -51,10 +51,9 @@ use crate::metrics::tokens;
 use crate::protocol::{
     AgentEvent, Content, EventSink, HistoryItem, MessageTag, Role, StopReason, ToolCall, Usage,
 };
-use crate::provider::{ModelRequest, Provider, ProviderError, ResponseEvent};
+use crate::provider::{ModelRequest, Provider, ProviderError};
 use crate::tools::skills::SKILL_TOOL;
 use crate::tools::truncate::{head_tail, Limits};
-use futures::StreamExt;
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -202,63 +201,12 @@ async fn ask_for_summary(
     request: &ModelRequest<'_>,
     input: Vec<HistoryItem>,
 ) -> Result<(String, Option<Usage>), ProviderError> {
-    let (mut text, usage, stop_reason) = ask(provider, request, input, SUMMARY_REQUEST).await?;
+    let (mut text, usage, stop_reason) =
+        super::request::ask(provider, request, input, SUMMARY_REQUEST).await?;
     if stop_reason == StopReason::Length {
         text.push_str("\n(summary cut off)");
     }
     Ok((text, usage))
-}
-
-/// Send `input` with `question` appended as a user message, with the
-/// request's instructions and tools (so the cached prefix is reused); the
-/// answer's text, usage and stop reason. Tool calls in the answer are
-/// ignored.
-pub(crate) async fn ask(
-    provider: &dyn Provider,
-    request: &ModelRequest<'_>,
-    input: Vec<HistoryItem>,
-    question: &str,
-) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
-    ask_streaming(provider, request, input, question, &mut |_| {}).await
-}
-
-/// [`ask`], with each piece of the answer's text passed to `on_delta` as
-/// it arrives (a retried attempt's pieces are passed again).
-pub(crate) async fn ask_streaming(
-    provider: &dyn Provider,
-    request: &ModelRequest<'_>,
-    mut input: Vec<HistoryItem>,
-    question: &str,
-    on_delta: &mut (dyn FnMut(&str) + Send),
-) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
-    input.push(HistoryItem::text(Role::User, question));
-    let request = ModelRequest {
-        input: &input,
-        output_schema: None,
-        ..request.clone()
-    };
-    let mut stream = provider.stream(&request);
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        match event? {
-            ResponseEvent::TextDelta(d) => {
-                on_delta(&d);
-                text.push_str(&d);
-            }
-            // The retried attempt starts the answer over.
-            ResponseEvent::Retrying { .. } => text.clear(),
-            ResponseEvent::Completed {
-                stop_reason, usage, ..
-            } => return Ok((text, usage, stop_reason)),
-            // Tool calls, reasoning and model info are not the answer.
-            _ => {}
-        }
-    }
-    Err(ProviderError::Stream {
-        provider: provider.id().to_string(),
-        model: request.model.to_string(),
-        message: "the answer's stream ended before completion".into(),
-    })
 }
 
 /// Estimated tokens of what every request carries besides the history:

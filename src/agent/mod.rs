@@ -19,6 +19,7 @@ mod request;
 pub mod run;
 pub mod session;
 pub mod stack;
+mod strategies;
 pub mod testlog;
 mod toolset;
 pub mod turn;
@@ -40,6 +41,7 @@ pub use session::{
     SessionConfig, SessionError,
 };
 pub use stack::StackError;
+pub use strategies::apply_strategies;
 pub use turn_context::{Features, Sampling, TurnContext};
 
 #[cfg(test)]

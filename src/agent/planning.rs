@@ -5,7 +5,6 @@
 //! system prompt and the instructions, and compaction and the sliding
 //! window keep it; it is the plan `update_plan` then keeps current.
 
-use super::compact;
 use super::prompt::build_prompt;
 use super::session::Session;
 use crate::protocol::{
@@ -50,7 +49,7 @@ impl Session {
         let answer = {
             let prompt = build_prompt(&self.ctx, &self.history);
             let request = prompt.request(&self.ctx);
-            compact::ask(&*self.provider, &request, input, PLAN_REQUEST).await
+            super::request::ask(&*self.provider, &request, input, PLAN_REQUEST).await
         };
         let (text, usage) = match answer {
             Ok((text, usage, _)) => (text, usage),

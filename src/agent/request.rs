@@ -9,9 +9,10 @@ use super::prompt::build_prompt;
 use super::session::Session;
 use super::window::View;
 use crate::protocol::{
-    AgentEvent, ContextStrategyKind, EventSink, Item, Reasoning, StopReason, Usage,
+    AgentEvent, ContextStrategyKind, EventSink, HistoryItem, Item, Reasoning, Role, StopReason,
+    Usage,
 };
-use crate::provider::{ProviderError, ResponseEvent};
+use crate::provider::{ModelRequest, Provider, ProviderError, ResponseEvent};
 use futures::StreamExt;
 use std::time::{Duration, Instant};
 
@@ -355,4 +356,55 @@ impl std::fmt::Display for ContextUsage {
         }
         Ok(())
     }
+}
+/// Send `input` with `question` appended as a user message, with the
+/// request's instructions and tools (so the cached prefix is reused); the
+/// answer's text, usage and stop reason. Tool calls in the answer are
+/// ignored.
+pub(crate) async fn ask(
+    provider: &dyn Provider,
+    request: &ModelRequest<'_>,
+    input: Vec<HistoryItem>,
+    question: &str,
+) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
+    ask_streaming(provider, request, input, question, &mut |_| {}).await
+}
+
+/// [`ask`], with each piece of the answer's text passed to `on_delta` as
+/// it arrives (a retried attempt's pieces are passed again).
+pub(crate) async fn ask_streaming(
+    provider: &dyn Provider,
+    request: &ModelRequest<'_>,
+    mut input: Vec<HistoryItem>,
+    question: &str,
+    on_delta: &mut (dyn FnMut(&str) + Send),
+) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
+    input.push(HistoryItem::text(Role::User, question));
+    let request = ModelRequest {
+        input: &input,
+        output_schema: None,
+        ..request.clone()
+    };
+    let mut stream = provider.stream(&request);
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        match event? {
+            ResponseEvent::TextDelta(d) => {
+                on_delta(&d);
+                text.push_str(&d);
+            }
+            // The retried attempt starts the answer over.
+            ResponseEvent::Retrying { .. } => text.clear(),
+            ResponseEvent::Completed {
+                stop_reason, usage, ..
+            } => return Ok((text, usage, stop_reason)),
+            // Tool calls, reasoning and model info are not the answer.
+            _ => {}
+        }
+    }
+    Err(ProviderError::Stream {
+        provider: provider.id().to_string(),
+        model: request.model.to_string(),
+        message: "the answer's stream ended before completion".into(),
+    })
 }

@@ -271,10 +271,12 @@ fn agent_config(
     if agent.context_strategy.is_some() {
         config.context_strategy = agent.context_strategy;
     }
-    agent
-        .strategies
-        .apply(&mut config, &format!("agents.{}", agent.id))
-        .map_err(&at)?;
+    crate::agent::apply_strategies(
+        &agent.strategies,
+        &mut config,
+        &format!("agents.{}", agent.id),
+    )
+    .map_err(&at)?;
     setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox, &config.cwd).map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =

@@ -5,7 +5,6 @@
 //! Every file is checked on its own first, so an error names the file, the
 //! line and column, or the unknown key by its full path.
 
-mod agent;
 mod agents_md;
 mod allowlist;
 pub mod example;
@@ -36,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use agent::AgentFile;
+pub use crate::spec::strategies::AgentFile;
 pub use agents_md::load_user_instructions;
 pub use allowlist::allowed as untrusted_allowlist;
 pub use mcp::{add_server, remove_server, NewServer};
@@ -776,7 +775,7 @@ pub fn resolve(
         );
     }
     if let Some(agent) = &c.agent {
-        agent.apply(&mut session, "agent").map_err(ConfigError)?;
+        crate::agent::apply_strategies(agent, &mut session, "agent").map_err(ConfigError)?;
     }
     session.run = run::run_config(c.run)?;
     let mcp = mcp::mcp_config(&c.mcp_servers, c.mcp.as_ref())?;

@@ -62,7 +62,7 @@ fn read(path: &Path, max_bytes: usize) -> Result<Option<(FrontMatter, String)>, 
         }
     };
     let fail = |m: String| ConfigError(format!("{}: {m}", path.display()));
-    let (front, body) = crate::spec::front_matter::split(&source).map_err(fail)?;
+    let (front, body) = crate::tools::front_matter::split(&source).map_err(fail)?;
     let meta: FrontMatter = toml::from_str(front).map_err(|e| {
         fail(format!(
             "invalid front matter ({}); the only key is `replace = true` (TOML)",

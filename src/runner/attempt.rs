@@ -189,10 +189,11 @@ impl Attempt<'_> {
     ) {
         let mut config = agent.config.clone();
         config.cwd = cwd.to_path_buf();
-        if let Err(e) = task
-            .strategies
-            .apply(&mut config, &format!("tasks.{}", task.id))
-        {
+        if let Err(e) = crate::agent::apply_strategies(
+            &task.strategies,
+            &mut config,
+            &format!("tasks.{}", task.id),
+        ) {
             return result.fail(FailureReason::SetupFailed, e);
         }
         if let Some(script) = &self.planned.script {

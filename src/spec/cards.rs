@@ -16,7 +16,6 @@
 //! Review the diff for bugs and missing tests.
 //! ```
 
-use crate::agent::delegate::{AgentOptions, Inherit, Isolation};
 use crate::protocol::ContextStrategyKind;
 use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use serde::Deserialize;
@@ -75,7 +74,7 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
         .unwrap_or("agent")
         .to_string();
     let fail = |m: String| format!("agent card {}: {m}", path.display());
-    let (front, body) = super::front_matter::split(text).map_err(fail)?;
+    let (front, body) = crate::tools::front_matter::split(text).map_err(fail)?;
     let meta = match toml::from_str::<AgentDef>(front) {
         Ok(meta) => meta,
         // `---` blocks may be YAML, as Claude Code's sub-agent files are.
@@ -96,7 +95,8 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
 /// `description`, `tools` as a comma-separated list of its tool names,
 /// `model`, where `inherit` means the parent's) or with cogni's keys.
 fn from_yaml(front: &str) -> Result<AgentDef, String> {
-    let mut map: serde_json::Map<String, serde_json::Value> = super::front_matter::yaml(front)?;
+    let mut map: serde_json::Map<String, serde_json::Value> =
+        crate::tools::front_matter::yaml(front)?;
     // Shown by Claude Code only.
     map.remove("color");
     if map.get("model").and_then(|m| m.as_str()) == Some("inherit") {
@@ -232,6 +232,55 @@ pub fn load(cwd: &Path, home: &Path, trusted: bool) -> (Vec<AgentCard>, Vec<Stri
         }
     }
     (cards, problems)
+}
+
+/// Which of the parent's tools a child adds after its own.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Inherit {
+    /// `true`: all of them; `false`: none.
+    All(bool),
+    /// Only these.
+    Only(Vec<String>),
+}
+
+impl Default for Inherit {
+    fn default() -> Self {
+        Inherit::All(true)
+    }
+}
+
+impl Inherit {
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            Inherit::All(on) => *on,
+            Inherit::Only(names) => names.iter().any(|n| n == name),
+        }
+    }
+}
+
+/// Where a child works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// In the parent's working directory.
+    #[default]
+    None,
+    /// In its own git worktree; its changes come back as a diff.
+    Worktree,
+}
+
+/// How an agent takes part in delegation (its card's or table's keys).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentOptions {
+    /// `inherit_tools`.
+    pub inherit: Inherit,
+    /// `disallowed_tools`: never offered to it, its own or inherited.
+    pub disallowed: Vec<String>,
+    pub isolation: Isolation,
+    /// Lower limits for delegations it makes (a child cannot raise them).
+    pub max_delegation_depth: Option<u32>,
+    pub max_concurrent_agents: Option<u32>,
 }
 
 #[cfg(test)]

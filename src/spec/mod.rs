@@ -8,8 +8,8 @@
 
 pub mod cards;
 pub mod effects;
-pub mod front_matter;
 pub mod hooks;
+pub mod strategies;
 pub mod tasks;
 
 use serde::de::DeserializeOwned;

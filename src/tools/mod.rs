@@ -8,6 +8,7 @@ pub mod edit_file;
 pub mod editor;
 pub mod env;
 pub mod exec;
+pub mod front_matter;
 pub mod fs;
 pub mod git;
 pub mod glob;

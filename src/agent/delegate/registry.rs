@@ -2,62 +2,13 @@
 //! shared by every agent of a session tree (docs/agents.md).
 
 use crate::agent::session::SessionConfig;
-use serde::Deserialize;
+pub use crate::spec::cards::{AgentOptions, Inherit, Isolation};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 /// Makes a fresh agent: its session config (model, instructions, tools),
 /// before the parent's policies are applied to it.
 pub type Factory = Arc<dyn Fn() -> Result<SessionConfig, String> + Send + Sync>;
-
-/// Which of the parent's tools a child adds after its own.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum Inherit {
-    /// `true`: all of them; `false`: none.
-    All(bool),
-    /// Only these.
-    Only(Vec<String>),
-}
-
-impl Default for Inherit {
-    fn default() -> Self {
-        Inherit::All(true)
-    }
-}
-
-impl Inherit {
-    pub fn allows(&self, name: &str) -> bool {
-        match self {
-            Inherit::All(on) => *on,
-            Inherit::Only(names) => names.iter().any(|n| n == name),
-        }
-    }
-}
-
-/// Where a child works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Isolation {
-    /// In the parent's working directory.
-    #[default]
-    None,
-    /// In its own git worktree; its changes come back as a diff.
-    Worktree,
-}
-
-/// How an agent takes part in delegation (its card's or table's keys).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentOptions {
-    /// `inherit_tools`.
-    pub inherit: Inherit,
-    /// `disallowed_tools`: never offered to it, its own or inherited.
-    pub disallowed: Vec<String>,
-    pub isolation: Isolation,
-    /// Lower limits for delegations it makes (a child cannot raise them).
-    pub max_delegation_depth: Option<u32>,
-    pub max_concurrent_agents: Option<u32>,
-}
 
 /// One registered agent.
 #[derive(Clone)]

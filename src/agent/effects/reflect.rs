@@ -7,12 +7,12 @@
 
 use super::test_run::TestLog;
 use super::{Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point, Stop};
-use crate::agent::compact;
 use crate::agent::outcome::ToolCallRecord;
 use crate::agent::prompt::build_prompt;
 use crate::protocol::{
     AgentEvent, HistoryItem, MessageTag, Reflection, Role, TestRun, TurnOutcome,
 };
+pub use crate::spec::strategies::{ReflectionPlacement, ReflectionPolicy};
 use crate::tools::truncate::{self, Limits};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -28,34 +28,6 @@ const OUTPUTS_BYTES: usize = 16 * 1024;
 const DIFF_BYTES: usize = 4 * 1024;
 /// Bytes of an unparsable critique kept in history.
 const RAW_BYTES: usize = 2 * 1024;
-
-/// `[agent] reflection_policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReflectionPolicy {
-    /// `block_apply` ends the run with `blocked_by_reflect`.
-    #[default]
-    BlockOnCritical,
-    /// `block_apply` is a warning; the run goes on.
-    WarnOnly,
-    /// `block_apply` is ignored.
-    NeverBlock,
-}
-
-/// `[agent] reflection_placement`: where the latest critique sits in the
-/// next request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReflectionPlacement {
-    /// The seed's order: system prompt, plan, previous reflection,
-    /// history, new input. Each new critique rewrites the request after
-    /// the plan, so the provider's prompt cache covers less.
-    #[default]
-    Front,
-    /// Where it happened in history: requests stay append-only and fully
-    /// cacheable.
-    History,
-}
 
 /// `[agent]` reflection settings, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -183,11 +155,17 @@ impl ReflectEffect {
             let prompt = build_prompt(cx.ctx, &[]);
             let request = prompt.request(cx.ctx);
             let sink = cx.sink;
-            compact::ask_streaming(&**cx.provider, &request, input, &question, &mut |delta| {
-                sink.emit(AgentEvent::ReflectDelta {
-                    delta: delta.to_string(),
-                })
-            })
+            crate::agent::request::ask_streaming(
+                &**cx.provider,
+                &request,
+                input,
+                &question,
+                &mut |delta| {
+                    sink.emit(AgentEvent::ReflectDelta {
+                        delta: delta.to_string(),
+                    })
+                },
+            )
             .await
         };
         let (raw, usage) = match answer {

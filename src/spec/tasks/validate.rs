@@ -5,11 +5,11 @@ use super::{
     AgentSpec, Budget, Check, TaskFile, TaskSpec, WorkspaceMode, DEFAULT_AGENT,
     DEFAULT_COMMAND_TIMEOUT,
 };
-use crate::agent::effects::reflect::{ReflectionPlacement, ReflectionPolicy};
-use crate::config::AgentFile;
 use crate::protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
 use crate::spec::cards;
 use crate::spec::effects::EffectSpec;
+use crate::spec::strategies::AgentFile;
+use crate::spec::strategies::{ReflectionPlacement, ReflectionPolicy};
 use crate::spec::{resolve, Problem};
 use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use regex::Regex;

@@ -2,7 +2,7 @@
 //! kept wherever it can be), and what the model reads when it is loaded.
 
 use super::{Scope, SKIPPED_DIRS};
-use crate::spec::front_matter;
+use crate::tools::front_matter;
 use crate::tools::fs::read_head;
 use serde::Deserialize;
 use std::collections::BTreeMap;
