@@ -3,13 +3,17 @@
 //! crate's client side, with the scripted provider (no network, no key).
 //! Every session update kind, permissions allowed, rejected and
 //! cancelled, a cancel mid-turn, modes, slash commands, the client's
-//! files, and saved sessions listed and loaded.
+//! files, and saved sessions listed and loaded; against the loopback mock
+//! (OpenAI), `/compact` and `/context reset|summarize` by what the model
+//! receives next.
 
 use crate::cli::Env;
+use crate::common::mock::{chat, MockServer};
 use crate::common::pty::processes_with;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{ByteStreams, Client, Error};
+use cogni::agent::compact::SUMMARY_REQUEST;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -97,6 +101,20 @@ fn drive<F>(env: &Env, args: &[&str], editor: Arc<Editor>, fs: bool, scenario: F
 where
     F: AsyncFnOnce(Cx, Arc<Editor>) -> Result<(), Error>,
 {
+    drive_with(env, args, &[], editor, fs, scenario)
+}
+
+/// [`drive`], with `vars` in the agent's environment.
+fn drive_with<F>(
+    env: &Env,
+    args: &[&str],
+    vars: &[(&str, String)],
+    editor: Arc<Editor>,
+    fs: bool,
+    scenario: F,
+) where
+    F: AsyncFnOnce(Cx, Arc<Editor>) -> Result<(), Error>,
+{
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -110,6 +128,7 @@ where
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", env.dir.path().join("home"))
             .env("COGNI_HOME", env.dir.path().join("home"))
+            .envs(vars.iter().map(|(k, v)| (k, v)))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -819,5 +838,194 @@ fn closing_stdin_mid_turn_stops_everything_and_exits_0() {
     assert!(
         processes_with(&marker).is_empty(),
         "no command outlives cogni acp"
+    );
+}
+
+/// `cogni acp --model gpt-4.1` against `server` as the OpenAI provider,
+/// driven by `scenario`.
+fn drive_against<F>(env: &Env, server: &MockServer, scenario: F)
+where
+    F: AsyncFnOnce(Cx, Arc<Editor>) -> Result<(), Error>,
+{
+    drive_with(
+        env,
+        &["--model", "gpt-4.1"],
+        &[
+            ("OPENAI_BASE_URL", server.base_url()),
+            ("OPENAI_API_KEY", "sk-test-key-for-the-mock".into()),
+        ],
+        Arc::new(Editor::default()),
+        false,
+        scenario,
+    );
+}
+
+/// Whether any of `lines` contains `needle`.
+fn mentions(lines: &[String], needle: &str) -> bool {
+    lines.iter().any(|l| l.contains(needle))
+}
+
+/// Send `text` as a prompt; the turn must end normally. The agent's text.
+async fn say(cx: &Cx, editor: &Editor, id: &acp::SessionId, text: &str) -> Result<String, Error> {
+    editor.clear();
+    assert_eq!(prompt(cx, id, text).await?, acp::StopReason::EndTurn);
+    Ok(editor.text())
+}
+
+#[test]
+fn compact_summarises_the_history_and_the_next_request_carries_the_summary() {
+    let env = Env::new();
+    let server = MockServer::start();
+    for answer in [
+        "ALPHA-ANSWER",
+        "BETA-ANSWER",
+        "SUMMARY-OF-ALPHA-AND-BETA",
+        "GAMMA-ANSWER",
+    ] {
+        server.enqueue(chat::text_response(answer));
+    }
+    let work = env.work();
+    drive_against(&env, &server, async |cx, editor| {
+        let id = new_session(&cx, &work).await?.session_id;
+        assert_eq!(
+            say(&cx, &editor, &id, "first question alpha").await?,
+            "ALPHA-ANSWER"
+        );
+        assert_eq!(
+            say(&cx, &editor, &id, "second question beta").await?,
+            "BETA-ANSWER"
+        );
+        let compacted = say(&cx, &editor, &id, "/compact").await?;
+        assert!(compacted.starts_with("compacted: "), "{compacted}");
+        assert_eq!(
+            say(&cx, &editor, &id, "third question gamma").await?,
+            "GAMMA-ANSWER"
+        );
+        Ok(())
+    });
+    server.assert_invariants();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    let summary = requests[2].message_lines();
+    assert_eq!(
+        summary.last().map(String::as_str),
+        Some(format!("user: {SUMMARY_REQUEST}").as_str()),
+        "{summary:#?}"
+    );
+    for said in ["first question alpha", "ALPHA-ANSWER", "BETA-ANSWER"] {
+        assert!(mentions(&summary, said), "{said}: {summary:#?}");
+    }
+    // The summary instead of the old turns (compaction keeps the latest
+    // request).
+    let next = requests[3].message_lines();
+    assert!(mentions(&next, "SUMMARY-OF-ALPHA-AND-BETA"), "{next:#?}");
+    assert!(mentions(&next, "second question beta"), "{next:#?}");
+    for gone in [
+        "first question alpha",
+        "ALPHA-ANSWER",
+        "BETA-ANSWER",
+        SUMMARY_REQUEST,
+    ] {
+        assert!(!mentions(&next, gone), "{gone} is still sent: {next:#?}");
+    }
+    assert_eq!(
+        next.last().map(String::as_str),
+        Some("user: third question gamma")
+    );
+    assert_eq!(requests[3].messages()[0], requests[0].messages()[0]);
+}
+
+#[test]
+fn context_reset_and_summarize_change_what_the_model_receives_next() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        "developer_instructions = \"DEV-RULES: be brief.\"\n[agent]\nenable_plan = true\n",
+    )
+    .unwrap();
+    let server = MockServer::start();
+    for answer in [
+        "1. look around\n2. answer",
+        "ONE-ANSWER",
+        "TWO-ANSWER",
+        "THREE-ANSWER",
+        "SUMMARY-OF-TWO-AND-THREE",
+        "FOUR-ANSWER",
+    ] {
+        server.enqueue(chat::text_response(answer));
+    }
+    let work = env.work();
+    drive_against(&env, &server, async |cx, editor| {
+        let id = new_session(&cx, &work).await?.session_id;
+        assert_eq!(say(&cx, &editor, &id, "first task").await?, "ONE-ANSWER");
+        assert_eq!(
+            say(&cx, &editor, &id, "/context reset").await?,
+            "context reset to the initial context"
+        );
+        assert_eq!(
+            say(&cx, &editor, &id, "second message").await?,
+            "TWO-ANSWER"
+        );
+        assert_eq!(
+            say(&cx, &editor, &id, "third message").await?,
+            "THREE-ANSWER"
+        );
+        let summarized = say(&cx, &editor, &id, "/context summarize").await?;
+        assert!(
+            summarized.starts_with("history replaced by a summary"),
+            "{summarized}"
+        );
+        assert_eq!(
+            say(&cx, &editor, &id, "fourth message").await?,
+            "FOUR-ANSWER"
+        );
+        Ok(())
+    });
+    server.assert_invariants();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6);
+    let first = requests[1].message_lines();
+    assert_eq!(
+        first.last().map(String::as_str),
+        Some("user: first task"),
+        "{first:#?}"
+    );
+    let initial = &first[..first.len() - 1];
+    for kept in ["DEV-RULES", "1. look around", "<environment_context>"] {
+        assert!(mentions(initial, kept), "{kept}: {initial:#?}");
+    }
+    // After reset: exactly the initial context, then the new message.
+    let mut expected = initial.to_vec();
+    expected.push("user: second message".into());
+    assert_eq!(requests[2].message_lines(), expected);
+    // After summarize: the instructions and the plan, the summary, and
+    // none of the conversation.
+    let summary = requests[4].message_lines();
+    assert_eq!(
+        summary.last().map(String::as_str),
+        Some(format!("user: {SUMMARY_REQUEST}").as_str())
+    );
+    let next = requests[5].message_lines();
+    for kept in [
+        "DEV-RULES",
+        "1. look around",
+        "<environment_context>",
+        "SUMMARY-OF-TWO-AND-THREE",
+    ] {
+        assert!(mentions(&next, kept), "{kept} is lost: {next:#?}");
+    }
+    for gone in [
+        "first task",
+        "second message",
+        "TWO-ANSWER",
+        "third message",
+        "THREE-ANSWER",
+        SUMMARY_REQUEST,
+    ] {
+        assert!(!mentions(&next, gone), "{gone} is still sent: {next:#?}");
+    }
+    assert_eq!(
+        next.last().map(String::as_str),
+        Some("user: fourth message")
     );
 }

@@ -576,6 +576,90 @@ fn diagnostics_go_to_the_log_file_filtered_by_rust_log() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("model response"));
 }
 
+/// The log's lines (from `from` bytes on) that carry `message`.
+fn log_lines(env: &Env, from: usize, message: &str) -> Vec<String> {
+    let log = std::fs::read_to_string(env.dir.path().join("home/log/cogni.log")).unwrap();
+    log[from..]
+        .lines()
+        .filter(|l| l.contains(message))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_logger_records_each_runs_start_finish_and_error_with_the_agents_name() {
+    use crate::common::mock::{chat, MockResponse, MockServer};
+    let env = Env::new();
+    let agents = env.dir.path().join("home/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("reviewer.md"),
+        "+++\ndescription = \"Reviews\"\n+++\nYou review.\n",
+    )
+    .unwrap();
+    std::fs::write(env.work().join("notes.txt"), "some notes\n").unwrap();
+    let server = MockServer::start();
+    // Two iterations (a read, then the answer), with usage the log must sum.
+    server.enqueue(MockResponse::sse([
+        chat::role(),
+        chat::tool_call(0, "call_1", "read_file", r#"{"path":"notes.txt"}"#),
+        chat::finish("tool_calls"),
+        chat::usage(1200, 30, 0),
+        chat::done(),
+    ]));
+    server.enqueue(MockResponse::sse([
+        chat::role(),
+        chat::text("Read."),
+        chat::finish("stop"),
+        chat::usage(1300, 41, 0),
+        chat::done(),
+    ]));
+    let out = env.run_json_against(&server, &["--agent", "reviewer", "read the notes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    server.assert_invariants();
+
+    let started = log_lines(&env, 0, "turn started");
+    assert_eq!(started.len(), 1, "{started:#?}");
+    for field in ["agent=reviewer", "turn=1", "model=gpt-4.1", "session="] {
+        assert!(started[0].contains(field), "{field}: {}", started[0]);
+    }
+    let finished = log_lines(&env, 0, "turn completed");
+    assert_eq!(finished.len(), 1, "{finished:#?}");
+    for field in [
+        "agent=reviewer",
+        "turn=1",
+        "outcome=Done",
+        "iterations=2",
+        "input_tokens=2500",
+        "output_tokens=71",
+    ] {
+        assert!(finished[0].contains(field), "{field}: {}", finished[0]);
+    }
+    assert!(log_lines(&env, 0, "turn failed").is_empty());
+
+    // A provider error: the start, then the error, and no finish.
+    let before = std::fs::metadata(env.dir.path().join("home/log/cogni.log"))
+        .unwrap()
+        .len() as usize;
+    server.enqueue(MockResponse::error(400, "the mock refuses this request"));
+    let out = env.run_json_against(&server, &["--agent", "reviewer", "try again"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let started = log_lines(&env, before, "turn started");
+    assert_eq!(started.len(), 1, "{started:#?}");
+    assert!(started[0].contains("agent=reviewer"), "{}", started[0]);
+    let failed = log_lines(&env, before, "turn failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    for field in [
+        "WARN",
+        "agent=reviewer",
+        "turn=1",
+        "the mock refuses this request",
+    ] {
+        assert!(failed[0].contains(field), "{field}: {}", failed[0]);
+    }
+    assert!(log_lines(&env, before, "turn completed").is_empty());
+}
+
 /// `cogni run --json` with a shell call that sleeps, interrupted by
 /// `signal` once the command runs: the exit status, stdout, and the saved
 /// session file.

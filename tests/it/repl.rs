@@ -586,3 +586,189 @@ text = "All done."
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0));
 }
+
+/// Whether any of `lines` contains `needle`.
+fn mentions(lines: &[String], needle: &str) -> bool {
+    lines.iter().any(|l| l.contains(needle))
+}
+
+#[test]
+fn compact_summarises_the_history_and_the_next_request_carries_the_summary() {
+    use cogni::agent::compact::SUMMARY_REQUEST;
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("ALPHA-ANSWER"));
+    server.enqueue(chat::text_response("BETA-ANSWER"));
+    server.enqueue(chat::text_response("SUMMARY-OF-ALPHA-AND-BETA"));
+    server.enqueue(chat::text_response("GAMMA-ANSWER"));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("first question alpha\r");
+    pty.expect("ALPHA-ANSWER", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("second question beta\r");
+    pty.expect("BETA-ANSWER", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/compact\r");
+    pty.expect("compacted history:", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("third question gamma\r");
+    pty.expect("GAMMA-ANSWER", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    server.assert_invariants();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    // The summary request: the whole conversation, then the question.
+    let summary = requests[2].message_lines();
+    assert_eq!(
+        summary.last().map(String::as_str),
+        Some(format!("user: {SUMMARY_REQUEST}").as_str()),
+        "{summary:#?}"
+    );
+    for said in ["first question alpha", "ALPHA-ANSWER", "BETA-ANSWER"] {
+        assert!(mentions(&summary, said), "{said}: {summary:#?}");
+    }
+    // The next request: the summary instead of the old turns (the latest
+    // request before the compaction stays, as compaction keeps it).
+    let next = requests[3].message_lines();
+    assert!(mentions(&next, "SUMMARY-OF-ALPHA-AND-BETA"), "{next:#?}");
+    assert_eq!(
+        next.last().map(String::as_str),
+        Some("user: third question gamma")
+    );
+    for gone in [
+        "first question alpha",
+        "ALPHA-ANSWER",
+        "BETA-ANSWER",
+        SUMMARY_REQUEST,
+    ] {
+        assert!(!mentions(&next, gone), "{gone} is still sent: {next:#?}");
+    }
+    assert!(mentions(&next, "second question beta"), "{next:#?}");
+    // The system prompt (the cached prefix) is the same.
+    assert_eq!(requests[3].messages()[0], requests[0].messages()[0]);
+}
+
+#[test]
+fn context_reset_keeps_the_initial_context_and_summarize_keeps_plan_instructions_and_skills() {
+    use cogni::agent::compact::SUMMARY_REQUEST;
+    let env = Env::new();
+    let home = env.dir.path().join("home");
+    std::fs::write(
+        home.join("config.toml"),
+        "developer_instructions = \"DEV-RULES: be brief.\"\n[agent]\nenable_plan = true\n[features]\nskills_enabled = true\n",
+    )
+    .unwrap();
+    std::fs::write(home.join("AGENTS.md"), "USER-RULES: use tabs.\n").unwrap();
+    std::fs::create_dir_all(home.join("skills/checklist")).unwrap();
+    std::fs::write(
+        home.join("skills/checklist/SKILL.md"),
+        "---\nname: checklist\ndescription: Work through a checklist.\n---\nCHECKLIST-PROCEDURE: tick each box.\n",
+    )
+    .unwrap();
+    let server = MockServer::start();
+    for answer in [
+        "1. look around\n2. answer",
+        "ONE-ANSWER",
+        "TWO-ANSWER",
+        "THREE-ANSWER",
+        "SUMMARY-OF-TWO-AND-THREE",
+        "FOUR-ANSWER",
+    ] {
+        server.enqueue(chat::text_response(answer));
+    }
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("first task with $checklist\r");
+    pty.expect("ONE-ANSWER", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/context reset\r");
+    pty.expect("context reset to the initial context", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("second message\r");
+    pty.expect("TWO-ANSWER", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("third message with $checklist\r");
+    pty.expect("THREE-ANSWER", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/context summarize\r");
+    pty.expect("history replaced by a summary", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("fourth message\r");
+    pty.expect("FOUR-ANSWER", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    server.assert_invariants();
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6);
+    // The first turn: the initial context (instructions, environment, the
+    // plan), then the message and the skill it names.
+    let first = requests[1].message_lines();
+    let task = first
+        .iter()
+        .position(|l| l == "user: first task with $checklist")
+        .unwrap_or_else(|| panic!("{first:#?}"));
+    let initial = &first[..task];
+    for kept in [
+        "DEV-RULES",
+        "USER-RULES",
+        "1. look around",
+        "<environment_context>",
+    ] {
+        assert!(mentions(initial, kept), "{kept}: {initial:#?}");
+    }
+    assert_eq!(first.len(), task + 2, "{first:#?}");
+    assert!(
+        first[task + 1].contains("CHECKLIST-PROCEDURE"),
+        "{first:#?}"
+    );
+
+    // After reset: exactly the initial context, then the new message.
+    let mut expected = initial.to_vec();
+    expected.push("user: second message".into());
+    assert_eq!(requests[2].message_lines(), expected);
+
+    // The summary request covers the conversation since.
+    let summary = requests[4].message_lines();
+    assert_eq!(
+        summary.last().map(String::as_str),
+        Some(format!("user: {SUMMARY_REQUEST}").as_str())
+    );
+    for said in ["second message", "TWO-ANSWER", "THREE-ANSWER"] {
+        assert!(mentions(&summary, said), "{said}: {summary:#?}");
+    }
+
+    // After summarize: the instructions, the plan and the skill stay, the
+    // summary replaces every message.
+    let next = requests[5].message_lines();
+    for kept in [
+        "DEV-RULES",
+        "USER-RULES",
+        "1. look around",
+        "<environment_context>",
+        "CHECKLIST-PROCEDURE",
+        "SUMMARY-OF-TWO-AND-THREE",
+    ] {
+        assert!(mentions(&next, kept), "{kept} is lost: {next:#?}");
+    }
+    for gone in [
+        "first task",
+        "ONE-ANSWER",
+        "second message",
+        "TWO-ANSWER",
+        "third message",
+        "THREE-ANSWER",
+        SUMMARY_REQUEST,
+    ] {
+        assert!(!mentions(&next, gone), "{gone} is still sent: {next:#?}");
+    }
+    assert_eq!(
+        next.last().map(String::as_str),
+        Some("user: fourth message")
+    );
+}

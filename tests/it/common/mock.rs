@@ -303,6 +303,35 @@ impl RecordedRequest {
             .cloned()
             .unwrap_or_default()
     }
+
+    /// Each Chat Completions message as `role: text` (text parts joined;
+    /// an assistant's tool calls as `name arguments`), to compare whole
+    /// requests.
+    pub fn message_lines(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .map(|m| {
+                let mut text = match &m["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join(""),
+                    _ => String::new(),
+                };
+                for call in m["tool_calls"].as_array().into_iter().flatten() {
+                    let f = &call["function"];
+                    text.push_str(&format!(
+                        "{} {}",
+                        f["name"].as_str().unwrap_or_default(),
+                        f["arguments"].as_str().unwrap_or_default()
+                    ));
+                }
+                format!("{}: {text}", m["role"].as_str().unwrap_or_default())
+            })
+            .collect()
+    }
 }
 
 /// Problems with tool-call pairing in a Chat Completions body, each as a
