@@ -28,6 +28,7 @@ fn history(n: usize) -> Vec<HistoryItem> {
                 call_id: format!("call_{}", i - 1),
                 content: "fn main() {}\n".repeat(20),
                 is_error: false,
+                command: None,
             }),
         })
         .collect()

@@ -27,6 +27,7 @@ fn history(n: usize) -> Vec<HistoryItem> {
                 call_id: format!("call_{}", i - 1),
                 content: "fn main() { println!(\"hello\"); }\n".repeat(40),
                 is_error: false,
+                command: None,
             }),
             _ => HistoryItem::text(
                 Role::Assistant,

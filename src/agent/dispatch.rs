@@ -248,7 +248,7 @@ impl Session {
                     ToolStatus::Completed
                 },
                 output: Some(result.content.clone()),
-                exit_code: result.exit_code,
+                exit_code: result.exit_code(),
                 duration_ms: Some(outcome.duration.as_millis() as u64),
             },
         });
@@ -258,7 +258,7 @@ impl Session {
             input: call.arguments.clone(),
             result: result.content,
             is_error: result.is_error,
-            exit_code: result.exit_code,
+            command: result.command,
             duration: outcome.duration,
         }
     }
@@ -282,7 +282,7 @@ impl Session {
             input: call.arguments.clone(),
             result: output.to_string(),
             is_error: true,
-            exit_code: None,
+            command: None,
             duration: Duration::ZERO,
         }
     }
@@ -320,7 +320,7 @@ impl Session {
             call_id = %call.id,
             ?duration,
             is_error = result.is_error,
-            exit_code = ?result.exit_code,
+            exit_code = ?result.exit_code(),
             "tool call finished"
         );
         CallOutcome {

@@ -12,8 +12,16 @@ pub struct ToolCallRecord {
     pub input: String,
     pub result: String,
     pub is_error: bool,
-    pub exit_code: Option<i32>,
+    /// How the command ended, for a command-running tool.
+    pub command: Option<crate::protocol::CommandEnd>,
     pub duration: Duration,
+}
+
+impl ToolCallRecord {
+    /// The command's exit code, when it ran one that exited.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.command.and_then(|c| c.exit_code)
+    }
 }
 
 /// What a turn returns.

@@ -231,6 +231,7 @@ mod tests {
             call_id: id.into(),
             content: format!("out {id}"),
             is_error: false,
+            command: None,
         })
     }
 
@@ -416,6 +417,7 @@ text = "summary two"
                 call_id: "s".into(),
                 content: "<skill name=\"b\">".into(),
                 is_error: false,
+                command: None,
             }),
         ]);
         s.summarize().await.unwrap();

@@ -328,6 +328,7 @@ impl Session {
                     call_id: record.id.clone(),
                     content: record.result.clone(),
                     is_error: record.is_error,
+                    command: record.command,
                 })
             }));
             self.append(items);
@@ -439,6 +440,7 @@ impl Session {
                 call_id: call.id.clone(),
                 content: output.to_string(),
                 is_error: true,
+                command: None,
             }));
         }
         self.append(items);

@@ -222,6 +222,7 @@ mod tests {
             call_id: id.into(),
             content: "ok".into(),
             is_error: false,
+            command: None,
         })
     }
 

@@ -95,7 +95,7 @@ fn run_command(args: &SandboxArgs) -> Result<u8, String> {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(result.content.as_bytes());
     let _ = out.flush();
-    Ok(match result.exit_code {
+    Ok(match result.exit_code() {
         Some(code) => code.clamp(0, 255) as u8,
         None => super::exit::TASK_FAILED,
     })

@@ -242,7 +242,7 @@ impl Tool for McpTool {
             ToolResult {
                 content: truncate::head_tail(&text, ctx.config.output_limits()),
                 is_error,
-                exit_code: None,
+                command: None,
             }
         })
     }

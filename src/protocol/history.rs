@@ -147,15 +147,27 @@ impl HistoryItem {
                 arguments: f(arguments),
                 kind: *kind,
             }),
-            Content::ToolOutput(ToolOutput {
-                call_id,
-                content,
-                is_error,
-            }) => Content::ToolOutput(ToolOutput {
-                call_id: call_id.clone(),
-                content: f(content),
-                is_error: *is_error,
-            }),
+            Content::ToolOutput(output) => {
+                let content = f(&output.content);
+                // Rewritten text: where the command's output starts is
+                // known only when the text before it is unchanged.
+                let command = output.command.map(|c| CommandEnd {
+                    output_start: if content.get(..c.output_start)
+                        == output.content.get(..c.output_start)
+                    {
+                        c.output_start
+                    } else {
+                        0
+                    },
+                    ..c
+                });
+                Content::ToolOutput(ToolOutput {
+                    call_id: output.call_id.clone(),
+                    content,
+                    is_error: output.is_error,
+                    command,
+                })
+            }
             Content::Reasoning(Reasoning {
                 id,
                 text,
@@ -197,12 +209,37 @@ pub struct ToolCall {
 }
 
 /// The one output every tool call gets, also on error, denial and timeout.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
     pub call_id: String,
     pub content: String,
     #[serde(default)]
     pub is_error: bool,
+    /// For a command (`shell`, a background job that ended): how it ended,
+    /// as data beside the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandEnd>,
+}
+
+/// How a command a tool ran ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandEnd {
+    /// Its exit code (128 + N when signal N killed it); `None` when it
+    /// was stopped at its timeout.
+    pub exit_code: Option<i32>,
+    /// Where the command's own output (what it printed) starts in the
+    /// output's text, after the status line.
+    pub output_start: usize,
+}
+
+impl ToolOutput {
+    /// What the command printed, without its status and timing: the text
+    /// from [`CommandEnd::output_start`]; the whole text for other tools.
+    pub fn command_output(&self) -> &str {
+        self.command
+            .and_then(|c| self.content.get(c.output_start..))
+            .unwrap_or(&self.content)
+    }
 }
 
 /// Which file-editing tool a model gets; the model family decides unless

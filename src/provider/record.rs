@@ -79,12 +79,11 @@ impl Recording {
                 is_error: Some(output.is_error),
                 ..CallExpect::default()
             };
-            let status = crate::tools::shell::read_status(&output.content);
-            if let Some(status) = status {
-                expect.exit_code = status.exit_code;
+            if let Some(command) = output.command {
+                expect.exit_code = command.exit_code;
             }
             if self.outputs {
-                let body = status.map_or(output.content.as_str(), |s| s.body);
+                let body = output.command_output();
                 let redacted = (self.redact)(body);
                 if redacted == body {
                     expect.output = Some(redacted);
@@ -266,7 +265,7 @@ fn recorded_stop(stop: &StopReason, has_calls: bool) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{HistoryItem, ToolOutput};
+    use crate::protocol::{CommandEnd, HistoryItem, ToolOutput};
     use crate::provider::scripted::ScriptedProvider;
     use crate::provider::test_support;
 
@@ -320,16 +319,22 @@ text = "Done."
                 call_id: "c1".into(),
                 content: "exit code 0, 0.1s\nhello\n".into(),
                 is_error: false,
+                command: Some(CommandEnd {
+                    exit_code: Some(0),
+                    output_start: "exit code 0, 0.1s\n".len(),
+                }),
             }),
             HistoryItem::tool_output(ToolOutput {
                 call_id: "c2".into(),
                 content: "patch applied".into(),
                 is_error: false,
+                command: None,
             }),
             HistoryItem::tool_output(ToolOutput {
                 call_id: "c3".into(),
                 content: "error: no such file x".into(),
                 is_error: true,
+                command: None,
             }),
         ];
         drain(&recorder, &outputs).await;
@@ -376,6 +381,10 @@ text = "Done."
             call_id: "c1".into(),
             content: "exit code 1, 0.1s\ncat: a.txt: No such file\n".into(),
             is_error: true,
+            command: Some(CommandEnd {
+                exit_code: Some(1),
+                output_start: "exit code 1, 0.1s\n".len(),
+            }),
         });
         let err: Vec<_> = replay.stream(&request(&changed)).collect().await;
         let message = err[0].as_ref().err().unwrap().to_string();
@@ -401,6 +410,10 @@ text = "Done."
             call_id: "c".into(),
             content: "exit code 0, 0.0s\nKEY=sk-abcdefghijklmnopqrstuvwxyz123456\n".into(),
             is_error: false,
+            command: Some(CommandEnd {
+                exit_code: Some(0),
+                output_start: "exit code 0, 0.0s\n".len(),
+            }),
         })];
         recording.see_outputs(&request(&input));
         let script = recording.script("m");

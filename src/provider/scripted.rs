@@ -25,7 +25,9 @@
 //! responses than the script has) fails with an error naming the step.
 
 use super::{ModelRequest, Provider, ProviderError, ResponseEvent, ResponseStream};
-use crate::protocol::{Content, HistoryItem, Reasoning, StopReason, ToolCall, ToolCallKind, Usage};
+use crate::protocol::{
+    Content, HistoryItem, Reasoning, StopReason, ToolCall, ToolCallKind, ToolOutput, Usage,
+};
 use crate::tools::fs::{read_text_limited, SCRIPT_MAX_BYTES};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -206,11 +208,10 @@ impl ScriptTurn {
 }
 
 impl CallExpect {
-    /// Why `content` (`is_error`) does not match, or `None` when it does.
-    pub fn mismatch(&self, content: &str, is_error: bool) -> Option<String> {
-        let status = crate::tools::shell::read_status(content);
+    /// Why `output` does not match, or `None` when it does.
+    pub fn mismatch(&self, output: &ToolOutput) -> Option<String> {
         if let Some(expected) = self.exit_code {
-            match &status {
+            match &output.command {
                 Some(s) if s.exit_code == Some(expected) => {}
                 Some(s) => {
                     return Some(format!(
@@ -229,7 +230,7 @@ impl CallExpect {
             }
         }
         if let Some(expected) = self.is_error {
-            if expected != is_error {
+            if expected != output.is_error {
                 return Some(if expected {
                     "should have failed, but succeeded".into()
                 } else {
@@ -238,7 +239,7 @@ impl CallExpect {
             }
         }
         if let Some(expected) = &self.output {
-            let actual = status.map_or(content, |s| s.body);
+            let actual = output.command_output();
             if actual != expected {
                 return Some(format!(
                     "printed something else than when it was recorded: {}",
@@ -358,7 +359,7 @@ impl ScriptedProvider {
             // A call whose output the request does not carry (a stopped
             // turn, a window that left it out) cannot be checked.
             let Some(output) = output else { continue };
-            if let Some(why) = call.expect.mismatch(&output.content, output.is_error) {
+            if let Some(why) = call.expect.mismatch(output) {
                 return Err(ProviderError::Other {
                     provider: ID.into(),
                     message: format!(
@@ -510,6 +511,7 @@ usage = { input_tokens = 7, output_tokens = 1 }
             call_id: call.id.clone(),
             content: "hello\n".into(),
             is_error: false,
+            command: None,
         })];
         let second = collect(&p, &history).await;
         assert!(matches!(
@@ -534,6 +536,7 @@ usage = { input_tokens = 7, output_tokens = 1 }
             call_id: "call_0".into(),
             content: "nope".into(),
             is_error: true,
+            command: None,
         })];
         let out = collect(&p, &history).await;
         assert!(out[0]

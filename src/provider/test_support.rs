@@ -32,6 +32,7 @@ pub(crate) fn tool_output(id: &str, content: &str, is_error: bool) -> HistoryIte
         call_id: id.into(),
         content: content.into(),
         is_error,
+        command: None,
     })
 }
 

@@ -462,7 +462,7 @@ mod tests {
             input: input.into(),
             result: String::new(),
             is_error,
-            exit_code: None,
+            command: None,
             duration: Duration::ZERO,
         }
     }

@@ -495,6 +495,7 @@ fn repair(history: &mut Vec<HistoryItem>) -> bool {
                     call_id: call_id.clone(),
                     content: INTERRUPTED_OUTPUT.into(),
                     is_error: true,
+                    command: None,
                 }),
             );
             answered.insert(call_id);

@@ -20,6 +20,7 @@ fn output(id: &str) -> HistoryItem {
         call_id: id.into(),
         content: "ok".into(),
         is_error: false,
+        command: None,
     })
 }
 
@@ -96,6 +97,7 @@ fn the_redactor_sees_each_text_before_it_is_encoded() {
         call_id: "c1".into(),
         content: "out\nTOKEN".into(),
         is_error: false,
+        command: None,
     });
     file.replaced(&[item, output]);
     let text = std::fs::read_to_string(file.path()).unwrap();

@@ -12,7 +12,7 @@ use super::exec::{self, Capture, CapturedStream, Ended, ExecRequest, Sink};
 use super::output::{render_streams, status_line};
 use super::truncate::Limits;
 use super::{parse_args, Tool, ToolContext, ToolInput, ToolResult};
-use crate::protocol::{ToolFormat, ToolSpec};
+use crate::protocol::{CommandEnd, ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -389,13 +389,19 @@ fn render(id: u32, read: &Read, limits: Limits) -> ToolResult {
             if let Some(note) = note {
                 let _ = writeln!(text, "{note}");
             }
-            result.exit_code = Some(ended.termination.exit_code());
+            result.command = Some(CommandEnd {
+                exit_code: (!ended.timed_out).then(|| ended.termination.exit_code()),
+                output_start: 0,
+            });
             result.is_error = !ended.stopped && (ended.timed_out || !ended.termination.success());
         }
         Some(End::Failed(e)) => {
             let _ = writeln!(text, "failed: {e}");
             result.is_error = true;
         }
+    }
+    if let Some(command) = &mut result.command {
+        command.output_start = text.len();
     }
     if read.stdout.is_empty() && read.stderr.is_empty() {
         text.push_str("(no new output)\n");
@@ -564,7 +570,7 @@ mod tests {
             last = table.output(id, MAX_WAIT, limits()).await;
         }
         assert!(last.content.contains("exit code 3"), "{}", last.content);
-        assert!(last.is_error && last.exit_code == Some(3));
+        assert!(last.is_error && last.exit_code() == Some(3));
         assert!(table.list().is_empty(), "a job read after its end is gone");
         let gone = table.output(id, Duration::ZERO, limits()).await;
         assert!(gone.is_error && gone.content.contains("no background job"));

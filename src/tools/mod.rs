@@ -28,7 +28,7 @@ pub mod truncate;
 mod walk;
 pub mod write_file;
 
-use crate::protocol::{EditTool, SandboxPolicy, ToolCall, ToolFormat, ToolSpec};
+use crate::protocol::{CommandEnd, EditTool, SandboxPolicy, ToolCall, ToolFormat, ToolSpec};
 use crate::sandbox::Workspace;
 use futures::future::BoxFuture;
 use std::path::PathBuf;
@@ -185,12 +185,13 @@ pub enum ToolInput {
 }
 
 /// What a tool reports back. `content` is what the model sees (already
-/// capped); `exit_code` is set for process-running tools.
+/// capped); `command` is set for process-running tools: how the command
+/// ended, as data (nobody reads it back out of the text).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolResult {
     pub content: String,
     pub is_error: bool,
-    pub exit_code: Option<i32>,
+    pub command: Option<CommandEnd>,
 }
 
 impl ToolResult {
@@ -205,8 +206,13 @@ impl ToolResult {
         ToolResult {
             content: content.into(),
             is_error: true,
-            exit_code: None,
+            command: None,
         }
+    }
+
+    /// The command's exit code, when it ran one that exited.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.command.and_then(|c| c.exit_code)
     }
 }
 

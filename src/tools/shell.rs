@@ -8,7 +8,7 @@ use super::env::ShellEnvPolicy;
 use super::exec::{self, ExecOutput, ExecRequest};
 use super::output::{fmt_secs, push_block, render_streams, status_line};
 use super::{apply_patch, parse_args, paths, Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
-use crate::protocol::{SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
+use crate::protocol::{CommandEnd, SandboxMode, SandboxPolicy, ToolFormat, ToolSpec};
 use crate::sandbox::protected::{Scan, Scanner};
 use crate::sandbox::{Confinement, Workspace};
 use futures::future::BoxFuture;
@@ -485,6 +485,7 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
         output.duration,
     );
     text.push('\n');
+    let output_start = text.len();
     if output.output_left_open {
         let _ = writeln!(
             text,
@@ -501,7 +502,10 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
     ToolResult {
         content: text,
         is_error: output.timed_out || !output.termination.success(),
-        exit_code: Some(output.termination.exit_code()),
+        command: Some(CommandEnd {
+            exit_code: (!output.timed_out).then(|| output.termination.exit_code()),
+            output_start,
+        }),
     }
 }
 
@@ -544,45 +548,6 @@ pub fn normalize_output(content: &str) -> String {
     out
 }
 
-/// What a command's output says about its end, in either layout
-/// (`render`'s or [`normalize_output`]'s).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CommandStatus<'a> {
-    /// `None` when the command timed out; 128 + N when signal N killed it.
-    pub exit_code: Option<i32>,
-    /// What it printed (stdout, then stderr labelled), without the status
-    /// and its timing.
-    pub body: &'a str,
-}
-
-/// Read a `shell` output back (for replays that check a command's exit
-/// code and output); `None` for text that is not one.
-pub fn read_status(content: &str) -> Option<CommandStatus<'_>> {
-    /// The plain layout: code, timed out, body.
-    fn plain(content: &str) -> Option<(i32, bool, &str)> {
-        let (code, rest) = content.strip_prefix("Exit code: ")?.split_once('\n')?;
-        let code = code.parse().ok()?;
-        let rest = rest.strip_prefix("Wall time: ")?.split_once('\n')?.1;
-        let (timed_out, rest) = match rest.strip_prefix("Note: ") {
-            Some(note) => (true, note.split_once('\n')?.1),
-            None => (false, rest),
-        };
-        Some((code, timed_out, rest.strip_prefix("Output:\n")?))
-    }
-    let (code, timed_out, body) = match plain(content) {
-        Some(found) => found,
-        None => {
-            let (header, body) = content.split_once('\n')?;
-            let (code, timed_out, _) = plain(&normalize_output(header))?;
-            (code, timed_out, body)
-        }
-    };
-    Some(CommandStatus {
-        exit_code: (!timed_out).then_some(code),
-        body,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -609,7 +574,7 @@ mod tests {
     async fn string_runs_in_the_shell() {
         let (_tmp, c) = tmp_ctx();
         let r = shell(&c, serde_json::json!({"command": "echo hi | tr a-z A-Z"})).await;
-        assert_eq!(r.exit_code, Some(0));
+        assert_eq!(r.exit_code(), Some(0));
         assert!(!r.is_error);
         assert!(r.content.starts_with("exit code 0, "), "{}", r.content);
         assert!(r.content.ends_with("s\nHI\n"), "{}", r.content);
@@ -671,7 +636,7 @@ mod tests {
             serde_json::json!({"command": "echo out; echo bad >&2; exit 3"}),
         )
         .await;
-        assert_eq!(r.exit_code, Some(3));
+        assert_eq!(r.exit_code(), Some(3));
         assert!(r.is_error);
         assert!(r.content.starts_with("exit code 3, "), "{}", r.content);
         assert!(
@@ -707,7 +672,9 @@ mod tests {
             "{}",
             r.content
         );
-        assert_eq!(r.exit_code, Some(143));
+        // A command stopped at its timeout has no exit code of its own.
+        assert_eq!(r.exit_code(), None);
+        assert!(r.command.is_some());
     }
 
     #[tokio::test]
@@ -749,21 +716,5 @@ mod tests {
             "{}",
             r.content
         );
-    }
-
-    #[test]
-    fn a_status_reads_back_from_either_layout() {
-        let raw = "exit code 3, 0.2s\nhello\nstderr:\noops\n";
-        let status = read_status(raw).unwrap();
-        assert_eq!(status.exit_code, Some(3));
-        assert_eq!(status.body, "hello\nstderr:\noops\n");
-        let plain = normalize_output(raw);
-        assert_eq!(read_status(&plain), Some(status));
-        let killed = read_status("killed by signal 9 (SIGKILL), 1.0s\n(no output)\n").unwrap();
-        assert_eq!(killed.exit_code, Some(137));
-        let late = read_status("timed out after 5s; killed by signal 9 (SIGKILL), 5.0s\n").unwrap();
-        assert_eq!(late.exit_code, None);
-        assert_eq!(read_status("just some text\n"), None);
-        assert_eq!(read_status("no newline"), None);
     }
 }

@@ -512,8 +512,7 @@ pub fn from_history(history: &[HistoryItem]) -> Transcript {
                 if let Some(Entry::Tool { out, code, err, .. }) =
                     b.transcript.entries.get_mut(index)
                 {
-                    *code =
-                        crate::tools::shell::read_status(&output.content).and_then(|s| s.exit_code);
+                    *code = output.command.and_then(|c| c.exit_code);
                     *out = Some(capped_output(&output.content));
                     *err = output.is_error;
                 }
@@ -747,6 +746,10 @@ mod tests {
                 call_id: "c".into(),
                 content: "exit code 1, 0.1s\nboom\n".into(),
                 is_error: true,
+                command: Some(crate::protocol::CommandEnd {
+                    exit_code: Some(1),
+                    output_start: "exit code 1, 0.1s\n".len(),
+                }),
             }),
             HistoryItem::text(Role::Assistant, "It fails."),
         ];

@@ -283,6 +283,7 @@ async fn anthropic_thinking_round_trips_with_its_signature_before_the_tool_use()
         call_id: "toolu_r".into(),
         content: "fn main() {}".into(),
         is_error: false,
+        command: None,
     }));
     let mut req = API.request(&history);
     req.tools = &tools;
@@ -650,6 +651,7 @@ fn snapshot_history() -> Vec<HistoryItem> {
             call_id: "toolu_01".into(),
             content: "# Projcet\n".into(),
             is_error: false,
+            command: None,
         }),
         // With thinking on, every answer of the tool loop starts with one.
         HistoryItem {
@@ -666,6 +668,7 @@ fn snapshot_history() -> Vec<HistoryItem> {
             call_id: "toolu_02".into(),
             content: "patch rejected: context not found".into(),
             is_error: true,
+            command: None,
         }),
         HistoryItem::text(Role::User, "Try again, carefully."),
     ]
@@ -806,6 +809,7 @@ async fn anthropic_pairing_check_reports_violations() {
             call_id: "c9".into(),
             content: "orphan".into(),
             is_error: false,
+            command: None,
         }),
     ];
     let tools = snapshot_tools();
@@ -834,6 +838,7 @@ async fn the_mock_rejects_what_the_messages_api_rejects() {
             call_id: "toolu_1".into(),
             content: "ok".into(),
             is_error: false,
+            command: None,
         })
     };
     // Each body breaks one rule; the API's own words come back.

@@ -471,11 +471,13 @@ async fn chat_request_body_headers_and_query() {
             call_id: "call_1".into(),
             content: "a\nb".into(),
             is_error: false,
+            command: None,
         }),
         HistoryItem::tool_output(ToolOutput {
             call_id: "call_2".into(),
             content: "denied".into(),
             is_error: true,
+            command: None,
         }),
     ];
     let tools = [ToolSpec {
@@ -557,6 +559,7 @@ async fn the_mock_rejects_what_chat_completions_rejects() {
             call_id: id.into(),
             content: "ok".into(),
             is_error: false,
+            command: None,
         })
     };
     let server = MockServer::start();
@@ -615,11 +618,13 @@ async fn mock_records_tool_pairing_violations() {
             call_id: "call_1".into(),
             content: "ok".into(),
             is_error: false,
+            command: None,
         }),
         HistoryItem::tool_output(ToolOutput {
             call_id: "call_9".into(),
             content: "orphan".into(),
             is_error: false,
+            command: None,
         }),
     ];
     let error = run_err(&API.provider_for(&server), &API.request(&input)).await;

@@ -86,6 +86,7 @@ async fn ollama_two_tool_calls_and_tool_history() {
             call_id: "call_1".into(),
             content: "src\nCargo.toml".into(),
             is_error: false,
+            command: None,
         }),
     ];
     let events = run_ok(&API.provider_for(&server), &API.request(&input)).await;

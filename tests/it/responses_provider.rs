@@ -525,6 +525,7 @@ async fn responses_request_payload_snapshot() {
             call_id: "call_read".into(),
             content: "pub fn add(a: i32, b: i32) -> i32 { a - b }".into(),
             is_error: false,
+            command: None,
         }),
         HistoryItem::tool_call(tool_call(
             "call_patch",
@@ -536,6 +537,7 @@ async fn responses_request_payload_snapshot() {
             call_id: "call_patch".into(),
             content: "Success. Updated: M src/lib.rs".into(),
             is_error: false,
+            command: None,
         }),
     ];
     let tools = [
@@ -602,11 +604,13 @@ async fn mock_records_responses_pairing_violations() {
             call_id: "call_1".into(),
             content: "ok".into(),
             is_error: false,
+            command: None,
         }),
         HistoryItem::tool_output(ToolOutput {
             call_id: "call_9".into(),
             content: "orphan".into(),
             is_error: false,
+            command: None,
         }),
     ];
     // The API rejects the orphaned output first, in its own words.

@@ -270,10 +270,10 @@ async fn exit_codes_and_signals_are_reported() {
     assert_eq!(out.termination.exit_code(), 137);
 
     let r = shell(serde_json::json!(["false"])).await;
-    assert_eq!(r.exit_code, Some(1));
+    assert_eq!(r.exit_code(), Some(1));
     assert!(r.is_error);
     let r = shell(serde_json::json!("kill -TERM $$")).await;
-    assert_eq!(r.exit_code, Some(143));
+    assert_eq!(r.exit_code(), Some(143));
     assert!(
         r.content.starts_with("killed by signal 15 (SIGTERM), "),
         "{}",

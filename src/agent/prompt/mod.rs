@@ -70,8 +70,17 @@ fn format_history<'a>(ctx: &TurnContext, history: &'a [HistoryItem]) -> Cow<'a, 
             .iter()
             .map(|item| match &item.content {
                 Content::ToolOutput(o) if shell_calls.contains(o.call_id.as_str()) => {
+                    let content = shell::normalize_output(&o.content);
+                    // The command's own output ends both texts.
+                    let command = o.command.map(|c| crate::protocol::CommandEnd {
+                        output_start: content
+                            .len()
+                            .saturating_sub(o.content.len().saturating_sub(c.output_start)),
+                        ..c
+                    });
                     HistoryItem::tool_output(ToolOutput {
-                        content: shell::normalize_output(&o.content),
+                        content,
+                        command,
                         ..o.clone()
                     })
                 }

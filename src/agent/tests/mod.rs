@@ -1131,6 +1131,7 @@ fn output(id: &str, text: &str) -> HistoryItem {
         call_id: id.into(),
         content: text.into(),
         is_error: false,
+        command: None,
     })
 }
 
@@ -1206,6 +1207,7 @@ fn compaction_keeps_the_skills_loaded_whole() {
             call_id: "s2".into(),
             content: "there is no skill `x`".into(),
             is_error: true,
+            command: None,
         }),
         call("r1", "look"),
         output("r1", "big file"),

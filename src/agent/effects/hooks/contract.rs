@@ -121,7 +121,7 @@ pub fn input(session: Session<'_>, data: &EventData<'_>) -> Value {
             "tool_response": {
                 "output": result.content,
                 "is_error": result.is_error,
-                "exit_code": result.exit_code,
+                "exit_code": result.exit_code(),
             },
         }),
         EventData::PreCompact { trigger } => json!({ "trigger": trigger }),
@@ -288,7 +288,7 @@ pub fn cap(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolCallKind;
+    use crate::protocol::{CommandEnd, ToolCallKind};
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall {
@@ -327,7 +327,10 @@ mod tests {
         let result = ToolResult {
             content: "a\nb".into(),
             is_error: false,
-            exit_code: Some(0),
+            command: Some(CommandEnd {
+                exit_code: Some(0),
+                output_start: 0,
+            }),
         };
         let saved = Session {
             transcript_path: Some(Path::new("/home/.cogni/sessions/s-1.jsonl")),
