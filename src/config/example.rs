@@ -143,6 +143,11 @@ mod tests {
             "mcp_servers.*.command",
             "run.output_guardrail.regex",
             "hooks.*.command",
+            // Top-level keys shown after a table header would read as
+            // that table's (and uncommented there, they would be).
+            "context_strategy",
+            "effects",
+            "model_families.*.input_price",
         ] {
             assert!(keys.contains(&key.to_string()), "{key} missing: {keys:?}");
         }

@@ -11,6 +11,7 @@ mod cli;
 mod common;
 mod compaction;
 mod context;
+mod docs;
 mod effects;
 mod engine_mock;
 mod files;

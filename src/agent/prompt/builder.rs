@@ -10,9 +10,10 @@
 //! 4. model aliases, when more than one is configured;
 //! 5. workspace: the working directory and the git repository root;
 //! 6. sandbox: mode, writable roots, protected paths, network;
-//! 7. runtime: model, provider, time zone, today's date (never a clock
+//! 7. finishing: the test command and the done token, when set;
+//! 8. runtime: model, provider, time zone, today's date (never a clock
 //!    time, the OS, the architecture or interpreter versions);
-//! 8. memory.
+//! 9. memory.
 //!
 //! Everything here is pure: the same inputs give the same bytes, which is
 //! what keeps the provider's prompt cache warm.
