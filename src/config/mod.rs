@@ -24,6 +24,7 @@ use crate::protocol::{
 };
 use crate::provider::model_family::FamilyOverride;
 use crate::spec::cards::AgentDef;
+use crate::spec::plain_message;
 use crate::tools::env::ShellEnvPolicy;
 use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use crate::tools::memory::{self, MemoryFiles};
@@ -518,10 +519,6 @@ fn key_position(source: &str, path: &str) -> Option<(usize, usize)> {
 }
 
 /// serde's message in the file's own terms: no Rust type names.
-fn plain_message(message: &str) -> String {
-    let re = regex::Regex::new(r"(?:struct|enum) [A-Z][A-Za-z0-9]*").expect("a valid regex");
-    re.replace_all(message, "a table").into_owned()
-}
 
 /// 1-based line and column of a byte offset.
 fn line_col(source: &str, offset: usize) -> (usize, usize) {
@@ -597,8 +594,13 @@ pub fn load(sources: Sources<'_>) -> Result<Config, ConfigError> {
         // The whole file is checked first, so its errors name their line.
         let mut project = ConfigFile::parse(&project_file, &source)?;
         if !project_trusted {
-            let table: toml::Table = toml::from_str(&source)
-                .map_err(|e| ConfigError(format!("{}: {}", project_file.display(), e.message())))?;
+            let table: toml::Table = toml::from_str(&source).map_err(|e| {
+                ConfigError(format!(
+                    "{}: {}",
+                    project_file.display(),
+                    plain_message(e.message())
+                ))
+            })?;
             let kept = allowlist::filter(table, &merged, &sources.cwd);
             if !kept.ignored.is_empty() {
                 layer_warnings.push(trust::warning(&project_file, &kept.ignored));

@@ -66,7 +66,7 @@ fn read(path: &Path, max_bytes: usize) -> Result<Option<(FrontMatter, String)>, 
     let meta: FrontMatter = toml::from_str(front).map_err(|e| {
         fail(format!(
             "invalid front matter ({}); the only key is `replace = true` (TOML)",
-            e.message()
+            crate::spec::plain_message(e.message())
         ))
     })?;
     let body = body.trim();

@@ -31,8 +31,13 @@ impl TrustStore {
     pub fn load(home: &Path) -> Result<Self, ConfigError> {
         let path = home.join(FILE_NAME);
         let file = match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
-            Ok(text) => toml::from_str(&text)
-                .map_err(|e| ConfigError(format!("{}: {}", path.display(), e.message())))?,
+            Ok(text) => toml::from_str(&text).map_err(|e| {
+                ConfigError(format!(
+                    "{}: {}",
+                    path.display(),
+                    crate::spec::plain_message(e.message())
+                ))
+            })?,
             Err(e) if e.is_missing() => TrustFile::default(),
             Err(e) => return Err(ConfigError(e.to_string())),
         };

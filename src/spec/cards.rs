@@ -82,11 +82,11 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentCard, String> {
             from_yaml(front).map_err(|yaml_error| {
                 fail(format!(
                     "the front matter is neither TOML ({}) nor YAML ({yaml_error})",
-                    toml_error.message().trim()
+                    super::plain_message(toml_error.message())
                 ))
             })?
         }
-        Err(e) => return Err(fail(e.message().to_string())),
+        Err(e) => return Err(fail(super::plain_message(e.message()))),
     };
     from_def(&stem, meta, body, path).map_err(fail)
 }

@@ -143,10 +143,9 @@ impl EffectSpec {
                 KINDS.join(", ")
             ));
         }
-        let spec: EffectSpec = value
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("{path}: {}", field_error(e.message())))?;
+        let spec: EffectSpec = value.clone().try_into().map_err(|e: toml::de::Error| {
+            format!("{path}: {}", super::plain_message(e.message()))
+        })?;
         spec.check(path)?;
         Ok(spec)
     }
@@ -221,10 +220,6 @@ impl EffectSpec {
 }
 
 /// serde's message for a bad field.
-fn field_error(message: &str) -> String {
-    message.trim().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,27 @@ use serde::de::DeserializeOwned;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// A TOML deserializer's message in the file's own terms: no Rust type
+/// names (`expected struct SandboxLimitsFile` reads `expected a table`,
+/// `expected f64` reads `expected a number`).
+pub fn plain_message(message: &str) -> String {
+    let re = regex::Regex::new(
+        r"(?:struct|enum) [A-Z][A-Za-z0-9]*|\b(?:f32|f64)\b|\b(?:[ui](?:8|16|32|64|128|size))\b",
+    )
+    .expect("a valid regex");
+    let plain = re.replace_all(message.trim(), |c: &regex::Captures| {
+        let m = &c[0];
+        if m.starts_with("struct") || m.starts_with("enum") {
+            "a table"
+        } else if m.starts_with('f') {
+            "a number"
+        } else {
+            "a whole number"
+        }
+    });
+    plain.into_owned()
+}
+
 /// One thing wrong with a file, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -68,7 +89,7 @@ pub(crate) fn parse_toml<T: DeserializeOwned>(source: &str) -> Result<(T, Vec<St
         .map_err(|e| Problem::new(position(&e), format!("invalid TOML: {}", e.message())))?;
     let mut unknown = Vec::new();
     let value = serde_ignored::deserialize(de, |path| unknown.push(key_path(&path)))
-        .map_err(|e| Problem::new(position(&e), e.message().to_string()))?;
+        .map_err(|e| Problem::new(position(&e), plain_message(e.message())))?;
     Ok((value, unknown))
 }
 
@@ -113,6 +134,27 @@ fn resolve(dir: &Path, path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use serde::Deserialize;
+
+    #[test]
+    fn messages_speak_in_the_files_terms() {
+        for (rust, plain) in [
+            (
+                "invalid type: string \"x\", expected f64",
+                "invalid type: string \"x\", expected a number",
+            ),
+            (
+                "invalid value: integer `-1`, expected usize",
+                "invalid value: integer `-1`, expected a whole number",
+            ),
+            (
+                "invalid type: string \"readonly\", expected struct SandboxLimitsFile\n",
+                "invalid type: string \"readonly\", expected a table",
+            ),
+            ("unknown field `u64s`", "unknown field `u64s`"),
+        ] {
+            assert_eq!(plain_message(rust), plain);
+        }
+    }
 
     #[derive(Debug, Deserialize)]
     #[allow(dead_code)]
