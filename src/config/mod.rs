@@ -518,8 +518,6 @@ fn key_position(source: &str, path: &str) -> Option<(usize, usize)> {
     span.map(|s| line_col(source, s.start))
 }
 
-/// serde's message in the file's own terms: no Rust type names.
-
 /// 1-based line and column of a byte offset.
 fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let before = &source[..offset.min(source.len())];
