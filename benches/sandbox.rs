@@ -14,10 +14,10 @@
 //!
 //! `cargo bench --bench sandbox`
 
+use cogni::process::{self as exec, ExecRequest, DEFAULT_IO_DRAIN, DEFAULT_KILL_GRACE};
 use cogni::protocol::{SandboxMode, SandboxPolicy};
 use cogni::sandbox::protected::Scanner;
 use cogni::sandbox::{self, Confined, Confinement, Workspace};
-use cogni::tools::exec::{self, ExecRequest, DEFAULT_IO_DRAIN, DEFAULT_KILL_GRACE};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,10 +2,10 @@
 //! JSON object per line on stdout (`--json`). Verbose logs go to stderr in
 //! both modes and never change what runs or what stdout holds.
 
+use crate::process::truncate::clip;
 use crate::protocol::{
     AgentEvent, ApprovalStatus, EventSink, Item, Plan, StepStatus, TestRun, ToolStatus,
 };
-use crate::tools::truncate::clip;
 use std::borrow::Cow;
 use std::io::Write;
 use std::sync::Mutex;

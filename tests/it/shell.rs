@@ -4,9 +4,9 @@
 //! and signals.
 
 use crate::common;
+use cogni::process::{self as exec, ExecOutput, ExecRequest, Termination, DEFAULT_IO_DRAIN};
 use cogni::protocol::SandboxPolicy;
 use cogni::tools::env::ShellEnvPolicy;
-use cogni::tools::exec::{self, ExecOutput, ExecRequest, Termination, DEFAULT_IO_DRAIN};
 use cogni::tools::shell::ShellTool;
 use cogni::tools::{Tool, ToolConfig, ToolContext, ToolInput, ToolResult};
 use std::sync::Arc;

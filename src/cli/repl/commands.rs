@@ -273,7 +273,7 @@ async fn jobs(r: &mut Repl, arg: &str) -> Flow {
         }
         ["kill", id] => match id.parse::<u32>() {
             Ok(id) => {
-                let limits = crate::tools::truncate::Limits {
+                let limits = crate::process::truncate::Limits {
                     max_bytes: 4096,
                     max_lines: 40,
                 };

@@ -1,0 +1,48 @@
+//! The engine: sessions, the initial context, prompts, the turn loop and
+//! compaction. It reports through [`cogni_protocol::EventSink`] and never
+//! prints.
+
+pub(crate) mod approval;
+pub mod compact;
+pub mod context;
+pub mod delegate;
+mod dispatch;
+pub mod effects;
+mod history;
+mod lifecycle;
+pub mod limits;
+pub mod outcome;
+pub mod output;
+pub mod planning;
+pub mod prompt;
+mod request;
+pub mod run;
+pub mod session;
+pub mod stack;
+mod strategies;
+pub mod testlog;
+mod toolset;
+pub mod turn;
+pub mod turn_context;
+pub mod window;
+
+pub use context::EnvironmentContext;
+pub use effects::EndReason;
+pub use limits::{Limit, StopHandle, TurnLimits};
+pub use outcome::{AgentError, ToolCallRecord, TurnResult};
+pub use prompt::builder::{ProjectSoul, SystemPromptBuilder};
+pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};
+pub use prompt::system::{PromptConfig, SystemPrompt};
+pub use prompt::{build_prompt, Prompt};
+pub use request::ContextUsage;
+pub use session::{
+    check_session_config, create_provider, select_model, start_session,
+    start_session_with_provider, AuthMode, CompactionConfig, Delegating, PendingInputs, Session,
+    SessionConfig, SessionError,
+};
+pub use stack::StackError;
+pub use strategies::apply_strategies;
+pub use turn_context::{Features, Sampling, TurnContext};
+
+#[cfg(test)]
+mod tests;

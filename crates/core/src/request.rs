@@ -1,0 +1,410 @@
+//! One model request: which items of history it sends (the session's
+//! context strategy, [`super::window`]), the stream collected into a
+//! response, usage recorded, and the local token estimate calibrated
+//! against what the provider counted.
+
+use super::effects::reflect::place_front;
+use super::effects::Reply;
+use super::prompt::build_prompt;
+use super::session::Session;
+use super::window::View;
+use cogni_protocol::{
+    AgentEvent, ContextStrategyKind, EventSink, HistoryItem, Item, Reasoning, Role, StopReason,
+    Usage,
+};
+use cogni_provider::{ModelRequest, Provider, ProviderError, ResponseEvent};
+use futures::StreamExt;
+use std::time::{Duration, Instant};
+
+/// Calibration stays within these factors of the raw estimate.
+const CALIBRATION_RANGE: (f64, f64) = (0.25, 8.0);
+
+/// After a request that did not fit, estimates grow by this factor.
+const OVERFLOW_CALIBRATION: f64 = 1.25;
+
+/// One streamed model response, collected.
+#[derive(Debug, Default)]
+pub(crate) struct ModelResponse {
+    pub(crate) reply: Reply,
+    pub(crate) reasoning: Vec<Reasoning>,
+    pub(crate) incomplete_tool_call: Option<String>,
+    /// The provider reported usage (not an estimate).
+    reported: bool,
+}
+
+impl Session {
+    /// One model request, streamed: text deltas become item events, the
+    /// response is collected, usage and timings recorded.
+    pub(crate) async fn sample(
+        &mut self,
+        turn: u32,
+        iteration: u32,
+        sink: &dyn EventSink,
+    ) -> Result<ModelResponse, ProviderError> {
+        let started = Instant::now();
+        let view = self.request_view(sink);
+        let mut stream = {
+            let mut items = view.items(&self.history);
+            if self.ctx.reflection_front {
+                if let Some(moved) = place_front(&self.history, &items, view.initial) {
+                    items = moved.into();
+                }
+            }
+            let prompt = build_prompt(&self.ctx, &items);
+            sink.emit(AgentEvent::ModelRequest {
+                iteration,
+                prompt: self
+                    .ctx
+                    .verbose
+                    .then(|| prompt.to_json(self.ctx.model_family.tool_call_mode)),
+            });
+            self.provider.stream(&prompt.request(&self.ctx))
+        };
+        let mut message_id = format!("msg_{turn}_{iteration}");
+        let mut response = ModelResponse::default();
+        let mut first_token: Option<Duration> = None;
+        let mut completed = false;
+        while let Some(event) = stream.next().await {
+            match event? {
+                ResponseEvent::TextDelta(delta) => {
+                    first_token.get_or_insert_with(|| started.elapsed());
+                    if response.reply.text.is_empty() {
+                        sink.emit(AgentEvent::ItemStarted {
+                            item: Item::AgentMessage {
+                                id: message_id.clone(),
+                                text: String::new(),
+                            },
+                        });
+                    }
+                    response.reply.text.push_str(&delta);
+                    sink.emit(AgentEvent::ItemUpdated {
+                        id: message_id.clone(),
+                        delta,
+                    });
+                }
+                ResponseEvent::ToolCallStarted { .. } => {
+                    first_token.get_or_insert_with(|| started.elapsed());
+                }
+                ResponseEvent::ToolCall(call) => response.reply.tool_calls.push(call),
+                ResponseEvent::Reasoning(r) => {
+                    if !r.text.is_empty() {
+                        sink.emit(AgentEvent::Reasoning {
+                            text: r.text.clone(),
+                        });
+                    }
+                    response.reasoning.push(r);
+                }
+                ResponseEvent::ModelInfo { context_window } => {
+                    // The server says how large the window is: compaction
+                    // limits follow it.
+                    self.ctx.model_family.context_window = context_window;
+                }
+                ResponseEvent::Retrying {
+                    attempt,
+                    delay,
+                    reason,
+                } => {
+                    self.meter.metrics.record_retry();
+                    tracing::warn!(attempt, ?delay, %reason, "model request will be retried");
+                    // The failed attempt's output is void: the retry starts
+                    // the response over, so nothing is kept twice.
+                    if !response.reply.text.is_empty() {
+                        sink.emit(AgentEvent::ItemDiscarded {
+                            id: message_id.clone(),
+                            reason: reason.clone(),
+                        });
+                    }
+                    response = ModelResponse::default();
+                    message_id = format!("msg_{turn}_{iteration}_retry{attempt}");
+                    sink.emit(AgentEvent::Retry {
+                        attempt,
+                        delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        reason,
+                    });
+                }
+                ResponseEvent::Completed {
+                    usage,
+                    stop_reason,
+                    incomplete_tool_call,
+                } => {
+                    if let Some(usage) = usage {
+                        response.reply.usage = usage;
+                        response.reported = true;
+                    }
+                    response.reply.stop_reason = Some(stop_reason);
+                    response.incomplete_tool_call = incomplete_tool_call;
+                    completed = true;
+                    break;
+                }
+            }
+        }
+        drop(stream);
+        if !completed {
+            return Err(ProviderError::Stream {
+                provider: self.provider.id().to_string(),
+                model: self.ctx.model.clone(),
+                message: "the response stream ended before the response was complete".into(),
+            });
+        }
+        if !response.reply.text.is_empty() {
+            sink.emit(AgentEvent::ItemCompleted {
+                item: Item::AgentMessage {
+                    id: message_id,
+                    text: response.reply.text.clone(),
+                },
+            });
+        }
+        // Summarized requests are estimated only when the provider counted
+        // nothing: for OpenAI models that would load the tokenizer.
+        let sent = match view.strategy {
+            ContextStrategyKind::SlidingWindow => self.fixed_tokens() + view.estimate,
+            ContextStrategyKind::Summarize if !response.reported => {
+                self.fixed_tokens() + self.estimate_history()
+            }
+            ContextStrategyKind::Summarize => 0,
+        };
+        if !response.reported {
+            response.reply.usage = self.estimate_usage(&response, sent);
+        }
+        let usage = response.reply.usage;
+        self.history.tokens.context = usage.input_tokens + usage.output_tokens;
+        self.calibrate_tokens(&usage);
+        if !usage.estimated && sent > 0 {
+            let ratio = usage.input_tokens as f64 / sent as f64;
+            self.history.tokens.calibration = ratio.clamp(CALIBRATION_RANGE.0, CALIBRATION_RANGE.1);
+        }
+        let took = started.elapsed();
+        tracing::debug!(
+            iteration,
+            ?took,
+            ?first_token,
+            tool_calls = response.reply.tool_calls.len(),
+            input_tokens = usage.input_tokens,
+            output_tokens = usage.output_tokens,
+            estimated = usage.estimated,
+            "model response"
+        );
+        self.meter
+            .metrics
+            .record_model_request(&usage, first_token, took);
+        sink.emit(AgentEvent::ModelResponse {
+            iteration,
+            usage: Some(usage),
+            stop_reason: response
+                .reply
+                .stop_reason
+                .clone()
+                .unwrap_or(StopReason::Stop),
+            time_to_first_token_ms: first_token.map(|d| d.as_millis() as u64),
+            duration_ms: took.as_millis() as u64,
+        });
+        Ok(response)
+    }
+
+    /// Usage for a provider that reported none: the request as estimated
+    /// (`sent`) and the response counted with the model's estimator.
+    fn estimate_usage(&self, response: &ModelResponse, sent: u64) -> Usage {
+        let estimator = self.ctx.estimator();
+        let output = estimator.count(&response.reply.text)
+            + response
+                .reply
+                .tool_calls
+                .iter()
+                .map(|c| estimator.count(&c.name) + estimator.count(&c.arguments))
+                .sum::<u64>();
+        Usage {
+            input_tokens: sent,
+            output_tokens: output,
+            estimated: true,
+            ..Usage::default()
+        }
+    }
+
+    /// Which items of history the next request sends, by the session's
+    /// context strategy. A window that moves is reported as a
+    /// `context_window` event.
+    pub(crate) fn request_view(&mut self, sink: &dyn EventSink) -> View {
+        self.history.set_estimator(self.ctx.estimator());
+        match self.ctx.strategy() {
+            ContextStrategyKind::Summarize => {
+                let initial = self.history.initial_len();
+                View {
+                    strategy: ContextStrategyKind::Summarize,
+                    initial,
+                    start: initial,
+                    // Estimated when needed: `estimate_history`.
+                    estimate: 0,
+                }
+            }
+            ContextStrategyKind::SlidingWindow => {
+                let limit = self.compaction_limit() as f64 / self.history.tokens.calibration;
+                let budget = (limit as u64).saturating_sub(self.fixed_tokens());
+                let before = self.extensions.window.dropped();
+                let view = self.extensions.window.view(&mut self.history, budget);
+                if view.dropped() != before && view.dropped() > 0 {
+                    sink.emit(AgentEvent::ContextWindow {
+                        dropped_items: view.dropped(),
+                        kept_items: self.history.len() - view.dropped(),
+                        estimated_tokens: (view.estimate as f64 * self.history.tokens.calibration)
+                            as u64,
+                    });
+                }
+                view
+            }
+        }
+    }
+
+    /// Estimated tokens of all of history (each item counted once).
+    fn estimate_history(&mut self) -> u64 {
+        let (items, mut size) = self.history.sized();
+        (0..items.len()).map(&mut size).sum()
+    }
+
+    /// Estimated tokens of what every request sends besides history: the
+    /// instructions and the tools (counted again only when they change).
+    pub(crate) fn fixed_tokens(&mut self) -> u64 {
+        let estimator = self.ctx.estimator();
+        let key = (
+            self.ctx.system_prompt.text().len(),
+            self.ctx.tools.len(),
+            estimator,
+        );
+        match self.extensions.fixed_tokens {
+            Some((k, n)) if k == key => n,
+            _ => {
+                let tools = serde_json::to_string(&self.ctx.tools).unwrap_or_default();
+                let n = estimator.count(self.ctx.system_prompt.text()) + estimator.count(&tools);
+                self.extensions.fixed_tokens = Some((key, n));
+                n
+            }
+        }
+    }
+
+    /// The last request did not fit, or the conversation passed the
+    /// compaction limit, under the sliding window: estimate higher after an
+    /// overflow, and move the window at the next request.
+    pub(crate) fn tighten_window(&mut self, overflow: bool) {
+        if overflow {
+            let c = &mut self.history.tokens.calibration;
+            *c = (*c * OVERFLOW_CALIBRATION).min(CALIBRATION_RANGE.1);
+        }
+        self.extensions.window.tighten(overflow);
+    }
+
+    /// The conversation's size as the next request would send it, estimated
+    /// and calibrated (history changed without a request).
+    pub(crate) fn estimate_context(&mut self, sink: &dyn EventSink) -> u64 {
+        let view = self.request_view(sink);
+        let items = match view.strategy {
+            ContextStrategyKind::SlidingWindow => view.estimate,
+            ContextStrategyKind::Summarize => self.estimate_history(),
+        };
+        ((self.fixed_tokens() + items) as f64 * self.history.tokens.calibration) as u64
+    }
+
+    /// How the context window is used, for `/context` and `/status`.
+    pub fn context_usage(&mut self) -> ContextUsage {
+        let (used, estimated) = if self.history.tokens.context > 0 && !self.history.tokens.stale {
+            (self.history.tokens.context, false)
+        } else {
+            (self.estimate_context(&|_: AgentEvent| {}), true)
+        };
+        ContextUsage {
+            strategy: self.ctx.strategy(),
+            window: self.ctx.model_family.context_window,
+            limit: self.compaction_limit(),
+            used,
+            estimated,
+            dropped: match self.ctx.strategy() {
+                ContextStrategyKind::SlidingWindow => self.extensions.window.dropped(),
+                ContextStrategyKind::Summarize => 0,
+            },
+        }
+    }
+}
+
+/// How a session uses the model's context window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextUsage {
+    pub strategy: ContextStrategyKind,
+    /// The model's window in tokens.
+    pub window: u64,
+    /// Where the strategy acts (the compaction limit).
+    pub limit: u64,
+    /// Tokens of the last request and its answer as the provider counted
+    /// them, or the next request's calibrated estimate (`estimated`).
+    pub used: u64,
+    pub estimated: bool,
+    /// Items the sliding window leaves out.
+    pub dropped: usize,
+}
+
+impl std::fmt::Display for ContextUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} tokens ({:.0}%{}) · strategy {} (acts at {} tokens)",
+            self.used,
+            self.window,
+            self.used as f64 * 100.0 / self.window.max(1) as f64,
+            if self.estimated { ", estimated" } else { "" },
+            self.strategy.as_str(),
+            self.limit,
+        )?;
+        if self.dropped > 0 {
+            write!(f, " · {} earlier items left out of requests", self.dropped)?;
+        }
+        Ok(())
+    }
+}
+/// Send `input` with `question` appended as a user message, with the
+/// request's instructions and tools (so the cached prefix is reused); the
+/// answer's text, usage and stop reason. Tool calls in the answer are
+/// ignored.
+pub(crate) async fn ask(
+    provider: &dyn Provider,
+    request: &ModelRequest<'_>,
+    input: Vec<HistoryItem>,
+    question: &str,
+) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
+    ask_streaming(provider, request, input, question, &mut |_| {}).await
+}
+
+/// [`ask`], with each piece of the answer's text passed to `on_delta` as
+/// it arrives (a retried attempt's pieces are passed again).
+pub(crate) async fn ask_streaming(
+    provider: &dyn Provider,
+    request: &ModelRequest<'_>,
+    mut input: Vec<HistoryItem>,
+    question: &str,
+    on_delta: &mut (dyn FnMut(&str) + Send),
+) -> Result<(String, Option<Usage>, StopReason), ProviderError> {
+    input.push(HistoryItem::text(Role::User, question));
+    let request = ModelRequest {
+        input: &input,
+        output_schema: None,
+        ..request.clone()
+    };
+    let mut stream = provider.stream(&request);
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        match event? {
+            ResponseEvent::TextDelta(d) => {
+                on_delta(&d);
+                text.push_str(&d);
+            }
+            // The retried attempt starts the answer over.
+            ResponseEvent::Retrying { .. } => text.clear(),
+            ResponseEvent::Completed {
+                stop_reason, usage, ..
+            } => return Ok((text, usage, stop_reason)),
+            // Tool calls, reasoning and model info are not the answer.
+            _ => {}
+        }
+    }
+    Err(ProviderError::Stream {
+        provider: provider.id().to_string(),
+        model: request.model.to_string(),
+        message: "the answer's stream ended before completion".into(),
+    })
+}

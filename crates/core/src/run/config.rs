@@ -1,0 +1,77 @@
+//! `[run]`: the settings of the built-in middleware, and what the output
+//! guardrail checks.
+
+use crate::effects::command;
+use crate::output::OutputSchema;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `[run]`: middleware settings.
+#[derive(Debug, Clone, Default)]
+pub struct RunConfig {
+    pub timeout: Option<Duration>,
+    /// Each layer's `[run.output_guardrail]`, in order: the answer must
+    /// satisfy all of them.
+    pub output_guardrails: Vec<OutputGuardrail>,
+}
+
+/// What the final answer must satisfy.
+#[derive(Clone)]
+pub struct OutputGuardrail {
+    pub schema: Option<Arc<OutputSchema>>,
+    pub regex: Option<regex::Regex>,
+    /// Gets the answer on stdin; exit 0 accepts it.
+    pub command: Option<String>,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for OutputGuardrail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputGuardrail")
+            .field("schema", &self.schema.is_some())
+            .field("regex", &self.regex.as_ref().map(|r| r.as_str()))
+            .field("command", &self.command)
+            .finish()
+    }
+}
+
+impl OutputGuardrail {
+    /// What is wrong with `answer`, if anything (`pins`: the session's
+    /// pinned files, which the command must not have seen change).
+    pub(crate) async fn check(
+        &self,
+        answer: &str,
+        cwd: &std::path::Path,
+        pins: &cogni_protocol::Pins,
+    ) -> Option<String> {
+        if let Some(schema) = &self.schema {
+            if let Err(problem) = schema.check(answer) {
+                return Some(problem);
+            }
+        }
+        if let Some(regex) = &self.regex {
+            if !regex.is_match(answer) {
+                return Some(format!("the final answer does not match /{regex}/"));
+            }
+        }
+        if let Some(command) = &self.command {
+            let input = serde_json::json!({ "answer": answer });
+            return match command::run(command, &input, cwd, &[], self.timeout, pins).await {
+                Ok(ran) if ran.exit_code == Some(0) => None,
+                Ok(ran) => {
+                    let said = cogni_sandbox::redact::redact(&ran.stderr).into_owned();
+                    Some(if said.trim().is_empty() {
+                        format!(
+                            "the output check `{command}` rejected the final answer ({})",
+                            ran.status(self.timeout)
+                        )
+                    } else {
+                        format!("the output check rejected the final answer: {said}")
+                    })
+                }
+                Err(e) => Some(format!("the output check `{command}` could not run: {e}")),
+            };
+        }
+        None
+    }
+}

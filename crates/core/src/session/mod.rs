@@ -1,0 +1,692 @@
+//! `SessionConfig` in, `Session` out: the pure start of every conversation.
+
+use super::context::EnvironmentContext;
+use super::delegate::{self, AgentRegistry, Delegation, DelegationLimits};
+use super::effects::budget::{Budget, BudgetEffect};
+use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
+use super::effects::hooks;
+use super::effects::output::OutputSchemaEffect;
+use super::effects::plan::PlanEffect;
+use super::effects::reflect::{ReflectConfig, ReflectEffect, ReflectionPlacement};
+use super::effects::repeat::{self, RepeatEffect};
+use super::effects::test_run::{TestLog, TestRunConfig, TestRunEffect};
+use super::effects::Effects;
+use super::history::History;
+use super::limits::Meter;
+use super::limits::{StopHandle, TurnLimits};
+use super::output::OutputSchema;
+use super::prompt::system::{PromptConfig, SystemPrompt};
+use super::run::config::RunConfig;
+use super::toolset::Toolset;
+use super::turn_context::{Features, Sampling, TurnContext};
+use super::window::SlidingWindow;
+use cogni_metrics::tokens::Estimator;
+use cogni_metrics::{Ledger, Metrics};
+use cogni_protocol::{
+    ApprovalPolicy, Approver, ContextStrategyKind, HistoryItem, HistoryObserver, MessageTag,
+    NonInteractive, Plan, Role, SandboxPolicy, TestRun,
+};
+use cogni_provider::model_family::{load_model_family, FamilyError, FamilyOverride};
+use cogni_provider::text_tools::TextTools;
+use cogni_provider::{
+    self as provider, ModelFamily, Provider, ProviderError, ProviderInfo, ToolCallMode, WireApi,
+};
+use cogni_sandbox::Workspace;
+use cogni_spec::effects::EffectSpec;
+use cogni_spec::hooks::HookSpec;
+use cogni_tools::memory::RememberTool;
+use cogni_tools::plan::{PlanStore, UpdatePlanTool};
+use cogni_tools::shell::ShellTool;
+use cogni_tools::{ExtraTools, ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+mod config;
+pub use config::*;
+
+/// Inputs queued while a turn runs (e.g. typed in the REPL); the turn loop
+/// drains them before each model request.
+#[derive(Debug, Clone, Default)]
+pub struct PendingInputs(Arc<Mutex<VecDeque<String>>>);
+
+impl PendingInputs {
+    pub fn push(&self, text: impl Into<String>) {
+        if let Ok(mut q) = self.0.lock() {
+            q.push_back(text.into());
+        }
+    }
+
+    pub(crate) fn drain(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut q| q.drain(..).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// A conversation. Its state has one owner per concern, each keeping its
+/// own invariants: the turn context (model, tools offered, policies,
+/// prompt), the history (items, checkpoints, observer, tokens), the tool
+/// set (registry, tool context, approvals), the meter (metrics, budgets,
+/// the stop handle) and the extensions (effects, middleware settings, the
+/// compaction threshold).
+pub struct Session {
+    pub(crate) ctx: TurnContext,
+    pub(crate) history: History,
+    pub(crate) toolset: Toolset,
+    /// What requests go through: the wire client, wrapped in
+    /// [`TextTools`] when the model family writes its tool calls as text.
+    pub(crate) provider: Arc<dyn Provider>,
+    /// The wire client as the session was given it (kept for
+    /// [`Session::reconfigure`], whose model may call tools otherwise).
+    pub(crate) wire: Arc<dyn Provider>,
+    pub(crate) meter: Meter,
+    pub(crate) extensions: Extensions,
+    /// The environment last shown to the model.
+    pub(crate) environment: EnvironmentContext,
+    /// Input queued while a turn runs.
+    pub(crate) pending: PendingInputs,
+    pub(crate) turns: u32,
+    /// The agent this session runs.
+    pub(crate) agent: String,
+    pub id: String,
+    /// What the user is told when the first turn starts (writable roots
+    /// left out of the workspace this session pinned).
+    pub(crate) start_warnings: Vec<String>,
+}
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Lifecycle {
+    /// The `session_start` effects ran.
+    pub(crate) started: bool,
+    /// The session continues a saved one.
+    pub(crate) resumed: bool,
+    /// The `session_end` effects ran.
+    pub(crate) ended: bool,
+}
+
+/// What plugs into the loop.
+pub(crate) struct Extensions {
+    /// The effects, in registration order.
+    pub(crate) effects: Effects,
+    /// Middleware settings (`[run]`): the chain is built for each run.
+    pub(crate) run: RunConfig,
+    /// When history is compacted (the `compact` effect's threshold; also
+    /// the target of `/compact`).
+    pub(crate) compaction: Threshold,
+    /// Whether the session started and ended (its lifecycle effects ran).
+    pub(crate) lifecycle: Lifecycle,
+    /// Where the sliding window starts (the `sliding_window` strategy).
+    pub(crate) window: SlidingWindow,
+    /// The plan `update_plan` keeps (with `enable_plan`).
+    pub(crate) plan: PlanStore,
+    /// The test command's runs (with `enable_test_run`).
+    pub(crate) tests: TestLog,
+    /// `enable_plan`: the model writes a plan before the first step.
+    pub(crate) first_plan: bool,
+    /// Estimated tokens of the instructions and tools, with what they were
+    /// counted for (prompt length, tool count, estimator).
+    pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
+    /// Its place in a tree of delegating agents (with a registry).
+    pub(crate) delegation: Option<Delegation>,
+}
+
+/// Start a session: select the model, load its family, build tools, the
+/// turn context and the initial history. Pure apart from building the
+/// provider client (no network I/O); invalid config fails here.
+pub fn start_session(config: SessionConfig) -> Result<Session, SessionError> {
+    let provider = create_provider(&config)?;
+    start_session_with_provider(config, provider)
+}
+
+/// The model client of `config`: its provider with the credentials its
+/// `auth_mode` sends ([`AuthMode::apply`]).
+pub fn create_provider(config: &SessionConfig) -> Result<Arc<dyn Provider>, SessionError> {
+    Ok(provider::create(
+        &config.auth_mode.apply(config.provider.clone()),
+    )?)
+}
+
+/// [`start_session`] with a given provider (tests, embedding).
+pub fn start_session_with_provider(
+    mut config: SessionConfig,
+    provider: Arc<dyn Provider>,
+) -> Result<Session, SessionError> {
+    validate(&config)?;
+    let delegating = config.delegation.take();
+    let model = select_model(&config)?;
+    let output_schema = match &config.output_schema {
+        Some(schema) => Some(Arc::new(
+            OutputSchema::compile(schema).map_err(SessionError::Invalid)?,
+        )),
+        None => None,
+    };
+    let family = load_model_family(
+        &model,
+        &config.provider.id,
+        config.provider.default_family.as_deref(),
+        &config.model_families,
+    )?;
+    let sampling = resolve_sampling(&config, &family)?;
+    let wire = provider;
+    let provider: Arc<dyn Provider> = match family.tool_call_mode {
+        ToolCallMode::Native => wire.clone(),
+        ToolCallMode::Text => Arc::new(TextTools::new(wire.clone())),
+    };
+    let (mut effects, compaction) = build_effects(&config, output_schema)?;
+    let mut tool_config = config.tool_config;
+    // Skills reach the model only with `features.skills_enabled`.
+    if !config.features.skills_enabled {
+        tool_config.skills = None;
+        config.prompt.skills = None;
+    }
+    // The model may ask to run a command without the sandbox only where
+    // someone would be asked about it.
+    tool_config.shell_escalation = matches!(
+        config.approval_policy,
+        ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
+    );
+    let mut tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
+    let prompt = config.prompt;
+    if let Some(files) = &prompt.memory_files {
+        // The notes themselves are chosen for the first prompt
+        // (`TurnContext::focus_memory`), before the first request.
+        tools.register(Arc::new(RememberTool::new(files.clone())));
+    }
+    let plan = PlanStore::default();
+    if config.enable_plan {
+        tools.register(Arc::new(UpdatePlanTool::new(plan.clone())));
+        effects.push(Box::new(PlanEffect::new(plan.clone())));
+    }
+    let tests = TestLog::default();
+    let tool_config = Arc::new(tool_config);
+    if let Some(test_run) = &config.test_run {
+        // Before reflection, which reads the run it just made.
+        // One shell tool for the model and the test command: its sandbox
+        // is prepared once.
+        let shell = Arc::new(ShellTool::new(&tool_config));
+        if tools.spec("shell").is_some() {
+            tools.register(shell.clone());
+        }
+        effects.push(Box::new(TestRunEffect::new(
+            test_run.clone(),
+            shell,
+            tool_config.clone(),
+            tests.clone(),
+        )));
+    }
+    let reflection_front = config
+        .reflect
+        .is_some_and(|r| r.placement == ReflectionPlacement::Front);
+    if let Some(reflect) = config.reflect {
+        let tests = config.test_run.is_some().then(|| tests.clone());
+        effects.push(Box::new(ReflectEffect::new(reflect, tests)));
+    }
+    let mut ctx = TurnContext {
+        system_prompt: SystemPrompt::unbuilt(prompt, config.model_aliases, &config.provider.id),
+        model,
+        model_family: family,
+        tools: tools.specs(),
+        approval_policy: config.approval_policy,
+        sandbox_policy: config.sandbox_policy.clone(),
+        cwd: config.cwd.clone(),
+        developer_instructions: config.developer_instructions,
+        user_instructions: config.user_instructions,
+        base_instructions_override: config.base_instructions_override,
+        output_schema: config.output_schema,
+        verbose: config.verbose,
+        features: config.features,
+        sampling,
+        max_iterations: config.max_iterations,
+        context_strategy: config.context_strategy,
+        done_token: config.done_token,
+        test_command: config.test_run.map(|t| t.command),
+        reflection_front,
+    };
+    ctx.rebuild_system_prompt();
+    let history = ctx.initial_context();
+    let ctx_price = ctx.model_family.price;
+    let (workspace, start_warnings) = match config.workspace {
+        Some(w) if w.is_for(&ctx.cwd, &ctx.sandbox_policy.writable_roots) => (w, Vec::new()),
+        _ => {
+            let pinned = Workspace::pin(&ctx.cwd, &ctx.sandbox_policy.writable_roots);
+            let warnings = pinned.warnings().to_vec();
+            for warning in &warnings {
+                tracing::warn!("{warning}");
+            }
+            (Arc::new(pinned), warnings)
+        }
+    };
+    let tool_ctx = ToolContext::in_workspace(
+        ctx.cwd.clone(),
+        ctx.sandbox_policy.clone(),
+        tool_config,
+        workspace,
+    );
+    let mut session = Session {
+        environment: ctx.environment(),
+        ctx,
+        history: History::new(history),
+        toolset: Toolset {
+            registry: tools,
+            ctx: tool_ctx,
+            approver: Arc::new(NonInteractive),
+            approved: Mutex::new(HashSet::new()),
+            extra: ExtraTools::default(),
+            found_shown: 0,
+        },
+        provider,
+        wire,
+        meter: Meter {
+            metrics: {
+                let mut metrics = Metrics::with_price(ctx_price);
+                metrics.attach(config.agent.clone(), Ledger::default());
+                metrics
+            },
+            limits: TurnLimits::default(),
+            stop: StopHandle::default(),
+        },
+        extensions: Extensions {
+            effects,
+            run: config.run,
+            compaction,
+            lifecycle: Default::default(),
+            window: SlidingWindow::default(),
+            fixed_tokens: None,
+            plan,
+            first_plan: config.enable_plan,
+            tests,
+            delegation: None,
+        },
+        pending: PendingInputs::default(),
+        turns: 0,
+        agent: config.agent,
+        id: new_session_id(),
+        start_warnings,
+    };
+    if let Some(d) = delegating {
+        session.set_delegation(d.registry, d.limits);
+    }
+    Ok(session)
+}
+
+/// The effects a session starts with, in this order: configured budgets,
+/// the `compact` effect (from `[compaction]`), the repeated-failure rule,
+/// the output-schema check (with `--output-schema`), then the other
+/// configured ones (a kind that may appear once replaces the built-in one
+/// in its place), then the hooks in config order. [`Session::set_limits`]
+/// puts its budgets first too. Also returns the
+/// compaction threshold in force.
+fn build_effects(
+    config: &SessionConfig,
+    output_schema: Option<Arc<OutputSchema>>,
+) -> Result<(Effects, Threshold), SessionError> {
+    let mut effects = Effects::default();
+    let threshold = match config.compaction.token_limit {
+        Some(n) => Threshold::Tokens(n),
+        None => Threshold::Window(config.compaction.context_fraction),
+    };
+    effects.push(Box::new(CompactEffect::new(threshold)));
+    effects.push(Box::new(RepeatEffect::new(repeat::DEFAULT_LIMIT)));
+    if let Some(schema) = output_schema {
+        effects.push(Box::new(OutputSchemaEffect(schema)));
+    }
+    let mut compaction = threshold;
+    let mut budgets = 0;
+    for spec in &config.effects {
+        let effect = super::effects::config::build(spec);
+        if super::effects::config::budget(spec).is_some() {
+            // Budgets go first, in config order.
+            effects.remove(effect.name());
+            budgets = budgets.min(effects.len());
+            effects.insert(budgets, effect);
+            budgets += 1;
+            continue;
+        }
+        match spec {
+            EffectSpec::Guardrail { .. } => effects.push(effect),
+            _ => effects.replace(effect),
+        }
+        if let Some(t) = super::effects::config::threshold(spec) {
+            compaction = t;
+        }
+    }
+    let hooks: Vec<HookSpec> = config
+        .hooks
+        .iter()
+        .filter(|h| h.event.in_delegated(config.delegated))
+        .cloned()
+        .collect();
+    for hook in hooks::build(&hooks) {
+        effects.push(hook);
+    }
+    Ok((effects, compaction))
+}
+
+/// Budget effects for `limits`: each budget it sets replaces one of its
+/// kind (a configured `cost_limit`, say); budgets it leaves unset stay as
+/// configured. They go first, so a spent budget stops the turn before
+/// anything else runs (or asks the model).
+fn register_budgets(effects: &mut Effects, limits: &TurnLimits) {
+    let budgets = [
+        limits.max_duration.map(Budget::Time),
+        limits.max_steps.map(Budget::Steps),
+        limits.max_tokens.map(Budget::Tokens),
+        limits.max_cost_usd.map(Budget::CostUsd),
+        limits.max_tool_calls.map(Budget::ToolCalls),
+    ];
+    for budget in budgets.into_iter().flatten().rev() {
+        effects.remove(budget.kind());
+        effects.insert_first(Box::new(BudgetEffect(budget)));
+    }
+}
+
+fn new_session_id() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}-{:x}", nanos, std::process::id())
+}
+
+impl Session {
+    pub fn context(&self) -> &TurnContext {
+        &self.ctx
+    }
+
+    pub fn provider_id(&self) -> &str {
+        self.provider.id()
+    }
+
+    pub fn history(&self) -> &[HistoryItem] {
+        &self.history
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.meter.metrics
+    }
+
+    /// A handle to queue user input while a turn runs.
+    pub fn pending_inputs(&self) -> PendingInputs {
+        self.pending.clone()
+    }
+
+    /// Budgets for every following turn. A cost budget needs the model's
+    /// price: without one it is refused, naming the setting.
+    pub fn set_limits(&mut self, limits: TurnLimits) -> Result<(), SessionError> {
+        check_priced(&self.ctx.model, &self.ctx.model_family, &limits)?;
+        register_budgets(&mut self.extensions.effects, &limits);
+        self.meter.limits = limits;
+        Ok(())
+    }
+
+    /// A handle that stops the running turn at once (e.g. on Ctrl-C).
+    pub fn stop_handle(&self) -> StopHandle {
+        self.meter.stop.clone()
+    }
+
+    /// Set who answers approval questions (default: nobody, every
+    /// question is answered no at once).
+    pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
+        self.toolset.approver = approver;
+    }
+
+    /// Set where the file tools read and write text (an editor's buffers
+    /// instead of the disk; kept when the session is reconfigured).
+    pub fn set_files(&mut self, files: cogni_tools::editor::Files) {
+        self.toolset.ctx.files = files;
+    }
+
+    /// Set who is told about history changes (e.g. the session file).
+    /// It sees only changes made from now on.
+    pub fn set_history_observer(&mut self, observer: Arc<dyn HistoryObserver>) {
+        self.history.set_observer(observer);
+    }
+
+    /// Append to history, telling the observer.
+    pub(crate) fn append(&mut self, items: Vec<HistoryItem>) {
+        self.history.append(items);
+    }
+
+    /// Replace history as a whole, telling the observer.
+    pub(crate) fn replace_history(&mut self, history: Vec<HistoryItem>) {
+        self.history.replace(history);
+    }
+
+    /// Append a note from the front door (e.g. "plan only" when the REPL
+    /// switches to plan mode); the model sees it with the next request.
+    pub fn append_note(&mut self, role: Role, text: impl Into<String>) {
+        self.append(vec![HistoryItem::text(role, text)]);
+    }
+
+    /// Continue a saved conversation: `history` (whose calls must all have
+    /// outputs) replaces the fresh one. When the environment it last showed
+    /// the model differs from this session's, a full environment block is
+    /// appended. The observer is not told about the restored items.
+    pub fn restore_history(&mut self, history: Vec<HistoryItem>) {
+        self.history.restore(history);
+        self.extensions.lifecycle.resumed = true;
+        let now = self.ctx.environment();
+        let rendered = now.render();
+        let shown = self
+            .history
+            .iter()
+            .rev()
+            .find(|i| i.tag() == Some(MessageTag::Environment))
+            .and_then(|i| i.as_text());
+        if shown != Some(rendered.as_str()) {
+            self.append(vec![HistoryItem::tagged(
+                Role::User,
+                MessageTag::Environment,
+                rendered,
+            )]);
+        }
+        self.environment = now;
+    }
+
+    /// Switch to a new configuration (another model, an agent card's
+    /// instructions and tools) and keep the conversation: the new initial
+    /// context replaces the old one, everything after it stays. The
+    /// provider (its client; how tool calls are written follows the new
+    /// model's family), metrics, approver, stop handle, observer and checkpoints
+    /// are kept; what follows is priced at the new model's price (a cost
+    /// budget on a model without one is refused, as in [`Session::set_limits`]).
+    pub fn reconfigure(&mut self, mut config: SessionConfig) -> Result<(), SessionError> {
+        config.workspace = Some(self.toolset.ctx.workspace.clone());
+        let fresh = start_session_with_provider(config, self.wire.clone())?;
+        check_priced(
+            &fresh.ctx.model,
+            &fresh.ctx.model_family,
+            &self.meter.limits,
+        )?;
+        self.meter.metrics.set_price(fresh.ctx.model_family.price);
+        // The fresh initial context, the plan the model wrote (the fresh
+        // context has none), then the conversation.
+        let floor = self.initial_len();
+        let mut history = fresh.history.to_vec();
+        history.extend(
+            self.history[..floor]
+                .iter()
+                .filter(|i| i.tag() == Some(MessageTag::Plan))
+                .cloned(),
+        );
+        history.extend_from_slice(&self.history[floor..]);
+        self.ctx = fresh.ctx;
+        // The new model may call tools another way.
+        self.provider = fresh.provider;
+        // MCP tools stay, and so do the ones the model found.
+        let found = self.toolset.registry.found_names();
+        self.toolset.registry = fresh.toolset.registry;
+        self.toolset.registry.add_extra(&self.toolset.extra);
+        self.toolset.registry.set_found(&found);
+        // Background jobs keep running across a switch of model or agent,
+        // and files stay where the front door put them.
+        self.toolset.ctx = ToolContext {
+            jobs: self.toolset.ctx.jobs.clone(),
+            files: self.toolset.ctx.files.clone(),
+            ..fresh.toolset.ctx
+        };
+        let lifecycle = self.extensions.lifecycle;
+        let mut delegation = self.extensions.delegation.take();
+        // Another card: another agent, which may delegate to the one it was.
+        self.agent = fresh.agent;
+        self.meter.metrics.rename(&self.agent);
+        if let Some(d) = &mut delegation {
+            d.rename(&self.agent);
+        }
+        // The plan and the test runs belong to the conversation, not to
+        // the configuration: the fresh stores (which its tools write) get
+        // them.
+        let plan = self.plan();
+        let tests = self
+            .extensions
+            .tests
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default();
+        self.extensions = fresh.extensions;
+        if let Ok(mut store) = self.extensions.plan.lock() {
+            *store = plan;
+        }
+        if let Ok(mut log) = self.extensions.tests.lock() {
+            *log = tests;
+        }
+        // Still the same session: it started (and has not ended) once.
+        self.extensions.lifecycle = lifecycle;
+        self.extensions.delegation = delegation;
+        self.refresh_tools();
+        register_budgets(&mut self.extensions.effects, &self.meter.limits);
+        self.environment = fresh.environment;
+        self.history.tokens.stale = true;
+        self.replace_history(history);
+        Ok(())
+    }
+
+    /// The names of the effects in force, in order.
+    pub fn effect_names(&self) -> Vec<&str> {
+        self.extensions.effects.names()
+    }
+
+    /// The compaction limit in tokens, for the model's current window.
+    pub fn compaction_limit(&self) -> u64 {
+        CompactEffect::new(self.extensions.compaction).limit(self.ctx.model_family.context_window)
+    }
+
+    /// The model's current plan (`update_plan`), if it made one.
+    pub fn plan(&self) -> Option<Plan> {
+        self.extensions.plan.lock().ok().and_then(|p| p.clone())
+    }
+
+    /// The test command's runs so far, in order (with `enable_test_run`).
+    pub fn test_runs(&self) -> Vec<TestRun> {
+        self.extensions
+            .tests
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+
+    /// The environment policy of the processes the session starts.
+    pub fn shell_env(&self) -> &cogni_tools::env::ShellEnvPolicy {
+        &self.toolset.ctx.config.shell_env
+    }
+
+    /// The session's background shell jobs.
+    pub fn jobs(&self) -> &Arc<cogni_tools::jobs::JobTable> {
+        &self.toolset.ctx.jobs
+    }
+
+    /// Replace the registry (e.g. to add tools beyond the built-ins).
+    pub fn set_tools(&mut self, tools: ToolRegistry) {
+        self.toolset.registry = tools;
+        self.refresh_tools();
+    }
+
+    /// Add tools from outside (MCP servers'): offered after the others, or
+    /// held back for `search_tools`. They stay when the session is
+    /// reconfigured.
+    pub fn add_tools(&mut self, extra: &ExtraTools) {
+        self.toolset.registry.add_extra(extra);
+        self.toolset.extra.eager.extend(extra.eager.iter().cloned());
+        self.toolset
+            .extra
+            .deferred
+            .extend(extra.deferred.iter().cloned());
+        self.refresh_tools();
+    }
+
+    /// Offer the tools `search_tools` found since the last request
+    /// (appended: the tools offered before keep their places).
+    pub(crate) fn offer_found_tools(&mut self) {
+        if self.toolset.registry.found_names().len() != self.toolset.found_shown {
+            self.refresh_tools();
+        }
+    }
+
+    /// Let this session delegate to the agents of `registry` (the root of
+    /// a tree: `[delegation]` limits apply to every agent below it). The
+    /// delegation tools are offered when someone other than this agent is
+    /// registered.
+    pub fn set_delegation(&mut self, registry: Arc<AgentRegistry>, limits: DelegationLimits) {
+        self.extensions.delegation = Some(Delegation::root(registry, limits, &self.agent));
+        self.refresh_tools();
+    }
+
+    /// The tools offered: the registry's, then the delegation tools, then
+    /// the ones `search_tools` found, in the order it found them.
+    fn refresh_tools(&mut self) {
+        let mut specs = self.toolset.registry.specs();
+        if let Some(d) = &self.extensions.delegation {
+            if d.offers_tools(&self.agent) {
+                specs.extend(delegate::specs());
+            }
+        }
+        let found = self.toolset.registry.found_specs();
+        self.toolset.found_shown = found.len();
+        specs.extend(found);
+        self.ctx.tools = specs;
+        self.ctx.rebuild_system_prompt();
+    }
+}
+
+impl Session {
+    /// Change the environment mid-session. The model is told with an
+    /// `<environment_diff>` holding only the changed fields; nothing is
+    /// appended when nothing changed. Returns whether anything changed.
+    pub fn update_environment(
+        &mut self,
+        cwd: Option<PathBuf>,
+        approval: Option<ApprovalPolicy>,
+        sandbox: Option<SandboxPolicy>,
+    ) -> bool {
+        if let Some(cwd) = cwd {
+            self.ctx.cwd = cwd;
+        }
+        if let Some(a) = approval {
+            self.ctx.approval_policy = a;
+        }
+        if let Some(s) = sandbox {
+            self.ctx.sandbox_policy = s;
+        }
+        self.toolset
+            .ctx
+            .set_environment(self.ctx.cwd.clone(), self.ctx.sandbox_policy.clone());
+        self.ctx.rebuild_system_prompt();
+        let now = self.ctx.environment();
+        match now.diff(&self.environment) {
+            Some(diff) => {
+                self.append(vec![HistoryItem::tagged(
+                    Role::User,
+                    MessageTag::Environment,
+                    diff,
+                )]);
+                self.environment = now;
+                true
+            }
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! What a session may do: the approval policy and the sandbox policy.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// When the user is asked before a tool runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    Untrusted,
+    OnFailure,
+    #[default]
+    OnRequest,
+    Never,
+}
+
+impl ApprovalPolicy {
+    pub const VARIANTS: &'static [&'static str] =
+        &["untrusted", "on-failure", "on-request", "never"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalPolicy::Untrusted => "untrusted",
+            ApprovalPolicy::OnFailure => "on-failure",
+            ApprovalPolicy::OnRequest => "on-request",
+            ApprovalPolicy::Never => "never",
+        }
+    }
+
+    /// How much it asks: a policy may replace another only as a ceiling
+    /// allows when its strictness is at least the other's (`untrusted`
+    /// asks most, `never` never).
+    pub fn strictness(self) -> u8 {
+        match self {
+            ApprovalPolicy::Never => 0,
+            ApprovalPolicy::OnFailure | ApprovalPolicy::OnRequest => 1,
+            ApprovalPolicy::Untrusted => 2,
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "untrusted" => ApprovalPolicy::Untrusted,
+            "on-failure" => ApprovalPolicy::OnFailure,
+            "on-request" => ApprovalPolicy::OnRequest,
+            "never" => ApprovalPolicy::Never,
+            _ => return None,
+        })
+    }
+}
+
+/// What tools may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    ReadOnly,
+    #[default]
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    /// How far its commands reach: read-only 0, workspace-write 1,
+    /// danger-full-access 2.
+    pub fn reach(self) -> u8 {
+        match self {
+            SandboxMode::ReadOnly => 0,
+            SandboxMode::WorkspaceWrite => 1,
+            SandboxMode::DangerFullAccess => 2,
+        }
+    }
+
+    pub const VARIANTS: &'static [&'static str] =
+        &["read-only", "workspace-write", "danger-full-access"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::DangerFullAccess => "danger-full-access",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "read-only" => SandboxMode::ReadOnly,
+            "workspace-write" => SandboxMode::WorkspaceWrite,
+            "danger-full-access" => SandboxMode::DangerFullAccess,
+            _ => return None,
+        })
+    }
+}
+
+/// The spec's `sandbox_policy`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    pub network_access: bool,
+    /// Extra writable roots besides cwd (workspace-write only).
+    pub writable_roots: Vec<PathBuf>,
+    /// The shell used for command strings, e.g. `/bin/bash`.
+    pub shell: String,
+    /// Limits for commands run in the sandbox.
+    #[serde(default)]
+    pub limits: ResourceLimits,
+    /// The files trusted commands run from the workspace (set when the
+    /// configuration is read).
+    #[serde(skip)]
+    pub pins: Arc<Pins>,
+}
+
+/// The files that the user's own commands (hooks, effect and guardrail
+/// commands, MCP servers, the test command) name in the workspace, as they
+/// were when the session's configuration was read: read-only for
+/// sandboxed commands and file tools, and checked again before each such
+/// command runs (`pinned` in cogni-sandbox).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pins {
+    /// When they were taken: a workspace file such a command names that
+    /// changed after this is refused. `None`: nothing was pinned.
+    pub since: Option<SystemTime>,
+    /// The canonical cwd and writable roots they were taken under.
+    pub roots: Vec<PathBuf>,
+    pub files: Vec<Pin>,
+}
+
+/// One pinned file: its path (a symlink's own, and its target's as
+/// another pin) and its stamp then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    pub path: PathBuf,
+    pub stamp: FileStamp,
+}
+
+/// What identifies a file's content and place: any change of it (a write,
+/// a rename, a new link, chmod) changes the inode's ctime, which user
+/// space cannot set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    /// Seconds and nanoseconds.
+    pub ctime: (i64, i64),
+}
+
+/// Resource limits of sandboxed commands; `None` is no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceLimits {
+    /// Processes (and threads) at once, the command's own included.
+    pub max_processes: Option<u64>,
+    /// Largest file a command may write.
+    pub max_file_size_bytes: Option<u64>,
+    /// CPU seconds per process.
+    pub cpu_time_secs: Option<u64>,
+}
+
+impl Default for ResourceLimits {
+    fn default() -> Self {
+        ResourceLimits {
+            max_processes: Some(1024),
+            max_file_size_bytes: None,
+            cpu_time_secs: None,
+        }
+    }
+}
+
+impl Default for SandboxPolicy {
+    fn default() -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::default(),
+            network_access: false,
+            writable_roots: Vec::new(),
+            shell: "/bin/bash".to_string(),
+            limits: ResourceLimits::default(),
+            pins: Arc::default(),
+        }
+    }
+}
