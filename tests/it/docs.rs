@@ -1,7 +1,8 @@
 //! docs/architecture.md, the module map, stays true: every source path it
-//! names exists, and every top-level module of `src/` has its entry.
+//! names exists, and every top-level module of `src/` and every crate of
+//! the workspace has its entry.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -20,48 +21,73 @@ fn module_map(doc: &str) -> &str {
         .expect("docs/architecture.md has a module map")
 }
 
-/// Paths written as `src/...` (or `agent/...`, `cli/...`: a top-level
-/// module of src, as the engine contract names them), with the
-/// punctuation of the sentence around them left out.
-fn named_paths(doc: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+/// Paths written as `src/...`, `crates/...` (or `agent/...`, `cli/...`:
+/// a module as the root package names it, as the engine contract writes
+/// them), with the punctuation of the sentence around them left out.
+fn named_paths(doc: &str, modules: &BTreeMap<String, String>) -> BTreeSet<String> {
     let mut paths = BTreeSet::new();
-    for word in doc.split(|c: char| c.is_whitespace() || "`(),;:[]".contains(c)) {
+    for word in doc.split(|c: char| c.is_whitespace() || "`(),;:[]|".contains(c)) {
         let word = word.trim_end_matches(['.', '\'']);
         if !word.contains('/') || !word.ends_with(['/', 's']) {
             continue;
         }
-        let path = match word.strip_prefix("src/") {
-            Some(rest) => rest,
-            None if modules.contains(word.split('/').next().unwrap()) => word,
-            None => continue,
+        let path = if word.starts_with("src/") || word.starts_with("crates/") {
+            word.to_string()
+        } else {
+            match resolve(word, modules) {
+                Some(path) => path,
+                None => continue,
+            }
         };
-        if path.is_empty() || !(path.ends_with('/') || path.ends_with(".rs")) {
+        if path == "src/" || !(path.ends_with('/') || path.ends_with(".rs")) {
             continue;
         }
-        paths.insert(format!("src/{path}"));
+        paths.insert(path);
     }
     paths
 }
 
-/// The names of src's top-level modules: its directories and its files.
-fn top_level_modules() -> BTreeSet<String> {
-    std::fs::read_dir(root().join("src"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .map(|name| name.trim_end_matches(".rs").to_string())
-        .collect()
+/// `agent/turn.rs` -> `crates/core/src/turn.rs`: a path that starts with a
+/// module's name, from where that module's source is.
+fn resolve(word: &str, modules: &BTreeMap<String, String>) -> Option<String> {
+    let (first, rest) = word.split_once('/')?;
+    modules.get(first).map(|dir| format!("{dir}{rest}"))
+}
+
+/// Every module the root package names, and where its source is: src's
+/// own modules (`cli` -> `src/cli/`) and the layers it re-exports from the
+/// workspace's crates (`pub use cogni_core as agent;` -> `crates/core/src/`).
+fn modules() -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for entry in std::fs::read_dir(root().join("src")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let module = name.trim_end_matches(".rs").to_string();
+        map.insert(module, format!("src/{name}/"));
+    }
+    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    for line in lib.lines() {
+        let Some(rest) = line.strip_prefix("pub use cogni_") else {
+            continue;
+        };
+        let (krate, name) = rest.trim_end_matches(';').split_once(" as ").unwrap();
+        map.insert(name.to_string(), format!("crates/{krate}/src/"));
+    }
+    map
 }
 
 #[test]
 fn every_source_path_the_architecture_names_exists() {
     let doc = architecture();
-    let paths = named_paths(&doc, &top_level_modules());
+    let modules = modules();
+    assert_eq!(modules["agent"], "crates/core/src/");
+    let paths = named_paths(&doc, &modules);
     // The test reads what it should: the module map's own entries at least.
     for expected in [
         "src/main.rs",
-        "src/agent/",
+        "crates/core/src/",
         "src/cli/acp/",
-        "src/agent/turn.rs",
+        "crates/core/src/turn.rs",
+        "crates/tools/src/shell.rs",
     ] {
         assert!(
             paths.contains(expected),
@@ -81,7 +107,7 @@ fn every_file_the_module_map_lists_under_an_entry_exists_in_its_directory() {
     // files are named relative to the entry's directory, sometimes
     // nested: each must exist somewhere below it.
     let doc = architecture();
-    let modules = top_level_modules();
+    let modules = modules();
     let mut entry: Option<PathBuf> = None;
     let mut missing = Vec::new();
     for line in module_map(&doc).lines() {
@@ -89,7 +115,7 @@ fn every_file_the_module_map_lists_under_an_entry_exists_in_its_directory() {
         if let Some(head) = line
             .split_whitespace()
             .next()
-            .filter(|w| w.starts_with("src/"))
+            .filter(|w| w.starts_with("src/") || w.starts_with("crates/"))
         {
             entry = Some(root().join(head));
             text = &line[head.len()..];
@@ -109,14 +135,10 @@ fn every_file_the_module_map_lists_under_an_entry_exists_in_its_directory() {
             {
                 continue;
             }
-            // `cli/export.rs` in another entry names a path from src/.
-            let from_src = word
-                .split_once('/')
-                .is_some_and(|(first, _)| modules.contains(first));
-            let found = if from_src {
-                root().join("src").join(word).is_file()
-            } else {
-                exists_below(dir, word)
+            // `cli/export.rs` in another entry names a module's path.
+            let found = match resolve(word, &modules) {
+                Some(path) => root().join(path).is_file(),
+                None => exists_below(dir, word),
             };
             if !found {
                 missing.push(format!(
@@ -150,9 +172,16 @@ fn every_top_level_module_has_an_entry_in_the_module_map() {
     let entries: BTreeSet<&str> = module_map(&doc)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|w| w.starts_with("src/"))
+        .filter(|w| w.starts_with("src/") || w.starts_with("crates/"))
         .collect();
     let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let path = format!("crates/{name}/src/");
+        if !entries.contains(path.as_str()) {
+            missing.push(path);
+        }
+    }
     for entry in std::fs::read_dir(root().join("src")).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().to_string_lossy().into_owned();

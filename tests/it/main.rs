@@ -19,6 +19,7 @@ mod guards;
 mod hooks;
 mod hostile;
 mod interop;
+mod layers;
 mod manual;
 mod mcp;
 mod mcp_server;
