@@ -20,12 +20,14 @@ impl<'de> Deserialize<'de> for HooksFile {
     }
 }
 
-impl HooksFile {
-    /// `over`'s hooks run after these.
-    pub fn merge(&mut self, over: HooksFile) {
+/// Hooks add up: `over`'s run after these.
+impl cogni_protocol::layer::Merge for HooksFile {
+    fn merge(&mut self, over: HooksFile) {
         self.0.extend(over.0);
     }
+}
 
+impl HooksFile {
     /// The key paths of the events it has hooks for (`hooks.PreToolUse`).
     pub fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self

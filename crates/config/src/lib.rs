@@ -19,6 +19,7 @@ mod trust;
 
 use cogni_core::delegate::DelegationLimits;
 use cogni_core::{AuthMode, CompactionConfig, Features, Sampling, SessionConfig};
+use cogni_protocol::layer::{AddUp, Merge};
 use cogni_protocol::{
     ApprovalPolicy, ContextStrategyKind, EditTool, ResourceLimits, SandboxMode, SandboxPolicy,
 };
@@ -52,152 +53,163 @@ fn err<T>(msg: impl Into<String>) -> Result<T, ConfigError> {
     Err(ConfigError(msg.into()))
 }
 
-/// `[sandbox_workspace_write]`
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SandboxWorkspaceWrite {
-    pub network_access: Option<bool>,
-    pub writable_roots: Option<Vec<PathBuf>>,
+cogni_protocol::layered! {
+    /// `[sandbox_workspace_write]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct SandboxWorkspaceWrite {
+        pub network_access: Option<bool>,
+        pub writable_roots: Option<Vec<PathBuf>>,
+    }
 }
 
-/// `[sandbox]`: resource limits of commands.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SandboxLimitsFile {
-    pub max_processes: Option<u64>,
-    pub max_file_size_bytes: Option<u64>,
-    pub cpu_time_secs: Option<u64>,
+cogni_protocol::layered! {
+    /// `[sandbox]`: resource limits of commands.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct SandboxLimitsFile {
+        pub max_processes: Option<u64>,
+        pub max_file_size_bytes: Option<u64>,
+        pub cpu_time_secs: Option<u64>,
+    }
 }
 
-/// `[features]`
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct FeaturesFile {
-    pub parallel_tools: Option<bool>,
-    pub skills_enabled: Option<bool>,
+cogni_protocol::layered! {
+    /// `[features]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct FeaturesFile {
+        pub parallel_tools: Option<bool>,
+        pub skills_enabled: Option<bool>,
+    }
 }
 
-/// `[tools]`
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ToolsFile {
-    pub enabled: Option<Vec<String>>,
-    pub shell_timeout_ms: Option<u64>,
-    pub max_shell_timeout_ms: Option<u64>,
-    pub capture_limit_bytes: Option<usize>,
-    pub max_output_bytes: Option<usize>,
-    pub max_output_lines: Option<usize>,
-    pub read_max_bytes: Option<usize>,
-    pub list_max_entries: Option<usize>,
-    pub grep_max_results: Option<usize>,
-    pub max_background_jobs: Option<usize>,
-    pub background_timeout_secs: Option<u64>,
-    /// `[tools.shell_env]`: the environment of commands.
-    pub shell_env: Option<ShellEnvPolicy>,
-    /// apply_patch | apply_patch_freeform | edit_file | none (default: the model family's).
-    pub edit_tool: Option<EditTool>,
+cogni_protocol::layered! {
+    /// `[tools]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct ToolsFile {
+        pub enabled: Option<Vec<String>>,
+        pub shell_timeout_ms: Option<u64>,
+        pub max_shell_timeout_ms: Option<u64>,
+        pub capture_limit_bytes: Option<usize>,
+        pub max_output_bytes: Option<usize>,
+        pub max_output_lines: Option<usize>,
+        pub read_max_bytes: Option<usize>,
+        pub list_max_entries: Option<usize>,
+        pub grep_max_results: Option<usize>,
+        pub max_background_jobs: Option<usize>,
+        pub background_timeout_secs: Option<u64>,
+        /// `[tools.shell_env]`: the environment of commands.
+        pub shell_env: Option<ShellEnvPolicy>,
+        /// apply_patch | apply_patch_freeform | edit_file | none (default: the model family's).
+        pub edit_tool: Option<EditTool>,
+    }
 }
 
-/// `[compaction]`
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct CompactionFile {
-    pub token_limit: Option<u64>,
-    pub context_fraction: Option<f64>,
+cogni_protocol::layered! {
+    /// `[compaction]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct CompactionFile {
+        pub token_limit: Option<u64>,
+        pub context_fraction: Option<f64>,
+    }
 }
 
-/// `[memory]`
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MemoryFile {
-    /// Notes in the system prompt and the `remember` tool (default off).
-    pub enabled: Option<bool>,
-    /// The memory section's cap in bytes.
-    pub max_bytes: Option<usize>,
+cogni_protocol::layered! {
+    /// `[memory]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct MemoryFile {
+        /// Notes in the system prompt and the `remember` tool (default off).
+        pub enabled: Option<bool>,
+        /// The memory section's cap in bytes.
+        pub max_bytes: Option<usize>,
+    }
 }
 
-/// `[skills]`
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SkillsFile {
-    /// The system prompt's skills listing's cap in bytes.
-    pub max_listing_bytes: Option<usize>,
+cogni_protocol::layered! {
+    /// `[skills]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SkillsFile {
+        /// The system prompt's skills listing's cap in bytes.
+        pub max_listing_bytes: Option<usize>,
+    }
 }
 
-/// One configuration layer. Every field is optional so layers can be merged.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ConfigFile {
-    pub model: Option<String>,
-    pub provider: Option<String>,
-    pub approval_policy: Option<ApprovalPolicy>,
-    pub sandbox_mode: Option<SandboxMode>,
-    pub shell: Option<String>,
-    pub max_iterations: Option<u32>,
-    pub developer_instructions: Option<String>,
-    /// Replaces the model family's base instructions.
-    pub base_instructions: Option<String>,
-    pub base_instructions_file: Option<PathBuf>,
-    pub temperature: Option<f32>,
-    pub max_tokens: Option<u32>,
-    /// minimal | low | medium | high, for models that reason.
-    pub reasoning_effort: Option<String>,
-    /// Cap on AGENTS.md content, in bytes.
-    pub project_doc_max_bytes: Option<usize>,
-    /// Verbose logs cut each logged payload to this many bytes.
-    pub verbose_max_bytes: Option<usize>,
-    /// Deprecated spelling of `[agent] max_context_bytes` (a warning says
-    /// so; it still works).
-    pub max_context_bytes: Option<usize>,
-    pub sandbox_workspace_write: Option<SandboxWorkspaceWrite>,
-    pub sandbox: Option<SandboxLimitsFile>,
-    pub features: Option<FeaturesFile>,
-    pub tools: Option<ToolsFile>,
-    pub compaction: Option<CompactionFile>,
-    #[serde(default)]
-    pub model_providers: BTreeMap<String, ProviderFile>,
-    #[serde(default)]
-    pub model_families: BTreeMap<String, FamilyOverride>,
-    /// `[model_aliases]`: alias -> model.
-    #[serde(default)]
-    pub model_aliases: BTreeMap<String, String>,
-    /// Directories whose own cogni.toml is trusted (user config only).
-    pub trusted_projects: Option<Vec<PathBuf>>,
-    /// `effects = [...]`: effects after the built-in ones (docs/effects.md).
-    pub effects: Option<Vec<toml::Value>>,
-    /// `context_strategy`: `sliding_window` or `summarize` (docs/context.md).
-    pub context_strategy: Option<ContextStrategyKind>,
-    /// `[memory]`: notes that outlive sessions (docs/memory.md).
-    pub memory: Option<MemoryFile>,
-    /// `[skills]`: the listing of skills (docs/skills.md).
-    pub skills: Option<SkillsFile>,
-    /// `[agent]`: strategies of the built-in agent.
-    pub agent: Option<AgentFile>,
-    /// `[run]`: middleware (timeout, output guardrail).
-    pub run: Option<run::RunFile>,
-    /// `[[hooks.EVENT]]`: user commands at lifecycle events.
-    pub hooks: Option<hooks::HooksFile>,
-    /// `[agents.NAME]`: agents to delegate to, as agent cards define them
-    /// (docs/agents.md).
-    #[serde(default)]
-    pub agents: BTreeMap<String, AgentDef>,
-    /// `[delegation]`: limits for delegated agents.
-    pub delegation: Option<DelegationFile>,
-    /// `[mcp_servers.NAME]`: MCP servers whose tools sessions get
-    /// (docs/mcp.md).
-    #[serde(default)]
-    pub mcp_servers: BTreeMap<String, mcp::McpServerFile>,
-    /// `[mcp]`: how MCP tools are offered.
-    pub mcp: Option<mcp::McpFile>,
+cogni_protocol::layered! {
+    /// One configuration layer. Every field is optional so layers can be merged.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct ConfigFile {
+        pub model: Option<String>,
+        pub provider: Option<String>,
+        pub approval_policy: Option<ApprovalPolicy>,
+        pub sandbox_mode: Option<SandboxMode>,
+        pub shell: Option<String>,
+        pub max_iterations: Option<u32>,
+        pub developer_instructions: Option<String>,
+        /// Replaces the model family's base instructions.
+        pub base_instructions: Option<String>,
+        pub base_instructions_file: Option<PathBuf>,
+        pub temperature: Option<f32>,
+        pub max_tokens: Option<u32>,
+        /// minimal | low | medium | high, for models that reason.
+        pub reasoning_effort: Option<String>,
+        /// Cap on AGENTS.md content, in bytes.
+        pub project_doc_max_bytes: Option<usize>,
+        /// Verbose logs cut each logged payload to this many bytes.
+        pub verbose_max_bytes: Option<usize>,
+        /// Deprecated spelling of `[agent] max_context_bytes` (a warning says
+        /// so; it still works).
+        pub max_context_bytes: Option<usize>,
+        pub sandbox_workspace_write: Option<SandboxWorkspaceWrite>,
+        pub sandbox: Option<SandboxLimitsFile>,
+        pub features: Option<FeaturesFile>,
+        pub tools: Option<ToolsFile>,
+        pub compaction: Option<CompactionFile>,
+        #[serde(default)]
+        pub model_providers: BTreeMap<String, ProviderFile>,
+        #[serde(default)]
+        pub model_families: BTreeMap<String, FamilyOverride>,
+        /// `[model_aliases]`: alias -> model.
+        #[serde(default)]
+        pub model_aliases: BTreeMap<String, String>,
+        /// Directories whose own cogni.toml is trusted (user config only).
+        pub trusted_projects: Option<Vec<PathBuf>>,
+        /// `effects = [...]`: effects after the built-in ones (docs/effects.md).
+        pub effects: Option<AddUp<toml::Value>>,
+        /// `context_strategy`: `sliding_window` or `summarize` (docs/context.md).
+        pub context_strategy: Option<ContextStrategyKind>,
+        /// `[memory]`: notes that outlive sessions (docs/memory.md).
+        pub memory: Option<MemoryFile>,
+        /// `[skills]`: the listing of skills (docs/skills.md).
+        pub skills: Option<SkillsFile>,
+        /// `[agent]`: strategies of the built-in agent.
+        pub agent: Option<AgentFile>,
+        /// `[run]`: middleware (timeout, output guardrail).
+        pub run: Option<run::RunFile>,
+        /// `[[hooks.EVENT]]`: user commands at lifecycle events.
+        pub hooks: Option<hooks::HooksFile>,
+        /// `[agents.NAME]`: agents to delegate to, as agent cards define them
+        /// (docs/agents.md).
+        #[serde(default)]
+        pub agents: BTreeMap<String, AgentDef>,
+        /// `[delegation]`: limits for delegated agents.
+        pub delegation: Option<DelegationFile>,
+        /// `[mcp_servers.NAME]`: MCP servers whose tools sessions get
+        /// (docs/mcp.md).
+        #[serde(default)]
+        pub mcp_servers: BTreeMap<String, mcp::McpServerFile>,
+        /// `[mcp]`: how MCP tools are offered.
+        pub mcp: Option<mcp::McpFile>,
+    }
 }
 
-/// `[delegation]`.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DelegationFile {
-    pub max_delegation_depth: Option<u32>,
-    pub max_concurrent_agents: Option<u32>,
-    pub max_agents_per_session: Option<u32>,
-}
-
-/// Later `Some` wins.
-pub(crate) fn pick<T>(base: &mut Option<T>, over: Option<T>) {
-    if over.is_some() {
-        *base = over;
+cogni_protocol::layered! {
+    /// `[delegation]`.
+    #[derive(Debug, Clone, Copy, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct DelegationFile {
+        pub max_delegation_depth: Option<u32>,
+        pub max_concurrent_agents: Option<u32>,
+        pub max_agents_per_session: Option<u32>,
     }
 }
 
@@ -280,7 +292,7 @@ impl ConfigFile {
             ));
         }
         if let Some(effects) = &file.effects {
-            run::check_effects(path, effects)?;
+            run::check_effects(path, &effects.0)?;
         }
         if let Some(dir) = path.parent() {
             file.resolve_paths(dir);
@@ -320,127 +332,22 @@ impl ConfigFile {
         }
     }
 
-    /// Merge `over` on top of `self`.
-    pub fn merge(&mut self, over: ConfigFile) {
-        pick(&mut self.model, over.model);
-        pick(&mut self.provider, over.provider);
-        pick(&mut self.approval_policy, over.approval_policy);
-        pick(&mut self.sandbox_mode, over.sandbox_mode);
-        pick(&mut self.shell, over.shell);
-        pick(&mut self.max_iterations, over.max_iterations);
-        pick(
-            &mut self.developer_instructions,
-            over.developer_instructions,
-        );
-        pick(&mut self.base_instructions, over.base_instructions);
-        pick(
-            &mut self.base_instructions_file,
-            over.base_instructions_file,
-        );
-        pick(&mut self.temperature, over.temperature);
-        pick(&mut self.max_tokens, over.max_tokens);
-        pick(&mut self.reasoning_effort, over.reasoning_effort);
-        pick(&mut self.project_doc_max_bytes, over.project_doc_max_bytes);
-        pick(&mut self.verbose_max_bytes, over.verbose_max_bytes);
+    /// Merge `over` on top of `self`, by the one rule of
+    /// [`cogni_protocol::layer`], after the spellings that name another
+    /// key are moved to it within `over`: the old top-level
+    /// `max_context_bytes` is `[agent] max_context_bytes` (kept too, for
+    /// its deprecation warning), and `[agent] max_steps` is
+    /// `max_iterations` by its spec name (within one layer it wins).
+    pub fn merge(&mut self, mut over: ConfigFile) {
         if let Some(n) = over.max_context_bytes {
-            // The old spelling of `[agent] max_context_bytes`: the same key
-            // for the layers after this one.
-            self.agent
+            over.agent
                 .get_or_insert_with(Default::default)
                 .max_context_bytes = Some(n);
-            self.max_context_bytes = Some(n);
         }
-        if let Some(o) = over.sandbox_workspace_write {
-            let s = self
-                .sandbox_workspace_write
-                .get_or_insert_with(Default::default);
-            pick(&mut s.network_access, o.network_access);
-            pick(&mut s.writable_roots, o.writable_roots);
+        if let Some(n) = over.agent.as_mut().and_then(|a| a.max_steps.take()) {
+            over.max_iterations = Some(n);
         }
-        if let Some(o) = over.sandbox {
-            let s = self.sandbox.get_or_insert_with(Default::default);
-            pick(&mut s.max_processes, o.max_processes);
-            pick(&mut s.max_file_size_bytes, o.max_file_size_bytes);
-            pick(&mut s.cpu_time_secs, o.cpu_time_secs);
-        }
-        if let Some(o) = over.features {
-            let f = self.features.get_or_insert_with(Default::default);
-            pick(&mut f.parallel_tools, o.parallel_tools);
-            pick(&mut f.skills_enabled, o.skills_enabled);
-        }
-        if let Some(o) = over.tools {
-            let t = self.tools.get_or_insert_with(Default::default);
-            pick(&mut t.enabled, o.enabled);
-            pick(&mut t.shell_timeout_ms, o.shell_timeout_ms);
-            pick(&mut t.max_shell_timeout_ms, o.max_shell_timeout_ms);
-            pick(&mut t.capture_limit_bytes, o.capture_limit_bytes);
-            pick(&mut t.max_output_bytes, o.max_output_bytes);
-            pick(&mut t.max_output_lines, o.max_output_lines);
-            pick(&mut t.read_max_bytes, o.read_max_bytes);
-            pick(&mut t.list_max_entries, o.list_max_entries);
-            pick(&mut t.grep_max_results, o.grep_max_results);
-            pick(&mut t.max_background_jobs, o.max_background_jobs);
-            pick(&mut t.background_timeout_secs, o.background_timeout_secs);
-            pick(&mut t.shell_env, o.shell_env);
-            pick(&mut t.edit_tool, o.edit_tool);
-        }
-        // Effects add up: a later layer never removes an earlier one's.
-        if let Some(o) = over.effects {
-            self.effects.get_or_insert_with(Vec::new).extend(o);
-        }
-        pick(&mut self.context_strategy, over.context_strategy);
-        if let Some(mut o) = over.agent {
-            // `[agent] max_steps` is `max_iterations` by its spec name: a
-            // later layer's either wins over an earlier layer's.
-            if let Some(n) = o.max_steps.take() {
-                self.max_iterations = Some(n);
-            }
-            self.agent.get_or_insert_with(Default::default).merge(o);
-        }
-        if let Some(o) = over.memory {
-            let m = self.memory.get_or_insert_with(Default::default);
-            pick(&mut m.enabled, o.enabled);
-            pick(&mut m.max_bytes, o.max_bytes);
-        }
-        if let Some(o) = over.skills {
-            let m = self.skills.get_or_insert_with(Default::default);
-            pick(&mut m.max_listing_bytes, o.max_listing_bytes);
-        }
-        if let Some(o) = over.run {
-            self.run.get_or_insert_with(Default::default).merge(o);
-        }
-        if let Some(o) = over.compaction {
-            let c = self.compaction.get_or_insert_with(Default::default);
-            pick(&mut c.token_limit, o.token_limit);
-            pick(&mut c.context_fraction, o.context_fraction);
-        }
-        for (id, p) in over.model_providers {
-            match self.model_providers.get_mut(&id) {
-                Some(existing) => existing.merge(p),
-                None => {
-                    self.model_providers.insert(id, p);
-                }
-            }
-        }
-        self.model_families.extend(over.model_families);
-        self.model_aliases.extend(over.model_aliases);
-        pick(&mut self.trusted_projects, over.trusted_projects);
-        if let Some(o) = over.hooks {
-            self.hooks.get_or_insert_with(Default::default).merge(o);
-        }
-        self.agents.extend(over.agents);
-        if let Some(o) = over.delegation {
-            let d = self.delegation.get_or_insert_with(Default::default);
-            pick(&mut d.max_delegation_depth, o.max_delegation_depth);
-            pick(&mut d.max_concurrent_agents, o.max_concurrent_agents);
-            pick(&mut d.max_agents_per_session, o.max_agents_per_session);
-        }
-        // A later layer's server replaces one of the same name whole.
-        self.mcp_servers.extend(over.mcp_servers);
-        if let Some(o) = over.mcp {
-            let m = self.mcp.get_or_insert_with(Default::default);
-            pick(&mut m.max_eager_tools, o.max_eager_tools);
-        }
+        Merge::merge(self, over);
     }
 
     /// The `COGNI_*` environment layer.
@@ -765,7 +672,7 @@ pub fn resolve(
             .context_fraction
             .unwrap_or(compaction_defaults.context_fraction),
     };
-    session.effects = run::effects(c.effects)?;
+    session.effects = run::effects(c.effects.map(|e| e.0))?;
     session.context_strategy = c.context_strategy;
     if c.max_context_bytes.is_some() {
         warnings.push(

@@ -10,11 +10,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// `[mcp]`
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct McpFile {
-    /// More MCP tools than this are offered through `search_tools`.
-    pub max_eager_tools: Option<usize>,
+cogni_protocol::layered! {
+    /// `[mcp]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct McpFile {
+        /// More MCP tools than this are offered through `search_tools`.
+        pub max_eager_tools: Option<usize>,
+    }
 }
 
 /// `[mcp_servers.NAME]` as written; every key optional, checked by
@@ -40,6 +42,9 @@ pub struct McpServerFile {
     pub disabled_tools: Option<Vec<String>>,
     pub trusted_tools: Option<Vec<String>>,
 }
+
+// A later layer's server replaces one of the same name whole.
+cogni_protocol::replaced_whole!(McpServerFile);
 
 impl McpServerFile {
     /// A relative `cwd` is relative to the file's directory.

@@ -7,40 +7,42 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// `[model_providers.<id>]`: a new provider, or changes to a built-in one.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ProviderFile {
-    pub name: Option<String>,
-    pub base_url: Option<String>,
-    /// Environment variable holding the API key.
-    pub env_key: Option<String>,
-    /// File holding the API key (checked when the variable is unset).
-    pub key_file: Option<PathBuf>,
-    /// Plaintext key: works, with a warning. Prefer env_key or key_file.
-    pub api_key: Option<String>,
-    pub wire_api: Option<WireApi>,
-    pub http_headers: Option<BTreeMap<String, String>>,
-    pub query_params: Option<BTreeMap<String, String>>,
-    pub max_retries: Option<u32>,
-    pub retry_base_ms: Option<u64>,
-    pub retry_max_ms: Option<u64>,
-    pub connect_timeout_ms: Option<u64>,
-    pub stream_idle_timeout_ms: Option<u64>,
-    /// Family for models the built-in catalog does not know (e.g. `generic`).
-    pub default_family: Option<String>,
-    pub default_model: Option<String>,
-    /// For `wire_api = "scripted"`: the script to replay.
-    pub script: Option<PathBuf>,
-    /// Send the key in this header instead of `Authorization: Bearer`.
-    pub key_header: Option<String>,
-    /// A command printing a bearer token (e.g. `["gcloud", "auth", "print-access-token"]`),
-    /// used instead of a key.
-    pub auth_command: Option<Vec<String>>,
-    /// How long a token from auth_command is reused (default 300).
-    pub auth_command_ttl_secs: Option<u64>,
-    /// Chat Completions: send the output limit as `max_tokens` or
-    /// `max_completion_tokens` for every model (default: by model family).
-    pub max_tokens_param: Option<MaxTokensParam>,
+cogni_protocol::layered! {
+    /// `[model_providers.<id>]`: a new provider, or changes to a built-in one.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct ProviderFile {
+        pub name: Option<String>,
+        pub base_url: Option<String>,
+        /// Environment variable holding the API key.
+        pub env_key: Option<String>,
+        /// File holding the API key (checked when the variable is unset).
+        pub key_file: Option<PathBuf>,
+        /// Plaintext key: works, with a warning. Prefer env_key or key_file.
+        pub api_key: Option<String>,
+        pub wire_api: Option<WireApi>,
+        pub http_headers: Option<BTreeMap<String, String>>,
+        pub query_params: Option<BTreeMap<String, String>>,
+        pub max_retries: Option<u32>,
+        pub retry_base_ms: Option<u64>,
+        pub retry_max_ms: Option<u64>,
+        pub connect_timeout_ms: Option<u64>,
+        pub stream_idle_timeout_ms: Option<u64>,
+        /// Family for models the built-in catalog does not know (e.g. `generic`).
+        pub default_family: Option<String>,
+        pub default_model: Option<String>,
+        /// For `wire_api = "scripted"`: the script to replay.
+        pub script: Option<PathBuf>,
+        /// Send the key in this header instead of `Authorization: Bearer`.
+        pub key_header: Option<String>,
+        /// A command printing a bearer token (e.g. `["gcloud", "auth", "print-access-token"]`),
+        /// used instead of a key.
+        pub auth_command: Option<Vec<String>>,
+        /// How long a token from auth_command is reused (default 300).
+        pub auth_command_ttl_secs: Option<u64>,
+        /// Chat Completions: send the output limit as `max_tokens` or
+        /// `max_completion_tokens` for every model (default: by model family).
+        pub max_tokens_param: Option<MaxTokensParam>,
+    }
 }
 
 impl ProviderFile {
@@ -53,30 +55,6 @@ impl ProviderFile {
                 *p = dir.join(&*p);
             }
         }
-    }
-
-    pub(super) fn merge(&mut self, o: ProviderFile) {
-        use super::pick;
-        pick(&mut self.name, o.name);
-        pick(&mut self.base_url, o.base_url);
-        pick(&mut self.env_key, o.env_key);
-        pick(&mut self.key_file, o.key_file);
-        pick(&mut self.api_key, o.api_key);
-        pick(&mut self.wire_api, o.wire_api);
-        pick(&mut self.http_headers, o.http_headers);
-        pick(&mut self.query_params, o.query_params);
-        pick(&mut self.max_retries, o.max_retries);
-        pick(&mut self.retry_base_ms, o.retry_base_ms);
-        pick(&mut self.retry_max_ms, o.retry_max_ms);
-        pick(&mut self.connect_timeout_ms, o.connect_timeout_ms);
-        pick(&mut self.stream_idle_timeout_ms, o.stream_idle_timeout_ms);
-        pick(&mut self.default_family, o.default_family);
-        pick(&mut self.default_model, o.default_model);
-        pick(&mut self.script, o.script);
-        pick(&mut self.key_header, o.key_header);
-        pick(&mut self.auth_command, o.auth_command);
-        pick(&mut self.auth_command_ttl_secs, o.auth_command_ttl_secs);
-        pick(&mut self.max_tokens_param, o.max_tokens_param);
     }
 }
 

@@ -3,6 +3,7 @@
 use super::{err, ConfigError};
 use cogni_core::output::OutputSchema;
 use cogni_core::run::{OutputGuardrail, RunConfig};
+use cogni_protocol::layer::AddUp;
 use cogni_spec::effects::EffectSpec;
 use cogni_tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use serde::Deserialize;
@@ -13,21 +14,23 @@ use std::time::Duration;
 /// Default timeout of an output guardrail's command.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// `[run]`
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct RunFile {
-    /// The longest one run (`cogni run`, a REPL message, a task attempt) may take.
-    pub timeout_secs: Option<f64>,
-    /// `[run.output_guardrail]`: what the final answer must satisfy. One
-    /// per file; merged layers keep each one, so a later layer adds a
-    /// check and never removes an earlier one.
-    #[serde(default, rename = "output_guardrail", deserialize_with = "one")]
-    pub output_guardrails: Vec<OutputGuardrailFile>,
+cogni_protocol::layered! {
+    /// `[run]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct RunFile {
+        /// The longest one run (`cogni run`, a REPL message, a task attempt) may take.
+        pub timeout_secs: Option<f64>,
+        /// `[run.output_guardrail]`: what the final answer must satisfy. One
+        /// per file; merged layers keep each one, so a later layer adds a
+        /// check and never removes an earlier one.
+        #[serde(default, rename = "output_guardrail", deserialize_with = "one")]
+        pub output_guardrails: AddUp<OutputGuardrailFile>,
+    }
 }
 
 /// A file's one `[run.output_guardrail]` table.
-fn one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<OutputGuardrailFile>, D::Error> {
-    OutputGuardrailFile::deserialize(d).map(|g| vec![g])
+fn one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<AddUp<OutputGuardrailFile>, D::Error> {
+    OutputGuardrailFile::deserialize(d).map(|g| AddUp(vec![g]))
 }
 
 /// `[run.output_guardrail]`
@@ -47,6 +50,7 @@ impl RunFile {
     pub(super) fn resolve_paths(&mut self, dir: &Path) {
         for p in self
             .output_guardrails
+            .0
             .iter_mut()
             .filter_map(|g| g.schema_file.as_mut())
         {
@@ -54,15 +58,6 @@ impl RunFile {
                 *p = dir.join(&*p);
             }
         }
-    }
-
-    /// Merge `over` on top of `self`: a later timeout wins; guardrails
-    /// add up.
-    pub(super) fn merge(&mut self, over: RunFile) {
-        if over.timeout_secs.is_some() {
-            self.timeout_secs = over.timeout_secs;
-        }
-        self.output_guardrails.extend(over.output_guardrails);
     }
 }
 
@@ -91,6 +86,7 @@ pub(super) fn run_config(file: Option<RunFile>) -> Result<RunConfig, ConfigError
     };
     let output_guardrails = file
         .output_guardrails
+        .0
         .into_iter()
         .map(output_guardrail)
         .collect::<Result<_, _>>()?;

@@ -558,3 +558,76 @@ fn max_context_bytes_lives_under_agent_and_the_old_key_warns() {
     assert_eq!(c.session.max_context_bytes, 200);
     assert!(c.session.auto_context);
 }
+
+#[test]
+fn layers_merge_by_one_rule_tables_by_key_units_whole_lists_replaced_effects_added() {
+    let d = dirs();
+    std::fs::write(
+        d.home.join("config.toml"),
+        r#"
+effects = [{ kind = "step_limit", steps = 9 }]
+[tools]
+enabled = ["shell", "read_file"]
+max_output_lines = 50
+[model_providers.local]
+base_url = "http://127.0.0.1:1/v1"
+http_headers = { "X-A" = "a", "X-B" = "b" }
+[mcp_servers.docs]
+command = "docs-server"
+args = ["--verbose"]
+env = { "LEVEL" = "debug" }
+[agent]
+max_steps = 7
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.cwd.join("cogni.toml"),
+        r#"
+provider = "local"
+effects = [{ kind = "step_limit", steps = 4 }]
+[tools]
+enabled = ["grep"]
+[model_providers.local]
+http_headers = { "X-B" = "project" }
+[mcp_servers.docs]
+command = "other-docs-server"
+"#,
+    )
+    .unwrap();
+    trust_cwd(&d);
+    let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
+    // A table merges key by key: the project's header goes over the
+    // user's of the same name, the user's other header stays.
+    let headers = &c.session.provider.http_headers;
+    assert_eq!(headers["X-A"], "a");
+    assert_eq!(headers["X-B"], "project");
+    // A list is one value: the project's replaces the user's.
+    assert_eq!(c.session.tool_config.enabled, vec!["grep".to_string()]);
+    assert_eq!(c.session.tool_config.max_output_lines, 50);
+    // An MCP server is one unit: the project's replaces the user's whole.
+    let docs = c.mcp.servers.iter().find(|s| s.name == "docs").unwrap();
+    match &docs.transport {
+        cogni_mcp::Transport::Stdio {
+            command, args, env, ..
+        } => {
+            assert_eq!(command, "other-docs-server");
+            assert!(args.is_empty(), "{args:?}");
+            assert!(env.is_empty(), "{env:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Effects add up (the tightest step limit of the two layers), and
+    // `[agent] max_steps` is max_iterations by another name.
+    let steps: Vec<_> = c
+        .session
+        .effects
+        .iter()
+        .filter(|e| matches!(e, cogni_spec::effects::EffectSpec::StepLimit { .. }))
+        .collect();
+    assert_eq!(
+        steps,
+        vec![&cogni_spec::effects::EffectSpec::StepLimit { steps: 4 }]
+    );
+    assert_eq!(c.session.max_iterations, 7);
+}

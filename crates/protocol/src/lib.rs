@@ -10,6 +10,7 @@
 
 mod events;
 mod history;
+pub mod layer;
 mod policy;
 
 pub use events::*;

@@ -217,6 +217,9 @@ pub enum MaxTokensParam {
     MaxCompletionTokens,
 }
 
+// A later config layer's value replaces it (cogni_protocol::layer).
+cogni_protocol::replaced_whole!(WireApi, MaxTokensParam);
+
 /// Retry settings for one provider.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrySettings {

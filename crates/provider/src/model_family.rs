@@ -221,6 +221,10 @@ pub struct FamilyOverride {
     pub cache_write_price: Option<f64>,
 }
 
+// `[model_families.NAME]`: a later config layer's entry replaces one of
+// the same name whole.
+cogni_protocol::replaced_whole!(FamilyOverride);
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FamilyError {
     #[error("unknown model `{model}` for provider `{provider}`: cogni has no model family for it. Known model names start with: {known}. Declare it in cogni.toml:\n\n  [model_families.\"{model}\"]\n  inherit = \"generic\"\n  context_window = 32768\n\nor set `default_family = \"generic\"` in [model_providers.{provider}]")]

@@ -46,6 +46,10 @@ pub struct AgentDef {
     pub max_concurrent_agents: Option<u32>,
 }
 
+// `[agents.NAME]`: a later config layer's agent replaces one of the same
+// name whole.
+cogni_protocol::replaced_whole!(AgentDef);
+
 /// One agent card.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentCard {

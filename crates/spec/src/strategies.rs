@@ -33,59 +33,37 @@ pub enum ReflectionPlacement {
     History,
 }
 
-/// `[agent]`; every key optional so layers merge.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentFile {
-    /// Attach the files a prompt names, the README and the build manifest
-    /// when no context is given (docs/context.md#context-files).
-    pub auto_context: Option<bool>,
-    /// The cap on what context files attach to one message, in bytes.
-    pub max_context_bytes: Option<usize>,
-    /// The `update_plan` tool and `plan` events (docs/plan.md).
-    pub enable_plan: Option<bool>,
-    /// Run `test_command` when the model is done (docs/test-loop.md).
-    pub enable_test_run: Option<bool>,
-    pub test_command: Option<String>,
-    /// Extra attempts when the test command fails.
-    pub test_retries: Option<u32>,
-    /// Per attempt.
-    pub test_timeout_seconds: Option<u64>,
-    /// A critique after each step (docs/reflection.md).
-    pub enable_reflect: Option<bool>,
-    pub enable_self_diff: Option<bool>,
-    pub reflection_policy: Option<ReflectionPolicy>,
-    /// Where the latest critique sits in the next request.
-    pub reflection_placement: Option<ReflectionPlacement>,
-    /// The step limit (model requests per turn); the same limit as
-    /// `max_iterations`, which it overrides.
-    pub max_steps: Option<u32>,
-    /// Writing it in a reply ends the turn (stripped from the answer).
-    pub done_token: Option<String>,
-}
-
-impl AgentFile {
-    /// `over`'s keys win.
-    pub fn merge(&mut self, over: AgentFile) {
-        pick(&mut self.auto_context, over.auto_context);
-        pick(&mut self.max_context_bytes, over.max_context_bytes);
-        pick(&mut self.enable_plan, over.enable_plan);
-        pick(&mut self.enable_test_run, over.enable_test_run);
-        pick(&mut self.test_command, over.test_command);
-        pick(&mut self.test_retries, over.test_retries);
-        pick(&mut self.test_timeout_seconds, over.test_timeout_seconds);
-        pick(&mut self.enable_reflect, over.enable_reflect);
-        pick(&mut self.enable_self_diff, over.enable_self_diff);
-        pick(&mut self.reflection_policy, over.reflection_policy);
-        pick(&mut self.reflection_placement, over.reflection_placement);
-        pick(&mut self.max_steps, over.max_steps);
-        pick(&mut self.done_token, over.done_token);
+cogni_protocol::layered! {
+    /// `[agent]`; every key optional so layers merge.
+    #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct AgentFile {
+        /// Attach the files a prompt names, the README and the build manifest
+        /// when no context is given (docs/context.md#context-files).
+        pub auto_context: Option<bool>,
+        /// The cap on what context files attach to one message, in bytes.
+        pub max_context_bytes: Option<usize>,
+        /// The `update_plan` tool and `plan` events (docs/plan.md).
+        pub enable_plan: Option<bool>,
+        /// Run `test_command` when the model is done (docs/test-loop.md).
+        pub enable_test_run: Option<bool>,
+        pub test_command: Option<String>,
+        /// Extra attempts when the test command fails.
+        pub test_retries: Option<u32>,
+        /// Per attempt.
+        pub test_timeout_seconds: Option<u64>,
+        /// A critique after each step (docs/reflection.md).
+        pub enable_reflect: Option<bool>,
+        pub enable_self_diff: Option<bool>,
+        pub reflection_policy: Option<ReflectionPolicy>,
+        /// Where the latest critique sits in the next request.
+        pub reflection_placement: Option<ReflectionPlacement>,
+        /// The step limit (model requests per turn); the same limit as
+        /// `max_iterations`, which it overrides.
+        pub max_steps: Option<u32>,
+        /// Writing it in a reply ends the turn (stripped from the answer).
+        pub done_token: Option<String>,
     }
 }
 
-/// Later `Some` wins.
-fn pick<T>(base: &mut Option<T>, over: Option<T>) {
-    if over.is_some() {
-        *base = over;
-    }
-}
+cogni_protocol::replaced_whole!(ReflectionPolicy, ReflectionPlacement);

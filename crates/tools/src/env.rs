@@ -46,6 +46,9 @@ pub struct ShellEnvPolicy {
     pub set: BTreeMap<String, String>,
 }
 
+// `[tools] shell_env`: a later config layer's policy replaces it whole.
+cogni_protocol::replaced_whole!(ShellEnvPolicy);
+
 /// Variables kept by `inherit = "core"` (besides `LC_*`).
 pub const CORE_VARS: &[&str] = &[
     "HOME", "LANG", "LANGUAGE", "LOGNAME", "PATH", "SHELL", "TEMP", "TERM", "TMP", "TMPDIR", "TZ",
