@@ -20,6 +20,7 @@ mod hooks;
 mod hostile;
 mod interop;
 mod layers;
+mod library;
 mod manual;
 mod mcp;
 mod mcp_server;

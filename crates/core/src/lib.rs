@@ -26,8 +26,14 @@ pub mod turn;
 pub mod turn_context;
 pub mod window;
 
+/// The layers an embedding program uses with the engine, so that it
+/// depends on this crate alone.
+pub use cogni_protocol as protocol;
+pub use cogni_provider as provider;
+pub use cogni_tools as tools;
+
 pub use context::EnvironmentContext;
-pub use effects::EndReason;
+pub use effects::{effect_fn, Decision, Effect, EffectFn, EndReason, IterationContext, Phase};
 pub use limits::{Limit, StopHandle, TurnLimits};
 pub use outcome::{AgentError, ToolCallRecord, TurnResult};
 pub use prompt::builder::{ProjectSoul, SystemPromptBuilder};
@@ -35,6 +41,7 @@ pub use prompt::clock::{Clock, FixedClock, SystemClock, Today};
 pub use prompt::system::{PromptConfig, SystemPrompt};
 pub use prompt::{build_prompt, Prompt};
 pub use request::ContextUsage;
+pub use run::Middleware;
 pub use session::{
     check_session_config, create_provider, select_model, start_session,
     start_session_with_provider, AuthMode, CompactionConfig, Delegating, PendingInputs, Session,

@@ -231,6 +231,13 @@ pub struct ExtraTools {
     pub deferred: Vec<(String, Arc<dyn Tool>)>,
 }
 
+/// A group of tools a program adds to a session as one
+/// (`Session::add_toolbox` in cogni-core; seed 003's tool boxes).
+pub trait ToolBox {
+    /// Its tools, in the order they are offered.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
 /// The tools of a session, in the order they are offered to the model,
 /// and the tools held back until `search_tools` finds them
 /// ([`search`]).

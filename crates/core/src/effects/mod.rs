@@ -393,21 +393,99 @@ pub trait Effect: Send + Sync {
     }
 }
 
-/// The effects of a session, in registration order.
+/// An effect written as a closure (seed 003's `EffectFunc`): called at
+/// `phases` with the iteration's context, it answers with a [`Decision`].
+/// Made by [`effect_fn`].
+pub struct EffectFn<F> {
+    name: String,
+    phases: &'static [Phase],
+    f: F,
+}
+
+/// An effect from a closure: `effect_fn("no-rm", &[Phase::BeforeTool],
+/// |cx| ...)`. It runs at `phases` only; its name is what events and
+/// errors call it.
+pub fn effect_fn<F>(name: impl Into<String>, phases: &'static [Phase], f: F) -> Box<dyn Effect>
+where
+    F: FnMut(&IterationContext<'_>) -> Decision + Send + Sync + 'static,
+{
+    Box::new(EffectFn {
+        name: name.into(),
+        phases,
+        f,
+    })
+}
+
+impl<F> Effect for EffectFn<F>
+where
+    F: FnMut(&IterationContext<'_>) -> Decision + Send + Sync,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn phases(&self) -> &'static [Phase] {
+        self.phases
+    }
+
+    fn eval<'a>(
+        &'a mut self,
+        cx: &'a IterationContext<'a>,
+    ) -> BoxFuture<'a, Result<Outcome, EffectError>> {
+        let decision = (self.f)(cx);
+        Box::pin(async move { Ok(decision.into()) })
+    }
+}
+
+/// The effects of a session, in registration order: the built-in ones,
+/// those config names and the hooks, then the ones the program embedding
+/// the engine added ([`Session::add_effect`](crate::Session::add_effect)),
+/// which a reconfiguration keeps.
 #[derive(Default)]
 pub struct Effects {
     list: Vec<Box<dyn Effect>>,
+    added: Vec<Box<dyn Effect>>,
 }
 
 impl std::fmt::Debug for Effects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.list.iter().map(|e| e.name()))
+            .entries(self.all().map(|e| e.name()))
             .finish()
     }
 }
 
 impl Effects {
+    fn all(&self) -> impl Iterator<Item = &Box<dyn Effect>> {
+        self.list.iter().chain(&self.added)
+    }
+
+    fn get(&self, i: usize) -> &dyn Effect {
+        match i.checked_sub(self.list.len()) {
+            None => &*self.list[i],
+            Some(j) => &*self.added[j],
+        }
+    }
+
+    fn get_mut(&mut self, i: usize) -> &mut Box<dyn Effect> {
+        match i.checked_sub(self.list.len()) {
+            None => &mut self.list[i],
+            Some(j) => &mut self.added[j],
+        }
+    }
+
+    /// Add an effect of the embedding program's after all the others; a
+    /// reconfiguration keeps it ([`Effects::keep_added`]).
+    pub fn add(&mut self, effect: Box<dyn Effect>) {
+        self.added.push(effect);
+    }
+
+    /// Take over the effects `from` had added (a reconfigured session's
+    /// fresh effects get the old ones').
+    pub(crate) fn keep_added(&mut self, from: &mut Effects) {
+        self.added = std::mem::take(&mut from.added);
+    }
+
     pub fn push(&mut self, effect: Box<dyn Effect>) {
         self.list.push(effect);
     }
@@ -449,25 +527,24 @@ impl Effects {
 
     /// The name of effect `i`.
     pub fn name(&self, i: usize) -> &str {
-        self.list[i].name()
+        self.get(i).name()
     }
 
     pub fn names(&self) -> Vec<&str> {
-        self.list.iter().map(|e| e.name()).collect()
+        self.all().map(|e| e.name()).collect()
     }
 
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.list.len() + self.added.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.len() == 0
     }
 
     /// Indexes of the effects that run at `phase`, in order.
     pub(crate) fn at(&self, phase: Phase) -> Vec<usize> {
-        self.list
-            .iter()
+        self.all()
             .enumerate()
             .filter(|(_, e)| e.phases().contains(&phase))
             .map(|(i, _)| i)
@@ -476,17 +553,17 @@ impl Effects {
 
     /// True when some effect runs at `phase`.
     pub(crate) fn wants(&self, phase: Phase) -> bool {
-        self.list.iter().any(|e| e.phases().contains(&phase))
+        self.all().any(|e| e.phases().contains(&phase))
     }
 
     /// The budgets in force, in order.
     pub(crate) fn budgets(&self) -> Vec<budget::Budget> {
-        self.list.iter().filter_map(|e| e.budget()).collect()
+        self.all().filter_map(|e| e.budget()).collect()
     }
 
     /// The earliest deadline any effect sets.
     pub(crate) fn deadline(&self) -> Option<Duration> {
-        self.list.iter().filter_map(|e| e.deadline()).min()
+        self.all().filter_map(|e| e.deadline()).min()
     }
 
     /// What the failure of effect `i` (a message from [`Effects::eval`]) at
@@ -497,7 +574,7 @@ impl Effects {
     /// `session_start`, `before_compact` and `session_end` there is no
     /// turn to stop.
     pub(crate) fn failed(&self, i: usize, phase: Phase, message: &str) -> Option<Decision> {
-        let effect = &self.list[i];
+        let effect = self.get(i);
         if effect.advisory() && !effect.guards() {
             return None;
         }
@@ -535,7 +612,7 @@ impl Effects {
         cx: &IterationContext<'_>,
     ) -> Result<Outcome, String> {
         use futures::FutureExt;
-        let effect = &mut self.list[i];
+        let effect = self.get_mut(i);
         let name = effect.name().to_string();
         let phase = cx.phase().as_str();
         match std::panic::AssertUnwindSafe(effect.eval(cx))

@@ -86,7 +86,8 @@ impl Session {
         user_text: &str,
         sink: &dyn EventSink,
     ) -> Result<TurnResult, AgentError> {
-        let chain = builtin(&self.extensions.run);
+        let mut chain = builtin(&self.extensions.run);
+        chain.extend(self.extensions.middleware.iter().cloned());
         Next::new(&chain)
             .run(self, user_text.to_string(), sink)
             .await

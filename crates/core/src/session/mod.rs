@@ -10,13 +10,14 @@ use super::effects::plan::PlanEffect;
 use super::effects::reflect::{ReflectConfig, ReflectEffect, ReflectionPlacement};
 use super::effects::repeat::{self, RepeatEffect};
 use super::effects::test_run::{TestLog, TestRunConfig, TestRunEffect};
-use super::effects::Effects;
+use super::effects::{Effect, Effects};
 use super::history::History;
 use super::limits::Meter;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
 use super::prompt::system::{PromptConfig, SystemPrompt};
 use super::run::config::RunConfig;
+use super::run::Middleware;
 use super::toolset::Toolset;
 use super::turn_context::{Features, Sampling, TurnContext};
 use super::window::SlidingWindow;
@@ -37,7 +38,7 @@ use cogni_spec::hooks::HookSpec;
 use cogni_tools::memory::RememberTool;
 use cogni_tools::plan::{PlanStore, UpdatePlanTool};
 use cogni_tools::shell::ShellTool;
-use cogni_tools::{ExtraTools, ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
+use cogni_tools::{ExtraTools, ToolBox, ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -131,6 +132,9 @@ pub(crate) struct Extensions {
     pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
     /// Its place in a tree of delegating agents (with a registry).
     pub(crate) delegation: Option<Delegation>,
+    /// Middleware the embedding program added, inside the built-in chain
+    /// ([`Session::add_middleware`]).
+    pub(crate) middleware: Vec<Arc<dyn Middleware>>,
 }
 
 /// Start a session: select the model, load its family, build tools, the
@@ -299,6 +303,7 @@ pub fn start_session_with_provider(
             first_plan: config.enable_plan,
             tests,
             delegation: None,
+            middleware: Vec::new(),
         },
         pending: PendingInputs::default(),
         turns: 0,
@@ -531,6 +536,12 @@ impl Session {
         };
         let lifecycle = self.extensions.lifecycle;
         let mut delegation = self.extensions.delegation.take();
+        let middleware = std::mem::take(&mut self.extensions.middleware);
+        let mut fresh_extensions = fresh.extensions;
+        // What the embedding program added belongs to the session.
+        fresh_extensions
+            .effects
+            .keep_added(&mut self.extensions.effects);
         // Another card: another agent, which may delegate to the one it was.
         self.agent = fresh.agent;
         self.meter.metrics.rename(&self.agent);
@@ -547,7 +558,8 @@ impl Session {
             .lock()
             .map(|t| t.clone())
             .unwrap_or_default();
-        self.extensions = fresh.extensions;
+        self.extensions = fresh_extensions;
+        self.extensions.middleware = middleware;
         if let Ok(mut store) = self.extensions.plan.lock() {
             *store = plan;
         }
@@ -616,6 +628,32 @@ impl Session {
             .deferred
             .extend(extra.deferred.iter().cloned());
         self.refresh_tools();
+    }
+
+    /// Add a group of tools (seed 003's `AddToolBoxes`): offered after the
+    /// others; they stay when the session is reconfigured. Add them before
+    /// the first turn: a change of tools mid-session costs the provider's
+    /// prompt cache.
+    pub fn add_toolbox(&mut self, toolbox: &dyn ToolBox) {
+        self.add_tools(&ExtraTools {
+            eager: toolbox.tools(),
+            deferred: Vec::new(),
+        });
+    }
+
+    /// Add an effect ([`Effect`], or a closure through
+    /// [`effect_fn`](crate::effects::effect_fn)): it runs after the
+    /// built-in and configured effects and the hooks, at the phases it
+    /// names, and stays when the session is reconfigured.
+    pub fn add_effect(&mut self, effect: Box<dyn Effect>) {
+        self.extensions.effects.add(effect);
+    }
+
+    /// Add a middleware around each turn: inside the built-in chain
+    /// (recovery, logger, timeout, output guardrails), in the order added;
+    /// it stays when the session is reconfigured.
+    pub fn add_middleware(&mut self, middleware: Arc<dyn Middleware>) {
+        self.extensions.middleware.push(middleware);
     }
 
     /// Offer the tools `search_tools` found since the last request
