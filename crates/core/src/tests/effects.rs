@@ -703,3 +703,73 @@ text = "still no"
     });
     assert!(completed, "turn.completed carries the outcome");
 }
+
+#[tokio::test]
+async fn an_embedders_closure_effect_and_middleware_run_and_survive_a_reconfiguration() {
+    use crate::effects::{effect_fn, Point};
+    use crate::run::{Middleware, Next};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    struct Count(Arc<AtomicU32>);
+    impl Middleware for Count {
+        fn name(&self) -> &str {
+            "count"
+        }
+        fn call<'a>(
+            &'a self,
+            session: &'a mut Session,
+            input: String,
+            sink: &'a dyn EventSink,
+            next: Next<'a>,
+        ) -> BoxFuture<'a, Result<TurnResult, AgentError>> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            next.run(session, input, sink)
+        }
+    }
+
+    let script = r#"
+[[turns]]
+[[turns.tool_calls]]
+name = "shell"
+arguments = { command = "rm -rf build" }
+[[turns]]
+text = "blocked once"
+[[turns]]
+[[turns.tool_calls]]
+name = "shell"
+arguments = { command = "rm -rf dist" }
+[[turns]]
+text = "blocked twice"
+"#;
+    let mut h = harness(script);
+    h.session
+        .add_effect(effect_fn("no-rm", &[Phase::BeforeTool], |cx| {
+            match cx.point {
+                Point::BeforeTool { call } if call.arguments.contains("rm ") => {
+                    Decision::Block("no deletes".into())
+                }
+                _ => Decision::Continue,
+            }
+        }));
+    let turns = Arc::new(AtomicU32::new(0));
+    h.session.add_middleware(Arc::new(Count(turns.clone())));
+    let r = h.run("clean").await.unwrap();
+    assert_eq!(r.final_text, "blocked once");
+    assert!(
+        r.tool_calls[0].result.contains("no deletes"),
+        "{:?}",
+        r.tool_calls
+    );
+
+    // A switch of configuration (another model, an agent card) keeps what
+    // the program added.
+    h.session.reconfigure(config()).unwrap();
+    let r = h.run("clean again").await.unwrap();
+    assert_eq!(r.final_text, "blocked twice");
+    assert!(
+        r.tool_calls[0].result.contains("no deletes"),
+        "{:?}",
+        r.tool_calls
+    );
+    assert_eq!(turns.load(Ordering::Relaxed), 2);
+}
