@@ -353,10 +353,15 @@ pub(super) async fn connect<T>(
     };
     let result = match ended {
         Ok(result) => result,
-        Err(e) => Err(Failure::Gone(format!(
-            "the connection to the agent failed ({})",
-            e.message
-        ))),
+        // Its pipes broke (it went away while cogni wrote to it) or
+        // carried something that is not the protocol.
+        Err(e) => Err(Failure::Gone(
+            match e.data.as_ref().and_then(|d| d.as_str()) {
+                Some(detail) if detail.contains("os error 32") => "the agent went away".to_string(),
+                Some(detail) => format!("the connection to the agent failed: {detail}"),
+                None => format!("the connection to the agent failed: {}", e.message),
+            },
+        )),
     };
     let result = match (result, service.as_mut()) {
         (Err(Failure::Gone(what)), Some(service)) => {
