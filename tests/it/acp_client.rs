@@ -6,7 +6,7 @@
 //! exit codes; the REPL on a terminal.
 
 use crate::cli::{stderr_of, stdout_of, Env};
-use crate::common::pty::processes_with;
+use crate::common::pty::{processes_with, Pty};
 use crate::mcp::{on_path, skip};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -498,4 +498,145 @@ fn an_agent_that_does_not_start_is_a_clear_error() {
         Some(2),
         "--model has no meaning with --acp"
     );
+}
+
+/// `cogni repl --acp AGENT` on a terminal.
+fn repl(env: &Env, agent: &str) -> Pty {
+    let mut cmd = Command::new(cogni());
+    cmd.current_dir(env.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path().join("home"))
+        .env("COGNI_HOME", env.dir.path().join("home"))
+        .env("TERM", "xterm-256color")
+        .args(["repl", "--acp", agent]);
+    Pty::spawn(cmd, 120)
+}
+
+fn text(chunk: &str) -> Value {
+    json!({ "update": { "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": chunk } } })
+}
+
+#[test]
+fn the_repl_fronts_the_agent_with_its_modes_commands_and_questions() {
+    let env = Env::new();
+    let file = env.work().join("a.txt");
+    let Some(agent) = scripted(
+        &env,
+        "acp_client_repl",
+        json!({
+            "modes": {
+                "currentModeId": "ask",
+                "availableModes": [
+                    { "id": "ask", "name": "Ask", "description": "asks before edits" },
+                    { "id": "code", "name": "Code" },
+                ],
+            },
+            "commands": [{ "name": "review", "description": "review the changes", "input": { "hint": "what to review" } }],
+            "turns": [
+                [
+                    { "update": {
+                        "sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Edit a.txt", "kind": "edit", "status": "pending",
+                        "content": [{ "type": "diff", "path": file, "oldText": "old\n", "newText": "new\n" }],
+                    } },
+                    { "request": { "method": "session/request_permission", "params": {
+                        "toolCall": { "toolCallId": "c1" },
+                        "options": [
+                            { "optionId": "yes", "name": "Allow", "kind": "allow_once" },
+                            { "optionId": "no", "name": "Skip", "kind": "reject_once" },
+                        ],
+                    } } },
+                    { "update": { "sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed" } },
+                    text("Edited."),
+                ],
+                [text("Reviewing.")],
+                [text("Waiting.\n"), { "wait_cancel": true }, { "stop": "cancelled" }],
+                [text("Hanging.\n"), { "hang": true }],
+            ],
+        }),
+    ) else {
+        return;
+    };
+    let mut pty = repl(&env, &agent);
+    pty.expect("scripted-agent 1.0", WAIT);
+    pty.expect("ask › ", WAIT);
+    pty.send("/mode\r");
+    pty.expect("* ask", WAIT);
+    pty.expect("code", WAIT);
+    pty.send("/mode code\r");
+    pty.expect("mode: code", WAIT);
+    pty.expect("code › ", WAIT);
+    pty.send("/help\r");
+    pty.expect("/mode [ID]", WAIT);
+    pty.expect("/review what to review", WAIT);
+    pty.expect("review the changes", WAIT);
+
+    pty.send("edit it\r");
+    pty.expect("Allow Edit a.txt", WAIT);
+    pty.expect("+new", WAIT);
+    pty.expect("tell the model why >", WAIT);
+    pty.send("y");
+    pty.expect("Edited.", WAIT);
+    pty.expect("code › ", WAIT);
+
+    pty.send("/review src\r");
+    pty.expect("Reviewing.", WAIT);
+    pty.expect("code › ", WAIT);
+
+    // Ctrl-C cancels the turn; the REPL goes on.
+    pty.send("wait\r");
+    pty.expect("Waiting.", WAIT);
+    pty.send("\x03");
+    pty.expect("(cancelled; back at the prompt)", WAIT);
+    pty.expect("code › ", WAIT);
+
+    // Twice, with an agent that does not stop: it is killed, the REPL ends.
+    pty.send("hang\r");
+    pty.expect("Hanging.", WAIT);
+    pty.send("\x03");
+    wait_until("the cancel", || {
+        agent_log(&env)
+            .iter()
+            .filter(|m| m["method"] == "session/cancel")
+            .count()
+            == 2
+    });
+    pty.send("\x03");
+    pty.expect("killed", WAIT);
+    assert_eq!(pty.wait(WAIT).code(), Some(130), "{}", pty.screen());
+
+    let log = agent_log(&env);
+    let answer = log
+        .iter()
+        .find(|m| m["answer"] == "session/request_permission")
+        .expect("the permission was answered");
+    assert_eq!(answer["result"]["outcome"]["optionId"], "yes", "{answer}");
+    assert!(log
+        .iter()
+        .any(|m| m["method"] == "session/set_mode" && m["params"]["modeId"] == "code"));
+    let prompts: Vec<&str> = log
+        .iter()
+        .filter(|m| m["method"] == "session/prompt")
+        .map(|m| m["params"]["prompt"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(prompts, ["edit it", "/review src", "wait", "hang"]);
+    assert!(processes_with(&log_path(&env).display().to_string()).is_empty());
+}
+
+#[test]
+fn the_repl_fronts_cogni_acp() {
+    let env = Env::new();
+    let agent = cogni_acp_script(&env, json!([{ "text": "Hello from **cogni acp**." }]), "");
+    let mut pty = repl(&env, &agent);
+    pty.expect("act › ", WAIT);
+    pty.send("/mode\r");
+    pty.expect("plan", WAIT);
+    pty.expect("auto", WAIT);
+    pty.send("hi\r");
+    pty.expect("Hello from cogni acp.", WAIT);
+    pty.expect("act › ", WAIT);
+    pty.send("/mode plan\r");
+    pty.expect("plan › ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
 }

@@ -249,8 +249,9 @@ impl Translate {
     }
 
     /// The question a permission request asks: the call's title, what it
-    /// would do (its input, the first lines of its diffs).
-    pub fn question(&self, request: &acp::RequestPermissionRequest) -> ApprovalRequest {
+    /// would do (its input, the first lines of its diffs); and the
+    /// summary that events report (the input alone).
+    pub fn question(&self, request: &acp::RequestPermissionRequest) -> (ApprovalRequest, String) {
         let id = request.tool_call.tool_call_id.0.to_string();
         let fields = &request.tool_call.fields;
         let known = self.calls.get(&id);
@@ -259,11 +260,12 @@ impl Translate {
             .clone()
             .or_else(|| known.map(|c| c.title.clone()))
             .unwrap_or_else(|| "a tool call".into());
-        let mut summary = match (&fields.raw_input, known) {
+        let reported = match (&fields.raw_input, known) {
             (Some(input), _) => arguments(Some(input), &[]),
             (None, Some(call)) => call.arguments.clone(),
             (None, None) => String::new(),
         };
+        let mut summary = reported.clone();
         let content = fields
             .content
             .as_deref()
@@ -284,12 +286,13 @@ impl Translate {
                 }
             }
         }
-        ApprovalRequest {
+        let question = ApprovalRequest {
             call_id: id,
             tool,
             summary,
             reason: "the agent asks for permission".into(),
-        }
+        };
+        (question, reported)
     }
 
     /// The prompt was answered with `stop`: what is still open closes and
@@ -611,8 +614,9 @@ mod tests {
             acp::ToolCallUpdate::new("c1", acp::ToolCallUpdateFields::new()),
             vec![],
         );
-        let q = t.question(&request);
+        let (q, reported) = t.question(&request);
         assert_eq!(q.tool, "Write a.txt");
+        assert_eq!(reported, "");
         assert!(
             q.summary.contains("+++ /w/a.txt") && q.summary.contains("+b"),
             "{}",

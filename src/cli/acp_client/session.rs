@@ -297,12 +297,12 @@ impl Remote {
         sink: &dyn EventSink,
         approver: &dyn Approver,
     ) -> acp::RequestPermissionResponse {
-        let question = self.translate.question(request);
+        let (question, summary) = self.translate.question(request);
         let report = |status, reason: &str| {
             sink.emit(AgentEvent::Approval {
                 call_id: question.call_id.clone(),
                 tool: question.tool.clone(),
-                summary: question.summary.clone(),
+                summary: summary.clone(),
                 status,
                 reason: reason.to_string(),
             })
