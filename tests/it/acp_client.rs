@@ -640,3 +640,80 @@ fn the_repl_fronts_cogni_acp() {
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
 }
+
+#[test]
+fn the_typescript_sdks_agent_is_fronted_in_run_and_in_the_repl() {
+    let Some(dir) = crate::interop::sdks("acp_client_sdk_agent") else {
+        return;
+    };
+    let env = Env::new();
+    let work = env.work();
+    std::fs::write(work.join("README.md"), "# My Project\n\nA sample.\n").unwrap();
+    let old = "{\"database\": {\"host\": \"old-host\"}}\n";
+    std::fs::write(work.join("config.json"), old).unwrap();
+    let outside = env.dir.path().join("sdk-agent-was-here.txt");
+    let agent = format!("node '{}'", dir.join("agents/sdk_agent.mjs").display());
+
+    // `cogni run`: the edit's permission is answered no.
+    let out = run(&env, &agent, &["--json"], "improve it");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let events = events(&out);
+    assert_eq!(
+        of_type(&events, "session.started")[0]["model"],
+        "sdk-agent 2.4.0"
+    );
+    assert_eq!(
+        of_type(&events, "reasoning")[0]["text"],
+        "Read first, then edit."
+    );
+    let read = completed_call(&events, "Reading project files");
+    assert_eq!(read["output"], "# My Project\n\nA sample.\n");
+    let plan = &of_type(&events, "plan")[0]["plan"];
+    assert_eq!(plan["plan"][1]["status"], "in_progress", "{plan}");
+    let approvals: Vec<&str> = of_type(&events, "approval")
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(approvals, ["asked", "denied"]);
+    let answer = of_type(&events, "turn.completed")[0]["final_text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        answer.contains("I'll skip the configuration update."),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("The client refused a write outside the workspace"),
+        "{answer}"
+    );
+    assert!(answer.contains("outside the workspace"), "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("config.json")).unwrap(),
+        old
+    );
+    assert!(!outside.exists());
+
+    // The REPL: its modes and command, the question answered yes, the
+    // write through cogni's file rules.
+    let mut pty = repl(&env, &agent);
+    pty.expect("default › ", WAIT);
+    pty.send("/help\r");
+    pty.expect("/explain topic", WAIT);
+    pty.send("/mode plan\r");
+    pty.expect("plan › ", WAIT);
+    pty.send("improve it\r");
+    pty.expect("Allow Modifying critical configuration file", WAIT);
+    pty.expect("+{\"database\": {\"host\": \"new-host\"}}", WAIT);
+    pty.expect("tell the model why >", WAIT);
+    pty.send("y");
+    pty.expect("successfully updated the configuration", WAIT);
+    pty.expect("plan › ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    assert_eq!(
+        std::fs::read_to_string(work.join("config.json")).unwrap(),
+        "{\"database\": {\"host\": \"new-host\"}}\n"
+    );
+    assert!(!outside.exists());
+}

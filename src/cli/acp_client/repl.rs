@@ -170,6 +170,8 @@ impl Front<'_> {
             if text.is_empty() {
                 continue;
             }
+            // What came while the user typed (a new list of commands).
+            remote.drain(self.sink, self.approver).await;
             let flow = match slash::split(text) {
                 Some((name, args)) => self.command(&mut remote, text, name, args).await,
                 None => Flow::Prompt(text.to_string()),
