@@ -240,7 +240,9 @@ pub(super) async fn connect<T>(
     let argv = transport::words(&launch.command).map_err(Failure::Usage)?;
     // The agent is a program the user chose to run, like an MCP server
     // of theirs: it gets their environment, API keys included.
-    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
     let (service, pipes) = Service::spawn(&argv, &launch.cwd, &env, STDERR_LIMIT)
         .map_err(|e| Failure::Usage(format!("--acp {}: {e}", launch.command)))?;
     let mut service = Some(service);
