@@ -27,6 +27,18 @@ use std::time::Instant;
 /// Lines of a diff shown in a permission question.
 const QUESTION_DIFF_LINES: usize = 40;
 
+/// The most of a message, a thought and the turn's answer kept in
+/// memory (the agent is untrusted); the rest is still shown as it
+/// streams.
+const KEPT_MAX: usize = 16 * 1024 * 1024;
+
+/// Append `delta` to `kept` unless it holds [`KEPT_MAX`] already.
+fn keep(kept: &mut String, delta: &str) {
+    if kept.len() < KEPT_MAX {
+        kept.push_str(delta);
+    }
+}
+
 /// What an update says that the front door keeps (the REPL's `/mode` and
 /// `/help`).
 #[derive(Debug, PartialEq)]
@@ -88,7 +100,7 @@ impl Translate {
                 self.text(&block_text(&chunk.content), sink)
             }
             acp::SessionUpdate::AgentThoughtChunk(chunk) => {
-                self.thought.push_str(&block_text(&chunk.content));
+                keep(&mut self.thought, &block_text(&chunk.content));
             }
             acp::SessionUpdate::ToolCall(call) => {
                 self.close_message(sink);
@@ -138,8 +150,8 @@ impl Translate {
             });
             (id, String::new())
         });
-        text.push_str(delta);
-        self.answer.push_str(delta);
+        keep(text, delta);
+        keep(&mut self.answer, delta);
         sink.emit(AgentEvent::ItemUpdated {
             id: id.clone(),
             delta: delta.to_string(),

@@ -172,11 +172,14 @@ impl Remote {
                     None => std::future::pending().await,
                 }
             };
+            // A stop goes first (an agent that never stops talking can
+            // still be cancelled); what the agent sent goes before its
+            // answer.
             let step = tokio::select! {
                 biased;
-                Some(incoming) = self.incoming.recv() => Step::Incoming(Box::new(incoming)),
                 stops = control.stops_after(seen) => Step::Stop(stops),
                 () = overdue => Step::Overdue,
+                Some(incoming) = self.incoming.recv() => Step::Incoming(Box::new(incoming)),
                 answered = &mut answer => Step::Answered(answered),
             };
             match step {
