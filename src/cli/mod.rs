@@ -1,6 +1,7 @@
 //! Front doors: argument parsing, `cogni run`, renderers.
 
 mod acp;
+mod acp_client;
 mod agents;
 mod approve;
 mod config_cmd;
@@ -126,6 +127,17 @@ pub struct ReplArgs {
     /// Do not save the session under $COGNI_HOME/sessions.
     #[arg(long)]
     pub no_persist: bool,
+
+    /// Front an ACP agent: start CMD (a command line, e.g. "cogni acp" or
+    /// "node agent.js") and talk to it over the Agent Client Protocol
+    /// instead of running cogni's own agent (see docs/acp.md).
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["model", "provider", "script", "approval", "mode", "no_persist"])]
+    pub acp: Option<String>,
+
+    /// With --acp: how long the agent may take to start (to answer
+    /// `initialize` and open its session), in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "acp", value_parser = clap::value_parser!(u64).range(1..))]
+    pub acp_timeout: u64,
 }
 
 #[derive(Debug, Args)]
@@ -281,6 +293,17 @@ pub struct RunArgs {
     /// call's exact output, not only its exit code.
     #[arg(long)]
     pub record_outputs: bool,
+
+    /// Front an ACP agent: start CMD (a command line, e.g. "cogni acp" or
+    /// "node agent.js") and send it the task over the Agent Client
+    /// Protocol instead of running cogni's own agent (see docs/acp.md).
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["tasks", "agent", "model", "provider", "script", "approval", "output_schema", "max_iterations", "context", "resume", "record", "no_persist"])]
+    pub acp: Option<String>,
+
+    /// With --acp: how long the agent may take to start (to answer
+    /// `initialize` and open its session), in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "acp", value_parser = clap::value_parser!(u64).range(1..))]
+    pub acp_timeout: u64,
 }
 
 fn parse_sandbox(s: &str) -> Result<crate::protocol::SandboxMode, String> {

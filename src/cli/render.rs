@@ -316,9 +316,11 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
         {
             format!("  {} {}", agent_name(agent), status_line(color, event)?)
         }
+        // No line for a turn whose model requests are unknown (an ACP
+        // agent's) or that made none.
         AgentEvent::TurnCompleted {
             usage, iterations, ..
-        } => paint(
+        } if *iterations > 0 => paint(
             "2",
             &format!(
                 "tokens: {} in ({} cached) · {} out{} · {iterations} model requests",

@@ -20,6 +20,9 @@ pub fn run(args: RunArgs) -> u8 {
     if args.batch.tasks.is_some() {
         return super::tasks::run(args);
     }
+    if args.acp.is_some() {
+        return super::acp_client::run(&args);
+    }
     match prepare(&args) {
         Ok((session, task, context, verbose_max_bytes, file, redact, recorder, mcp)) => {
             let code = execute(
@@ -93,17 +96,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         Some(path) => Some(read_schema(path)?),
         None => None,
     };
-    if let Some(out) = &args.output_last_message {
-        let parent = launch_dir.join(out);
-        let parent = parent.parent().unwrap_or(Path::new("/"));
-        if !parent.is_dir() {
-            return Err(format!(
-                "-o {}: directory {} does not exist",
-                out.display(),
-                parent.display()
-            ));
-        }
-    }
+    check_output(args, &launch_dir)?;
 
     let record = match &args.record {
         Some(path) => {
@@ -167,6 +160,22 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     ))
 }
 
+/// `-o FILE`: its directory must exist before anything runs.
+pub(super) fn check_output(args: &RunArgs, launch_dir: &Path) -> Result<(), String> {
+    if let Some(out) = &args.output_last_message {
+        let parent = launch_dir.join(out);
+        let parent = parent.parent().unwrap_or(Path::new("/"));
+        if !parent.is_dir() {
+            return Err(format!(
+                "-o {}: directory {} does not exist",
+                out.display(),
+                parent.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `--context PATH...` (each must exist), else with `[agent]
 /// auto_context` the files the task names and the project's key files:
 /// attached to the task within `max_context_bytes`.
@@ -191,7 +200,7 @@ fn context_files(
     Ok(files)
 }
 
-fn read_task(task: &str) -> Result<String, String> {
+pub(super) fn read_task(task: &str) -> Result<String, String> {
     let text = if task == "-" {
         let mut buf = String::new();
         std::io::stdin()
@@ -239,24 +248,9 @@ fn execute(
     file: Option<Arc<SessionFile>>,
     redact: Redactor,
 ) -> u8 {
-    let options = RenderOptions {
-        color: !args.no_color
-            && std::env::var_os("NO_COLOR").is_none()
-            && std::io::stderr().is_terminal(),
-        stream_live: std::io::stderr().is_terminal(),
-        stdout_is_terminal: std::io::stdout().is_terminal(),
-        verbose: args.verbose,
-        verbose_max_bytes,
-    };
-    let human;
-    let jsonl;
-    let sink: &dyn EventSink = if args.json {
-        jsonl = Jsonl::new(options);
-        &jsonl
-    } else {
-        human = Human::new(options);
-        &human
-    };
+    let options = render_options(args, verbose_max_bytes);
+    let sink = renderer(args, options);
+    let sink = sink.as_ref();
     // Questions go to a person only when one is at the keyboard; the task
     // itself may have come from stdin, which then is not a terminal.
     if std::io::stdin().is_terminal() && args.task.as_deref() != Some("-") {
@@ -319,20 +313,8 @@ fn execute(
             return received.exit_code();
         }
         Ok(turn) => {
-            if !args.json {
-                let final_already_shown = options.stream_live && options.stdout_is_terminal;
-                if !final_already_shown && !turn.final_text.is_empty() {
-                    let mut out = std::io::stdout().lock();
-                    let text = strip_terminal_controls(turn.final_text.trim_end());
-                    let _ = writeln!(out, "{text}");
-                    let _ = out.flush();
-                }
-            }
-            if let Some(path) = &args.output_last_message {
-                if let Err(e) = write_atomic(path, redact(&turn.final_text).as_bytes()) {
-                    eprintln!("cogni: -o {}: {e}", path.display());
-                    return exit::TASK_FAILED;
-                }
+            if let Err(code) = deliver(args, &options, &turn.final_text, &redact) {
+                return code;
             }
         }
         Err(_) => {}
@@ -341,4 +323,54 @@ fn execute(
         eprintln!("cogni: {why}");
     }
     code
+}
+
+/// How `cogni run` renders: colors, live text, verbose logs.
+pub(super) fn render_options(args: &RunArgs, verbose_max_bytes: usize) -> RenderOptions {
+    RenderOptions {
+        color: !args.no_color
+            && std::env::var_os("NO_COLOR").is_none()
+            && std::io::stderr().is_terminal(),
+        stream_live: std::io::stderr().is_terminal(),
+        stdout_is_terminal: std::io::stdout().is_terminal(),
+        verbose: args.verbose,
+        verbose_max_bytes,
+    }
+}
+
+/// The renderer `--json` chooses: JSONL on stdout, or human progress on
+/// stderr.
+pub(super) fn renderer(args: &RunArgs, options: RenderOptions) -> Box<dyn EventSink> {
+    if args.json {
+        Box::new(Jsonl::new(options))
+    } else {
+        Box::new(Human::new(options))
+    }
+}
+
+/// The final answer: on stdout (unless `--json`, or it was streamed to
+/// the terminal already) and to `-o FILE`; `Err` is the exit code of a
+/// failed write.
+pub(super) fn deliver(
+    args: &RunArgs,
+    options: &RenderOptions,
+    final_text: &str,
+    redact: &Redactor,
+) -> Result<(), u8> {
+    if !args.json {
+        let final_already_shown = options.stream_live && options.stdout_is_terminal;
+        if !final_already_shown && !final_text.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let text = strip_terminal_controls(final_text.trim_end());
+            let _ = writeln!(out, "{text}");
+            let _ = out.flush();
+        }
+    }
+    if let Some(path) = &args.output_last_message {
+        if let Err(e) = write_atomic(path, redact(final_text).as_bytes()) {
+            eprintln!("cogni: -o {}: {e}", path.display());
+            return Err(exit::TASK_FAILED);
+        }
+    }
+    Ok(())
 }

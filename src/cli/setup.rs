@@ -139,16 +139,7 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 /// (an MCP client or an editor that starts cogni from `/` and names no
 /// directory would get that without asking for it).
 pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool, cwd: &Path) -> Result<(), String> {
-    if mode == SandboxMode::WorkspaceWrite && cwd.canonicalize().is_ok_and(|c| c.parent().is_none())
-    {
-        return Err(format!(
-            "the working directory is {}: with sandbox workspace-write commands could write \
-             anywhere on the file system; run cogni in a project's directory (-C DIR, or \
-             `cwd` of the request), or choose --sandbox read-only (or danger-full-access, \
-             if you mean it)",
-            cwd.display()
-        ));
-    }
+    check_workspace(mode, cwd)?;
     if mode == SandboxMode::DangerFullAccess {
         eprintln!(
             "cogni: warning: {}: commands run unconfined, with your permissions and network",
@@ -167,6 +158,22 @@ pub(super) fn check_sandbox(mode: SandboxMode, no_sandbox: bool, cwd: &Path) -> 
         }
         Err(unavailable) => Err(unavailable.to_string()),
     }
+}
+
+/// A workspace in `/` under workspace-write is refused (see
+/// [`check_sandbox`]); also what `--acp` checks before an agent may write.
+pub(super) fn check_workspace(mode: SandboxMode, cwd: &Path) -> Result<(), String> {
+    if mode == SandboxMode::WorkspaceWrite && cwd.canonicalize().is_ok_and(|c| c.parent().is_none())
+    {
+        return Err(format!(
+            "the working directory is {}: with sandbox workspace-write commands could write \
+             anywhere on the file system; run cogni in a project's directory (-C DIR, or \
+             `cwd` of the request), or choose --sandbox read-only (or danger-full-access, \
+             if you mean it)",
+            cwd.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Diagnostics go to `$COGNI_HOME/log/cogni.log`, filtered by RUST_LOG,

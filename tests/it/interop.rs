@@ -19,7 +19,7 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// tests/mcp, where the SDKs are installed, or why `test` skips.
-fn sdks(test: &str) -> Option<PathBuf> {
+pub(crate) fn sdks(test: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp");
     if !on_path("node") {
         return skip(test, "node is not installed");

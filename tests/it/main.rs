@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod acp;
+mod acp_client;
 mod agents;
 mod anthropic_provider;
 mod apply_patch_fixtures;

@@ -1,4 +1,4 @@
-//! Real processes through `tools::exec` and the `shell` tool: process-group
+//! Real processes through `cogni-process` and the `shell` tool: process-group
 //! kills on timeout and cancel, background jobs holding the pipes, bounded
 //! capture of huge output, binary output, environment stripping, exit codes
 //! and signals.

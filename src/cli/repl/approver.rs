@@ -3,21 +3,21 @@
 //! When stdin is not a terminal, answers are read as lines.
 
 use super::term::{self, Caps};
-use crate::agent::StopHandle;
 use crate::cli::approve::{self, ask_blocking, CHOICES};
 use crate::cli::render::paint;
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
 use futures::future::BoxFuture;
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub struct ReplApprover {
-    stop: Arc<Mutex<StopHandle>>,
+    /// Stops the running turn (Ctrl-C at the question).
+    stop: Arc<dyn Fn() + Send + Sync>,
     caps: Caps,
 }
 
 impl ReplApprover {
-    pub fn new(stop: Arc<Mutex<StopHandle>>, caps: Caps) -> Self {
+    pub fn new(stop: Arc<dyn Fn() + Send + Sync>, caps: Caps) -> Self {
         ReplApprover { stop, caps }
     }
 }
@@ -72,9 +72,7 @@ impl Approver for ReplApprover {
                         }
                         Some(Key::Stop) => {
                             let _ = writeln!(out, "no (stopping the turn)");
-                            if let Ok(stop) = stop.lock() {
-                                stop.stop();
-                            }
+                            stop();
                             return ApprovalDecision::Deny;
                         }
                         None => {

@@ -9,13 +9,13 @@
 //! the turn the same way and then leave (exit 143 / 129). Slash commands live in a
 //! registry ([`commands`]). See docs/repl.md.
 
-mod approver;
+pub(super) mod approver;
 mod commands;
-mod editor;
+pub(super) mod editor;
 mod markdown;
 mod mentions;
-mod sink;
-mod term;
+pub(super) mod sink;
+pub(super) mod term;
 
 use super::exit;
 use super::interactive::{self, Options};
@@ -74,6 +74,15 @@ pub(super) struct Repl {
 
 /// Run the REPL; returns the exit code.
 pub fn run(args: ReplArgs, resume: Option<Resume>, fork: bool) -> u8 {
+    if args.acp.is_some() {
+        if resume.is_some() {
+            eprintln!(
+                "cogni: --acp starts a new session of the agent; it cannot resume a saved one"
+            );
+            return exit::USAGE;
+        }
+        return super::acp_client::repl(args);
+    }
     match prepare(args, resume, fork) {
         Ok((repl, completions)) => interact(repl, completions),
         Err(message) => {
@@ -100,7 +109,10 @@ fn prepare(
     let mut opened = interactive::open(&options, &launch_dir, cwd.clone(), resume, fork)?;
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
     let stop = Arc::new(Mutex::new(opened.session.stop_handle()));
-    let approver = Arc::new(approver::ReplApprover::new(stop.clone(), sink.caps()));
+    let approver = Arc::new(approver::ReplApprover::new(
+        stop_turn(stop.clone()),
+        sink.caps(),
+    ));
     opened.session.set_approver(approver.clone());
     let (registry, problems) = commands::load(&cwd, &opened.home, opened.project_trusted);
     for p in problems.iter().chain(&opened.problems) {
@@ -156,7 +168,7 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
         }
     };
     let quit = runtime.block_on(async {
-        let quit = match listen_for_signals(repl.stop.clone()) {
+        let quit = match listen_for_signals(stop_turn(repl.stop.clone())) {
             Ok(quit) => quit,
             Err(e) => {
                 repl.sink.error(&format!("warning: {e}"));
@@ -194,7 +206,7 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
 
 /// Create `path` readable by its owner only, if it does not exist: typed
 /// input may hold secrets.
-fn private_file(path: &std::path::Path) {
+pub(super) fn private_file(path: &std::path::Path) {
     use std::os::unix::fs::OpenOptionsExt;
     let _ = std::fs::OpenOptions::new()
         .append(true)
@@ -205,36 +217,43 @@ fn private_file(path: &std::path::Path) {
 
 /// A signal that ends the REPL (SIGTERM or SIGHUP), once one came.
 #[derive(Default)]
-struct Quit {
+pub(super) struct Quit {
     signal: OnceLock<Interrupt>,
     notify: tokio::sync::Notify,
 }
 
 impl Quit {
-    fn signal(&self) -> Option<Interrupt> {
+    pub(super) fn signal(&self) -> Option<Interrupt> {
         self.signal.get().copied()
     }
 
-    async fn requested(&self) {
+    pub(super) async fn requested(&self) {
         while self.signal().is_none() {
             self.notify.notified().await;
         }
     }
 }
 
+/// What stops the running turn of the session `stop` points at.
+fn stop_turn(stop: Arc<Mutex<StopHandle>>) -> Arc<dyn Fn() + Send + Sync> {
+    Arc::new(move || {
+        if let Ok(stop) = stop.lock() {
+            stop.stop();
+        }
+    })
+}
+
 /// Ctrl-C while a turn runs (the terminal is not in the editor's raw
-/// mode then) arrives as SIGINT: it stops the turn, not the program.
-/// SIGTERM and SIGHUP stop the turn too and then end the REPL (the
-/// session is saved as it goes); a second one leaves at once.
-fn listen_for_signals(stop: Arc<Mutex<StopHandle>>) -> Result<Arc<Quit>, String> {
+/// mode then) arrives as SIGINT: it stops the turn (`stop`), not the
+/// program. SIGTERM and SIGHUP stop the turn too and then end the REPL
+/// (the session is saved as it goes); a second one leaves at once.
+pub(super) fn listen_for_signals(stop: Arc<dyn Fn() + Send + Sync>) -> Result<Arc<Quit>, String> {
     let mut interrupts = Interrupts::listen()?;
     let quit = Arc::new(Quit::default());
     let requested = quit.clone();
     tokio::spawn(async move {
         while let Some(signal) = interrupts.recv().await {
-            if let Ok(stop) = stop.lock() {
-                stop.stop();
-            }
+            stop();
             if signal == Interrupt::Int {
                 continue;
             }

@@ -127,6 +127,15 @@ impl ReplSink {
         self.say(&paint(self.caps.color, "31", text));
     }
 
+    /// The turn is over: the spinner goes (a turn of cogni's own engine
+    /// ends with a model response, which does this; an ACP agent's may
+    /// end with a tool call).
+    pub fn idle(&self) {
+        if let Ok(mut s) = self.screen.lock() {
+            self.stop_waiting(&mut s);
+        }
+    }
+
     fn clear_spinner(&self, s: &mut Screen) {
         if s.spinner_drawn {
             write_out("\r\x1b[K");
