@@ -74,6 +74,22 @@ pub(super) fn before_tool(call: &ToolCall, applied: Applied, run: &mut TurnRun) 
     }
 }
 
+/// The `item.completed` event of a call that did not run or finish:
+/// failed, with `output`.
+pub(super) fn unfinished_event(call: &ToolCall, output: &str) -> AgentEvent {
+    AgentEvent::ItemCompleted {
+        item: Item::ToolCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            status: ToolStatus::Failed,
+            output: Some(output.to_string()),
+            exit_code: None,
+            duration_ms: Some(0),
+        },
+    }
+}
+
 /// The `item.started` event of a call that starts.
 pub(super) fn started_event(call: &ToolCall) -> AgentEvent {
     AgentEvent::ItemStarted {
@@ -327,17 +343,7 @@ impl Session {
         output: &str,
         sink: &dyn EventSink,
     ) -> ToolCallRecord {
-        sink.emit(AgentEvent::ItemCompleted {
-            item: Item::ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                status: ToolStatus::Failed,
-                output: Some(output.to_string()),
-                exit_code: None,
-                duration_ms: Some(0),
-            },
-        });
+        sink.emit(unfinished_event(call, output));
         ToolCallRecord {
             id: call.id.clone(),
             name: call.name.clone(),

@@ -25,8 +25,8 @@
 //! without early start.
 //!
 //! When the provider restarts the response (a retry in the middle of the
-//! stream), the calls started so far are parked and their items
-//! discarded. The restarted response's call at the same position, if it is
+//! stream), the calls started so far are parked and their items end
+//! (failed, "discarded"). The restarted response's call at the same position, if it is
 //! the same call (name and arguments), adopts the parked one: its
 //! decisions and its running task, under the new call's id; it does not
 //! run twice. Parked calls nobody adopts are aborted and not counted. When
@@ -35,12 +35,14 @@
 //! started.
 
 use super::approval::{self, call_key, Precheck};
-use super::dispatch::{before_tool, started_event, Before, Prepared, MAX_CONCURRENT_TOOLS};
+use super::dispatch::{
+    before_tool, started_event, unfinished_event, Before, Prepared, MAX_CONCURRENT_TOOLS,
+};
 use super::effects::Point;
 use super::outcome::AgentError;
 use super::session::Session;
 use super::turn::TurnRun;
-use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, ToolCall};
+use crate::protocol::{ApprovalStatus, EventSink, ToolCall};
 use crate::tools::{ToolRegistry, ToolResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -51,6 +53,9 @@ use tokio::task::JoinHandle;
 /// session's state (a job's output since the last read, a stopped job, the
 /// tools found), which a response that fails or restarts would lose.
 pub(super) const KEEPS_ORDER: &[&str] = &["shell_output", "shell_kill", "search_tools"];
+
+/// How the item of a call ends when the provider restarts its response.
+const RESTARTED: &str = "Discarded: the model's response broke off and starts over; a call it sends again goes on without running twice";
 
 /// A call running on a task of its own; dropping it aborts the task.
 pub(crate) struct Running {
@@ -116,14 +121,12 @@ impl EarlyCalls {
     }
 
     /// The provider restarts the response: what started is parked for the
-    /// new attempt to adopt, and its items are discarded.
+    /// new attempt to adopt, and its items end (failed, "discarded").
     pub(crate) fn restart(&mut self, reason: &str, sink: &dyn EventSink) {
+        let output = format!("{RESTARTED} ({reason})");
         for entry in &self.entries {
             if let Prepared::Started(call, _) = &entry.before.prepared {
-                sink.emit(AgentEvent::ItemDiscarded {
-                    id: call.id.clone(),
-                    reason: reason.to_string(),
-                });
+                sink.emit(unfinished_event(call, &output));
             }
         }
         let mut parked: VecDeque<Entry> = self.entries.drain(..).collect();

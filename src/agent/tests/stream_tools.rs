@@ -557,7 +557,7 @@ async fn a_restarted_stream_adopts_the_same_call_instead_of_running_it_twice() {
         timeline(&h.events.lock().unwrap())[..6],
         [
             "started a1",
-            "discarded a1",
+            "completed a1 Failed",
             "started a2",
             "started b",
             "response",
@@ -606,7 +606,7 @@ async fn a_restarted_stream_with_other_calls_aborts_the_parked_ones() {
     assert_eq!(log, ["end c", "end d", "start c", "start d", "start gone"]);
     assert_eq!(
         timeline(&h.events.lock().unwrap())[..4],
-        ["started a", "discarded a", "started c", "started d"]
+        ["started a", "completed a Failed", "started c", "started d"]
     );
     assert_eq!(
         outputs(&h.session),
