@@ -6,7 +6,7 @@
 
 use super::approval::{self, Precheck};
 use super::delegate::is_delegation_tool;
-use super::early::{EarlyCalls, Running};
+use super::early::{EarlyCalls, Running, TURN_FAILED};
 use super::effects::{Point, Stop};
 use super::limits::Watch;
 use super::outcome::{AgentError, ToolCallRecord};
@@ -125,12 +125,16 @@ impl Session {
         &mut self,
         calls: &[ToolCall],
         parallel: bool,
-        early: EarlyCalls,
+        mut early: EarlyCalls,
         run: &mut TurnRun,
         watch: &Watch,
         sink: &dyn EventSink,
     ) -> Result<(Vec<ToolCallRecord>, Option<Ended>), AgentError> {
-        let mut early = early.take(run)?.into_iter();
+        if let Some(error) = early.failed() {
+            self.cancel_early(early, TURN_FAILED, run, sink);
+            return Err(error);
+        }
+        let mut started = early.take(run).into_iter();
         let mut records: Vec<ToolCallRecord> = Vec::with_capacity(calls.len());
         let mut ended: Option<Ended> = None;
         let mut i = 0;
@@ -151,7 +155,7 @@ impl Session {
                 if ended.is_some() {
                     break;
                 }
-                let before = match early.next() {
+                let before = match started.next() {
                     // Prepared (and started) while the response streamed.
                     Some(entry) => {
                         debug_assert_eq!(entry.call.id, call.id);
@@ -277,7 +281,7 @@ impl Session {
             i += batch_len;
         }
         debug_assert!(
-            early.next().is_none(),
+            started.next().is_none(),
             "a call started early was not taken over"
         );
         if let Some(ended) = &ended {

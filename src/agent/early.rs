@@ -57,6 +57,10 @@ pub(super) const KEEPS_ORDER: &[&str] = &["shell_output", "shell_kill", "search_
 /// How the item of a call ends when the provider restarts its response.
 const RESTARTED: &str = "Discarded: the model's response broke off and starts over; a call it sends again goes on without running twice";
 
+/// How a call that started ends when an effect fails the turn first.
+pub(super) const TURN_FAILED: &str =
+    "Cancelled: the turn failed before this call's result was used.";
+
 /// A call running on a task of its own; dropping it aborts the task.
 pub(crate) struct Running {
     task: JoinHandle<(ToolResult, Duration)>,
@@ -144,13 +148,16 @@ impl EarlyCalls {
         }
     }
 
-    /// The calls for dispatch, in call order, or the effects' error.
-    pub(super) fn take(mut self, run: &mut TurnRun) -> Result<Vec<Entry>, AgentError> {
+    /// The error of an effect at an early call's `before_tool` (the turn
+    /// fails with it).
+    pub(super) fn failed(&mut self) -> Option<AgentError> {
+        self.error.take()
+    }
+
+    /// The calls for dispatch, in call order.
+    pub(super) fn take(mut self, run: &mut TurnRun) -> Vec<Entry> {
         self.drop_parked(run);
-        match self.error.take() {
-            Some(error) => Err(error),
-            None => Ok(std::mem::take(&mut self.entries)),
-        }
+        std::mem::take(&mut self.entries)
     }
 
     fn running(&self) -> usize {
