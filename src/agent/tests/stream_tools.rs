@@ -649,3 +649,53 @@ arguments = {}
     let err = h.run("x").await.unwrap_err();
     assert!(err.to_string().contains("tool bug"), "{err}");
 }
+
+#[tokio::test]
+async fn no_more_calls_start_early_than_dispatch_runs_at_once() {
+    let mut script = String::from("[[turns]]\ndelay_ms = 2\n");
+    for n in 0..10 {
+        script.push_str(&format!(
+            "[[turns.tool_calls]]\nid = \"c{n}\"\nname = \"look\"\narguments = {{ text = \"{n}\", sleep_ms = 150 }}\n"
+        ));
+    }
+    script.push_str("[[turns]]\ntext = \"done\"\n");
+    let mut h = harness(&script);
+    let (r, at_end) = run_noting_stream_end(&mut h).await;
+    assert_eq!(r.outcome, TurnOutcome::Done);
+    // Eight started while the response streamed; the other two once it
+    // ended, as dispatch's limit lets them.
+    assert_eq!(at_end.len(), 8, "{at_end:?}");
+    let answered: Vec<String> = outputs(&h.session).into_iter().map(|(_, o)| o).collect();
+    let expected: Vec<String> = (0..10).map(|n| format!("echo: {n}")).collect();
+    assert_eq!(answered, expected);
+}
+
+#[tokio::test]
+async fn a_budget_that_stops_an_early_call_stops_the_turn_as_it_would_without() {
+    let run = |config: SessionConfig| async move {
+        let mut h = harness_with(THREE_READS, config);
+        h.session
+            .set_limits(TurnLimits {
+                max_tool_calls: Some(1),
+                ..TurnLimits::default()
+            })
+            .unwrap();
+        let (r, at_end) = run_noting_stream_end(&mut h).await;
+        (h, r, at_end)
+    };
+    let (early, r_early, at_end) = run(config()).await;
+    let (plain, r_plain, _) = run(early_off()).await;
+    assert_eq!(r_early.outcome, TurnOutcome::BudgetExceeded);
+    assert_eq!(
+        (
+            r_early.outcome.clone(),
+            r_early.limit,
+            r_early.reason.clone()
+        ),
+        (r_plain.outcome, r_plain.limit, r_plain.reason)
+    );
+    // The first call ran while the response streamed; the rest never ran.
+    assert_eq!(at_end, ["start a", "end a"]);
+    assert_eq!(*early.log.lock().unwrap(), *plain.log.lock().unwrap());
+    assert_eq!(early.session.history(), plain.session.history());
+}
