@@ -52,7 +52,7 @@ use tokio::task::JoinHandle;
 /// Read-only tools that never start early: what they return is the
 /// session's state (a job's output since the last read, a stopped job, the
 /// tools found), which a response that fails or restarts would lose.
-pub(super) const KEEPS_ORDER: &[&str] = &["shell_output", "shell_kill", "search_tools"];
+const KEEPS_ORDER: &[&str] = &["shell_output", "shell_kill", "search_tools"];
 
 /// How the item of a call ends when the provider restarts its response.
 const RESTARTED: &str = "Discarded: the model's response broke off and starts over; a call it sends again goes on without running twice";
