@@ -13,6 +13,7 @@ mod common;
 mod compaction;
 mod context;
 mod docs;
+mod early_tools;
 mod effects;
 mod engine_mock;
 mod files;

@@ -641,6 +641,7 @@ pub fn resolve(
     session.base_instructions_override = base_instructions_override;
     session.features = Features {
         parallel_tools: features.parallel_tools.unwrap_or(defaults.parallel_tools),
+        early_tools: defaults.early_tools,
         skills_enabled,
     };
     session.tool_config = tool_config;

@@ -1,18 +1,20 @@
 //! Running the tool calls of one response: the `before_tool` and
 //! `after_tool` effects, the approval gate, concurrency for read-only
 //! calls, the retry without the sandbox, and one record per call in call
-//! order.
+//! order. Calls that started while the response streamed
+//! ([`super::early`]) are taken over here.
 
 use super::approval::{self, Precheck};
 use super::delegate::is_delegation_tool;
-use super::effects::Point;
+use super::early::{EarlyCalls, Running, TURN_FAILED};
+use super::effects::{Point, Stop};
 use super::limits::Watch;
 use super::outcome::{AgentError, ToolCallRecord};
 use super::session::Session;
-use super::turn::{Ended, TurnRun};
+use super::turn::{Applied, Ended, TurnRun};
 use cogni_protocol::{
-    AgentEvent, ApprovalDecision, ApprovalStatus, EventSink, Item, SandboxMode, ToolCall,
-    ToolStatus,
+    AgentEvent, ApprovalDecision, ApprovalStatus, EventSink, HistoryItem, Item, SandboxMode,
+    ToolCall, ToolStatus,
 };
 use cogni_tools::fs::CommitGate;
 use cogni_tools::{ToolContext, ToolResult};
@@ -20,7 +22,7 @@ use futures::StreamExt;
 use std::time::{Duration, Instant};
 
 /// Calls that may run at once when a response holds several read-only calls.
-const MAX_CONCURRENT_TOOLS: usize = 8;
+pub(super) const MAX_CONCURRENT_TOOLS: usize = 8;
 
 /// One call's result and the approval decisions made for it.
 struct CallOutcome {
@@ -30,11 +32,77 @@ struct CallOutcome {
 }
 
 /// A call of the batch being prepared: what runs, or its answer.
-enum Prepared {
+pub(super) enum Prepared {
     /// Run this call (its arguments as the effects left them).
     Run(ToolCall),
+    /// This call already runs: it started while the response streamed.
+    Started(ToolCall, Running),
     /// Answered without running (blocked, or stopped).
     Answered(ToolResult),
+}
+
+/// What the `before_tool` effects decided for one call.
+pub(super) struct Before {
+    pub(super) prepared: Prepared,
+    /// Items they added for the next request.
+    pub(super) items: Vec<HistoryItem>,
+    /// A stop they asked for (the call is answered with its output).
+    pub(super) stop: Option<Stop>,
+}
+
+/// The `before_tool` effects' decisions for `call`, as a call to run (counted
+/// as run this turn) or its answer.
+pub(super) fn before_tool(call: &ToolCall, applied: Applied, run: &mut TurnRun) -> Before {
+    let prepared = if let Some(stop) = &applied.stop {
+        Prepared::Answered(ToolResult::error(stop.call_output.clone()))
+    } else if let Some(reason) = applied.block {
+        Prepared::Answered(ToolResult::error(reason))
+    } else {
+        run.tool_calls += 1;
+        Prepared::Run(match applied.args {
+            Some(arguments) => ToolCall {
+                arguments,
+                ..call.clone()
+            },
+            None => call.clone(),
+        })
+    };
+    Before {
+        prepared,
+        items: applied.items,
+        stop: applied.stop,
+    }
+}
+
+/// The `item.completed` event of a call that did not run or finish:
+/// failed, with `output`.
+pub(super) fn unfinished_event(call: &ToolCall, output: &str) -> AgentEvent {
+    AgentEvent::ItemCompleted {
+        item: Item::ToolCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            status: ToolStatus::Failed,
+            output: Some(output.to_string()),
+            exit_code: None,
+            duration_ms: Some(0),
+        },
+    }
+}
+
+/// The `item.started` event of a call that starts.
+pub(super) fn started_event(call: &ToolCall) -> AgentEvent {
+    AgentEvent::ItemStarted {
+        item: Item::ToolCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            status: ToolStatus::InProgress,
+            output: None,
+            exit_code: None,
+            duration_ms: None,
+        },
+    }
 }
 
 impl Session {
@@ -49,15 +117,24 @@ impl Session {
     /// call without a result gets the halt's output; a file change that is
     /// being committed is finished instead and reported as it is (see
     /// `tools::fs::CommitGate`), so the model is never told a change did
-    /// not happen when it did.
+    /// not happen when it did. `early` holds the first calls when they
+    /// started while the response streamed: their `before_tool` effects
+    /// ran then, in the same order, and they are waited for here like the
+    /// rest of their batch.
     pub(crate) async fn run_tools(
         &mut self,
         calls: &[ToolCall],
         parallel: bool,
+        mut early: EarlyCalls,
         run: &mut TurnRun,
         watch: &Watch,
         sink: &dyn EventSink,
     ) -> Result<(Vec<ToolCallRecord>, Option<Ended>), AgentError> {
+        if let Some(error) = early.failed() {
+            self.cancel_early(early, TURN_FAILED, run, sink);
+            return Err(error);
+        }
+        let mut started = early.take(run).into_iter();
         let mut records: Vec<ToolCallRecord> = Vec::with_capacity(calls.len());
         let mut ended: Option<Ended> = None;
         let mut i = 0;
@@ -78,38 +155,32 @@ impl Session {
                 if ended.is_some() {
                     break;
                 }
-                let applied = match watch
-                    .run(self.at_point(Point::BeforeTool { call }, run, sink))
-                    .await
-                {
-                    Ok(applied) => applied?,
-                    Err(halt) => {
-                        ended = Some(Ended::Halt(halt));
-                        break;
+                let before = match started.next() {
+                    // Prepared (and started) while the response streamed.
+                    Some(entry) => {
+                        debug_assert_eq!(entry.call.id, call.id);
+                        entry.before
                     }
+                    None => match watch
+                        .run(self.at_point(Point::BeforeTool { call }, run, sink))
+                        .await
+                    {
+                        Ok(applied) => before_tool(call, applied?, run),
+                        Err(halt) => {
+                            ended = Some(Ended::Halt(halt));
+                            break;
+                        }
+                    },
                 };
-                run.queued.extend(applied.items);
-                if let Some(stop) = applied.stop {
-                    prepared.push(Prepared::Answered(ToolResult::error(
-                        stop.call_output.clone(),
-                    )));
+                run.queued.extend(before.items);
+                if let Some(stop) = before.stop {
                     if stop.now {
                         ended = Some(Ended::Stop(stop));
                     } else if run.stop_after_calls.is_none() {
                         run.stop_after_calls = Some(stop);
                     }
-                } else if let Some(reason) = applied.block {
-                    prepared.push(Prepared::Answered(ToolResult::error(reason)));
-                } else {
-                    run.tool_calls += 1;
-                    prepared.push(Prepared::Run(match applied.args {
-                        Some(arguments) => ToolCall {
-                            arguments,
-                            ..call.clone()
-                        },
-                        None => call.clone(),
-                    }));
                 }
+                prepared.push(before.prepared);
             }
             if let Some(Ended::Halt(halt)) = &ended {
                 // Interrupted while preparing: nothing of the batch runs.
@@ -126,7 +197,9 @@ impl Session {
                             false,
                             sink,
                         ),
-                        Prepared::Run(_) => self.unfinished(call, &output, sink),
+                        Prepared::Run(_) | Prepared::Started(..) => {
+                            self.unfinished(call, &output, sink)
+                        }
                     });
                 }
                 break;
@@ -135,12 +208,12 @@ impl Session {
             self.toolset.ctx.commits = CommitGate::default();
             let outcomes = {
                 let this = &*self;
+                let mut outcomes = Vec::with_capacity(prepared.len());
                 let calls: Vec<_> = prepared
-                    .iter()
+                    .iter_mut()
                     .map(|p| this.run_prepared(p, sink))
                     .collect();
                 let mut running = futures::stream::iter(calls).buffered(MAX_CONCURRENT_TOOLS);
-                let mut outcomes = Vec::with_capacity(prepared.len());
                 loop {
                     match watch.run(running.next()).await {
                         Ok(Some(outcome)) => outcomes.push(outcome),
@@ -164,7 +237,7 @@ impl Session {
             // After: each call that ran, its effects, in order; then its event.
             for (p, outcome) in prepared.iter().zip(outcomes) {
                 let call = match p {
-                    Prepared::Run(call) => call,
+                    Prepared::Run(call) | Prepared::Started(call, _) => call,
                     Prepared::Answered(_) => {
                         let original = &batch[records.len() - i];
                         records.push(self.finish_call(original, outcome, false, sink));
@@ -207,6 +280,10 @@ impl Session {
             }
             i += batch_len;
         }
+        debug_assert!(
+            started.next().is_none(),
+            "a call started early was not taken over"
+        );
         if let Some(ended) = &ended {
             let output = match ended {
                 Ended::Halt(halt) => halt.call_output(),
@@ -264,18 +341,13 @@ impl Session {
     }
 
     /// The record of a call the turn's stop kept from running or finishing.
-    fn unfinished(&self, call: &ToolCall, output: &str, sink: &dyn EventSink) -> ToolCallRecord {
-        sink.emit(AgentEvent::ItemCompleted {
-            item: Item::ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                status: ToolStatus::Failed,
-                output: Some(output.to_string()),
-                exit_code: None,
-                duration_ms: Some(0),
-            },
-        });
+    pub(super) fn unfinished(
+        &self,
+        call: &ToolCall,
+        output: &str,
+        sink: &dyn EventSink,
+    ) -> ToolCallRecord {
+        sink.emit(unfinished_event(call, output));
         ToolCallRecord {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -287,10 +359,32 @@ impl Session {
         }
     }
 
-    /// Run a prepared call (or pass on its answer).
-    async fn run_prepared(&self, prepared: &Prepared, sink: &dyn EventSink) -> CallOutcome {
+    /// Run a prepared call, wait for one that started early, or pass on
+    /// its answer.
+    async fn run_prepared(&self, prepared: &mut Prepared, sink: &dyn EventSink) -> CallOutcome {
         match prepared {
             Prepared::Run(call) => self.run_one(call, sink).await,
+            Prepared::Started(call, running) => {
+                let (result, ran) = running.result().await;
+                let mut approvals = std::mem::take(&mut running.approvals);
+                let started = Instant::now();
+                let result = self
+                    .offer_unsandboxed(call, result, sink, &mut approvals)
+                    .await;
+                let duration = ran + started.elapsed();
+                tracing::debug!(
+                    tool = %call.name,
+                    call_id = %call.id,
+                    ?duration,
+                    is_error = result.is_error,
+                    "tool call started early finished"
+                );
+                CallOutcome {
+                    result,
+                    duration,
+                    approvals,
+                }
+            }
             Prepared::Answered(result) => CallOutcome {
                 result: result.clone(),
                 duration: Duration::ZERO,
@@ -300,17 +394,7 @@ impl Session {
     }
 
     async fn run_one(&self, call: &ToolCall, sink: &dyn EventSink) -> CallOutcome {
-        sink.emit(AgentEvent::ItemStarted {
-            item: Item::ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                status: ToolStatus::InProgress,
-                output: None,
-                exit_code: None,
-                duration_ms: None,
-            },
-        });
+        sink.emit(started_event(call));
         let started = Instant::now();
         let mut approvals = Vec::new();
         let result = self.run_gated(call, sink, &mut approvals).await;
@@ -383,6 +467,20 @@ impl Session {
             .registry
             .dispatch(call, &self.toolset.ctx)
             .await;
+        self.offer_unsandboxed(call, result, sink, approvals).await
+    }
+
+    /// A call that failed the way a sandbox refusal looks: under the
+    /// on-failure policy, with someone to ask, offer to run it again
+    /// without the sandbox.
+    async fn offer_unsandboxed(
+        &self,
+        call: &ToolCall,
+        result: ToolResult,
+        sink: &dyn EventSink,
+        approvals: &mut Vec<ApprovalStatus>,
+    ) -> ToolResult {
+        let policy = self.ctx.approval_policy;
         if result.is_error
             && approval::on_failure_retry(
                 policy,
@@ -419,7 +517,7 @@ impl Session {
         ctx
     }
 
-    fn report(
+    pub(super) fn report(
         &self,
         call: &ToolCall,
         status: ApprovalStatus,

@@ -7,6 +7,7 @@ pub mod compact;
 pub mod context;
 pub mod delegate;
 mod dispatch;
+mod early;
 pub mod effects;
 mod history;
 mod lifecycle;

@@ -3,10 +3,12 @@
 //! response, usage recorded, and the local token estimate calibrated
 //! against what the provider counted.
 
+use super::early::EarlyCalls;
 use super::effects::reflect::place_front;
 use super::effects::Reply;
 use super::prompt::build_prompt;
 use super::session::Session;
+use super::turn::TurnRun;
 use super::window::View;
 use cogni_protocol::{
     AgentEvent, ContextStrategyKind, EventSink, HistoryItem, Item, Reasoning, Role, StopReason,
@@ -32,15 +34,93 @@ pub(crate) struct ModelResponse {
     reported: bool,
 }
 
+/// The text of one response as message items: one item, or, when a call
+/// starts while the response still streams, one for the text before it
+/// and another for text after it.
+struct Message {
+    /// The first item's id; later ones add a number.
+    base: String,
+    /// Items started so far.
+    items: u32,
+    /// The open item's text.
+    text: String,
+    open: bool,
+}
+
+impl Message {
+    fn new(base: String) -> Self {
+        Message {
+            base,
+            items: 0,
+            text: String::new(),
+            open: false,
+        }
+    }
+
+    /// The current item's id.
+    fn id(&self) -> String {
+        match self.items {
+            0 | 1 => self.base.clone(),
+            n => format!("{}_{n}", self.base),
+        }
+    }
+
+    fn push(&mut self, delta: String, sink: &dyn EventSink) {
+        if !self.open {
+            self.open = true;
+            self.items += 1;
+            sink.emit(AgentEvent::ItemStarted {
+                item: Item::AgentMessage {
+                    id: self.id(),
+                    text: String::new(),
+                },
+            });
+        }
+        self.text.push_str(&delta);
+        sink.emit(AgentEvent::ItemUpdated {
+            id: self.id(),
+            delta,
+        });
+    }
+
+    /// Complete the open item.
+    fn close(&mut self, sink: &dyn EventSink) {
+        if std::mem::take(&mut self.open) {
+            sink.emit(AgentEvent::ItemCompleted {
+                item: Item::AgentMessage {
+                    id: self.id(),
+                    text: std::mem::take(&mut self.text),
+                },
+            });
+        }
+    }
+
+    /// The response starts over (a retry) with items under `base`: what
+    /// was shown is discarded.
+    fn restart(&mut self, base: String, reason: &str, sink: &dyn EventSink) {
+        for n in 1..=self.items {
+            self.items = n;
+            sink.emit(AgentEvent::ItemDiscarded {
+                id: self.id(),
+                reason: reason.to_string(),
+            });
+        }
+        *self = Message::new(base);
+    }
+}
+
 impl Session {
     /// One model request, streamed: text deltas become item events, the
-    /// response is collected, usage and timings recorded.
+    /// response is collected, usage and timings recorded. Calls that
+    /// qualify start as soon as they are complete in the stream
+    /// ([`super::early`]); `early` holds them for dispatch.
     pub(crate) async fn sample(
         &mut self,
-        turn: u32,
-        iteration: u32,
+        run: &mut TurnRun,
+        early: &mut EarlyCalls,
         sink: &dyn EventSink,
     ) -> Result<ModelResponse, ProviderError> {
+        let (turn, iteration) = (run.turn, run.iterations);
         let started = Instant::now();
         let view = self.request_view(sink);
         let mut stream = {
@@ -60,7 +140,7 @@ impl Session {
             });
             self.provider.stream(&prompt.request(&self.ctx))
         };
-        let mut message_id = format!("msg_{turn}_{iteration}");
+        let mut message = Message::new(format!("msg_{turn}_{iteration}"));
         let mut response = ModelResponse::default();
         let mut first_token: Option<Duration> = None;
         let mut completed = false;
@@ -68,24 +148,17 @@ impl Session {
             match event? {
                 ResponseEvent::TextDelta(delta) => {
                     first_token.get_or_insert_with(|| started.elapsed());
-                    if response.reply.text.is_empty() {
-                        sink.emit(AgentEvent::ItemStarted {
-                            item: Item::AgentMessage {
-                                id: message_id.clone(),
-                                text: String::new(),
-                            },
-                        });
-                    }
                     response.reply.text.push_str(&delta);
-                    sink.emit(AgentEvent::ItemUpdated {
-                        id: message_id.clone(),
-                        delta,
-                    });
+                    message.push(delta, sink);
                 }
                 ResponseEvent::ToolCallStarted { .. } => {
                     first_token.get_or_insert_with(|| started.elapsed());
                 }
-                ResponseEvent::ToolCall(call) => response.reply.tool_calls.push(call),
+                ResponseEvent::ToolCall(call) => {
+                    self.offer_early(early, &call, run, sink, &mut || message.close(sink))
+                        .await;
+                    response.reply.tool_calls.push(call);
+                }
                 ResponseEvent::Reasoning(r) => {
                     if !r.text.is_empty() {
                         sink.emit(AgentEvent::Reasoning {
@@ -107,15 +180,15 @@ impl Session {
                     self.meter.metrics.record_retry();
                     tracing::warn!(attempt, ?delay, %reason, "model request will be retried");
                     // The failed attempt's output is void: the retry starts
-                    // the response over, so nothing is kept twice.
-                    if !response.reply.text.is_empty() {
-                        sink.emit(AgentEvent::ItemDiscarded {
-                            id: message_id.clone(),
-                            reason: reason.clone(),
-                        });
-                    }
+                    // the response over, so nothing is kept twice (calls
+                    // that started wait for the new attempt to adopt them).
+                    message.restart(
+                        format!("msg_{turn}_{iteration}_retry{attempt}"),
+                        &reason,
+                        sink,
+                    );
+                    early.restart(&reason, sink);
                     response = ModelResponse::default();
-                    message_id = format!("msg_{turn}_{iteration}_retry{attempt}");
                     sink.emit(AgentEvent::Retry {
                         attempt,
                         delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
@@ -133,6 +206,7 @@ impl Session {
                     }
                     response.reply.stop_reason = Some(stop_reason);
                     response.incomplete_tool_call = incomplete_tool_call;
+                    early.drop_parked(run);
                     completed = true;
                     break;
                 }
@@ -146,14 +220,7 @@ impl Session {
                 message: "the response stream ended before the response was complete".into(),
             });
         }
-        if !response.reply.text.is_empty() {
-            sink.emit(AgentEvent::ItemCompleted {
-                item: Item::AgentMessage {
-                    id: message_id,
-                    text: response.reply.text.clone(),
-                },
-            });
-        }
+        message.close(sink);
         // Summarized requests are estimated only when the provider counted
         // nothing: for OpenAI models that would load the tokenizer.
         let sent = match view.strategy {

@@ -205,13 +205,21 @@ impl Session {
             }
             self.append(before.items);
             run.iterations += 1;
-            let sampled = match watch.run(self.sample(run.turn, run.iterations, sink)).await {
+            let parallel = self.ctx.model_family.supports_parallel_tool_calls
+                && self.ctx.features.parallel_tools;
+            // Calls that start while the response streams.
+            let mut early = self.early_calls(parallel);
+            let sampled = match watch.run(self.sample(run, &mut early, sink)).await {
                 Ok(sampled) => sampled,
-                Err(halt) => return Ok(self.halted(halt, String::new(), run, sink)),
+                Err(halt) => {
+                    self.cancel_early(early, &halt.call_output(), run, sink);
+                    return Ok(self.halted(halt, String::new(), run, sink));
+                }
             };
             let response = match sampled {
                 Ok(response) => response,
                 Err(error) => {
+                    self.cancel_early(early, RESPONSE_FAILED, run, sink);
                     let failed = match watch
                         .run(self.at_point(Point::ModelFailed { error: &error }, run, sink))
                         .await
@@ -235,6 +243,7 @@ impl Session {
             if let Some(name) = &response.incomplete_tool_call {
                 // A call cut off mid-arguments is never run, and never enters
                 // history, so every call in history keeps its output.
+                self.cancel_early(early, RESPONSE_CUT_OFF, run, sink);
                 self.append(response_items(&response));
                 sink.emit(AgentEvent::Warning {
                     message: format!(
@@ -265,12 +274,14 @@ impl Session {
                 Ok(applied) => applied?,
                 Err(halt) => {
                     let halt_text = reply.text.clone();
+                    self.cancel_early(early, &halt.call_output(), run, sink);
                     self.append_answered(&response, &halt.call_output());
                     return Ok(self.halted(halt, halt_text, run, sink));
                 }
             };
             run.queued.extend(after.items);
             if let Some(stop) = after.stop {
+                self.cancel_early(early, &stop.call_output, run, sink);
                 self.append_answered(&response, &stop.call_output);
                 let text = response.reply.text.clone();
                 return Ok(self.stopped(stop, text, run, sink));
@@ -301,10 +312,15 @@ impl Session {
                 }
             }
 
-            let parallel = self.ctx.model_family.supports_parallel_tool_calls
-                && self.ctx.features.parallel_tools;
             let (results, halt) = self
-                .run_tools(&response.reply.tool_calls, parallel, run, &watch, sink)
+                .run_tools(
+                    &response.reply.tool_calls,
+                    parallel,
+                    early,
+                    run,
+                    &watch,
+                    sink,
+                )
                 .await?;
             // The reply and its outputs enter history together, so an
             // interrupted turn never leaves a call without its output.
@@ -684,6 +700,15 @@ impl Session {
         }
     }
 }
+
+/// What a call that started while its response streamed is answered with
+/// when the response then fails.
+const RESPONSE_FAILED: &str =
+    "Cancelled: the model's response broke off before it was complete, so this call's result was dropped.";
+
+/// The same, when the response was cut off at the model's token limit.
+const RESPONSE_CUT_OFF: &str =
+    "Cancelled: the model's response was cut off at its token limit, so its calls were not used.";
 
 /// How a reply's tool calls ended early.
 pub(crate) enum Ended {

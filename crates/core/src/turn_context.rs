@@ -18,6 +18,10 @@ use std::path::PathBuf;
 pub struct Features {
     /// Read-only calls of one response run at once.
     pub parallel_tools: bool,
+    /// With `parallel_tools`: the first read-only calls of a response that
+    /// run without a question start as soon as they are complete in the
+    /// stream, before the response ends (docs/effects.md).
+    pub early_tools: bool,
     /// Skills reach the model: the listing in the system prompt and the
     /// `skill` tool (`PromptConfig::skills`, `ToolConfig::skills`); off,
     /// both are dropped when the session starts.
@@ -28,6 +32,7 @@ impl Default for Features {
     fn default() -> Self {
         Features {
             parallel_tools: true,
+            early_tools: true,
             skills_enabled: false,
         }
     }

@@ -20,6 +20,8 @@ struct Seen {
     input: Vec<HistoryItem>,
     tools: Vec<String>,
     parallel: bool,
+    /// The whole request, as the provider got it.
+    request: String,
 }
 
 /// Replays a script and records every request; asserts on each request
@@ -70,6 +72,7 @@ impl Provider for Fake {
             input: request.input.to_vec(),
             tools: request.tools.iter().map(|t| t.name.clone()).collect(),
             parallel: request.parallel_tool_calls,
+            request: format!("{request:?}"),
         });
         self.inner.stream(request)
     }
@@ -2300,6 +2303,7 @@ async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
 
 mod effects;
 mod hooks;
+mod stream_tools;
 mod text_tools;
 
 #[tokio::test]
