@@ -74,6 +74,9 @@ pub(super) struct PartialCall {
     arguments: String,
     /// Whether `ToolCallStarted` was emitted.
     started: bool,
+    /// Whether the call itself was emitted (before the choice finished:
+    /// a later call began, so this one is complete).
+    released: bool,
 }
 
 /// Turns Chat Completions SSE events into [`ResponseEvent`]s, with no HTTP
@@ -88,6 +91,8 @@ pub struct ChunkParser {
     at_index: HashMap<usize, usize>,
     with_id: HashMap<String, usize>,
     next_index: usize,
+    /// Calls emitted before the choice finished.
+    released: usize,
     usage: Option<Usage>,
     stop: Option<StopReason>,
     incomplete: Option<String>,
@@ -103,6 +108,7 @@ impl ChunkParser {
             at_index: HashMap::new(),
             with_id: HashMap::new(),
             next_index: 0,
+            released: 0,
             usage: None,
             stop: None,
             incomplete: None,
@@ -191,6 +197,7 @@ impl ChunkParser {
             Some(position) => position,
             None => {
                 let wire_index = piece.index.unwrap_or(self.next_index);
+                self.release_complete(wire_index, out);
                 self.next_index = self.next_index.max(wire_index.saturating_add(1));
                 self.at_index.insert(wire_index, self.calls.len());
                 self.calls.push(PartialCall {
@@ -199,6 +206,7 @@ impl ChunkParser {
                     name: String::new(),
                     arguments: String::new(),
                     started: false,
+                    released: false,
                 });
                 self.calls.len() - 1
             }
@@ -218,7 +226,13 @@ impl ChunkParser {
             }
         }
         if let Some(arguments) = arguments {
-            call.arguments.push_str(&arguments);
+            if call.released {
+                // A server that goes back to a call after starting the
+                // next one: too late, the call already ran its course.
+                tracing::warn!(call = %call.id, "arguments for a tool call after the next call began; ignored");
+            } else {
+                call.arguments.push_str(&arguments);
+            }
         }
         if !call.started && !call.id.is_empty() && !call.name.is_empty() {
             call.started = true;
@@ -226,6 +240,39 @@ impl ChunkParser {
                 id: call.id.clone(),
                 name: call.name.clone(),
             });
+        }
+    }
+
+    /// A call begins at `next_wire_index`: the calls before it are
+    /// complete, so emit them now (the engine may start a read-only one
+    /// while the model still streams) rather than at the choice's end.
+    /// Only calls in the order `finish` would emit them, with a name and
+    /// arguments that are whole JSON, are released; the rest wait.
+    fn release_complete(&mut self, next_wire_index: usize, out: &mut VecDeque<ResponseEvent>) {
+        for n in self.released..self.calls.len() {
+            let call = &self.calls[n];
+            let whole = !call.name.is_empty()
+                && call.wire_index <= next_wire_index
+                && serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments).is_ok();
+            if !whole {
+                break;
+            }
+            let call = &mut self.calls[n];
+            call.released = true;
+            if call.id.is_empty() {
+                call.id = format!("{}_{n}", http::made_up_call_id());
+            }
+            let (kind, arguments) =
+                freeform::call(&self.freeform, &call.name, call.arguments.clone());
+            let made = ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments,
+                kind,
+            };
+            http::push_call(out, made, call.started);
+            call.started = true;
+            self.released = n + 1;
         }
     }
 
@@ -253,7 +300,9 @@ impl ChunkParser {
     /// The choice finished: emit its complete tool calls in index order.
     pub(super) fn finish(&mut self, reason: &str, out: &mut VecDeque<ResponseEvent>) {
         let mut stop = StopReason::from_wire(reason);
+        let released = std::mem::take(&mut self.released);
         let mut calls = std::mem::take(&mut self.calls);
+        calls.drain(..released);
         self.at_index.clear();
         self.with_id.clear();
         self.next_index = 0;
@@ -269,11 +318,11 @@ impl ChunkParser {
                 });
             }
         }
-        if !calls.is_empty() && stop == StopReason::Stop {
+        if (released > 0 || !calls.is_empty()) && stop == StopReason::Stop {
             // Some servers say "stop" even when they call tools.
             stop = StopReason::ToolCalls;
         }
-        for (n, mut call) in calls.into_iter().enumerate() {
+        for (n, mut call) in (released..).zip(calls) {
             if call.id.is_empty() {
                 call.id = format!("{}_{n}", http::made_up_call_id());
             }

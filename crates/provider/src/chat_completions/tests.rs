@@ -313,7 +313,10 @@ fn whole_calls_in_one_piece_and_stop_means_tool_calls() {
         )
         .expect("parse");
     assert_eq!(events.len(), 5);
-    assert_eq!(events[2], ResponseEvent::ToolCall(call("a", "read", "{}")));
+    // The first call is whole when the second begins: it is emitted then,
+    // before the choice finishes.
+    assert_eq!(events[1], ResponseEvent::ToolCall(call("a", "read", "{}")));
+    assert_eq!(events[2], started("b", "read"));
     assert_eq!(
         events[4],
         ResponseEvent::Completed {
@@ -346,8 +349,8 @@ fn same_index_with_a_new_id_is_a_new_call() {
         events,
         vec![
             started("a", "read"),
-            started("b", "list"),
             ResponseEvent::ToolCall(call("a", "read", "{}")),
+            started("b", "list"),
             ResponseEvent::ToolCall(call("b", "list", "{}")),
             completed(StopReason::ToolCalls),
         ]
@@ -463,8 +466,8 @@ fn length_mid_tool_call_reports_the_partial_call() {
         events,
         vec![
             started("a", "read"),
-            started("b", "write"),
             ResponseEvent::ToolCall(call("a", "read", "{}")),
+            started("b", "write"),
             ResponseEvent::Completed {
                 usage: None,
                 stop_reason: StopReason::Length,
@@ -574,4 +577,36 @@ fn bad_config_fails_at_construction() {
     info.http_headers.insert("bad header".into(), "v".into());
     let err = ChatCompletions::new(info).err().expect("bad header");
     assert!(err.to_string().contains("bad header"), "{err}");
+}
+
+#[test]
+fn a_call_is_emitted_when_the_next_begins_and_only_when_it_is_whole() {
+    let events = parse(
+        &[],
+        &[
+            // `a` in two pieces, then `b` begins: `a` is whole, out it goes.
+            &tc(0, Some("a"), Some("read"), Some("{\"path\":")),
+            &tc(0, None, None, Some("\"x\"}")),
+            &tc(1, Some("b"), Some("read"), Some("{\"path\":\"y\"")),
+            // `b` is not whole when `c` begins (a server that left it
+            // open): it and everything after it wait for the finish.
+            &tc(2, Some("c"), Some("read"), Some("{}")),
+            &tc(1, None, None, Some("}")),
+            &finish("tool_calls"),
+            "[DONE]",
+        ],
+    )
+    .expect("parse");
+    assert_eq!(
+        events,
+        vec![
+            started("a", "read"),
+            ResponseEvent::ToolCall(call("a", "read", "{\"path\":\"x\"}")),
+            started("b", "read"),
+            started("c", "read"),
+            ResponseEvent::ToolCall(call("b", "read", "{\"path\":\"y\"}")),
+            ResponseEvent::ToolCall(call("c", "read", "{}")),
+            completed(StopReason::ToolCalls),
+        ]
+    );
 }
