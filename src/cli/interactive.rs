@@ -5,12 +5,12 @@
 
 use super::mode::{Mode, Modes};
 use super::persist::{self, Persist, Resume};
+use super::PolicyArgs;
 use super::{setup, ConfigArgs};
 use crate::agent::delegate::DelegationLimits;
 use crate::agent::{start_session, Session, SessionConfig};
 use crate::config::ConfigFile;
 use crate::mcp::McpConfig;
-use crate::protocol::{ApprovalPolicy, SandboxMode};
 use crate::spec::cards::AgentCard;
 use crate::store::{Redactor, SessionFile, Store};
 use std::path::{Path, PathBuf};
@@ -20,10 +20,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub common: ConfigArgs,
-    pub sandbox: Option<SandboxMode>,
-    pub approval: Option<ApprovalPolicy>,
-    /// `--no-sandbox`.
-    pub no_sandbox: bool,
+    /// `--sandbox`, `--approval`, `--no-sandbox`.
+    pub policy: PolicyArgs,
     /// `--mode`: start in this mode instead of the configured policies'.
     pub mode: Option<Mode>,
     /// Save the session under $COGNI_HOME/sessions.
@@ -63,12 +61,8 @@ pub fn open(
     fork: bool,
 ) -> Result<Opened, String> {
     let flags = ConfigFile {
-        sandbox_mode: if options.no_sandbox {
-            Some(SandboxMode::DangerFullAccess)
-        } else {
-            options.sandbox
-        },
-        approval_policy: options.approval,
+        sandbox_mode: options.policy.sandbox_mode(),
+        approval_policy: options.policy.approval,
         ..Default::default()
     };
     let loaded = setup::load(&options.common, launch_dir, cwd, flags)?;
@@ -81,7 +75,11 @@ pub fn open(
     if let Some(mode) = options.mode {
         mode.apply(&mut config, modes);
     }
-    setup::check_sandbox(config.sandbox_policy.mode, options.no_sandbox, &config.cwd)?;
+    setup::check_sandbox(
+        config.sandbox_policy.mode,
+        options.policy.no_sandbox,
+        &config.cwd,
+    )?;
     let store = Store::new(&home);
     let persist = Persist {
         store: store.clone(),

@@ -5,6 +5,7 @@
 //! MCP servers; and what the outcome means as an exit code.
 
 use super::persist::{self, Persist, Resume};
+use super::PolicyArgs;
 use super::{exit, setup, ConfigArgs};
 use crate::agent::{
     start_session_with_provider, AgentError, Delegating, EndReason, Session, SessionConfig,
@@ -12,7 +13,7 @@ use crate::agent::{
 };
 use crate::config::ConfigFile;
 use crate::mcp::{McpConfig, Servers};
-use crate::protocol::{ApprovalPolicy, EventSink, SandboxMode, TurnOutcome};
+use crate::protocol::{EventSink, TurnOutcome};
 use crate::provider::{record, record::Recording};
 use crate::store::{Redactor, SessionFile, Store};
 use std::path::{Path, PathBuf};
@@ -21,10 +22,8 @@ use std::sync::Arc;
 /// What the command asks of the session, over the config files.
 pub(super) struct Options<'a> {
     pub common: &'a ConfigArgs,
-    pub sandbox: Option<SandboxMode>,
-    /// `--no-sandbox` (the warning says so).
-    pub no_sandbox: bool,
-    pub approval: Option<ApprovalPolicy>,
+    /// `--sandbox`, `--approval`, `--no-sandbox` (the warning says so).
+    pub policy: PolicyArgs,
     pub max_iterations: Option<u32>,
     /// Run as this agent (a card `cogni agents` lists).
     pub agent: Option<&'a str>,
@@ -56,12 +55,8 @@ pub(super) fn configure(
     cwd: PathBuf,
 ) -> Result<(SessionConfig, Launch), String> {
     let flags = ConfigFile {
-        sandbox_mode: if options.no_sandbox {
-            Some(SandboxMode::DangerFullAccess)
-        } else {
-            options.sandbox
-        },
-        approval_policy: options.approval,
+        sandbox_mode: options.policy.sandbox_mode(),
+        approval_policy: options.policy.approval,
         max_iterations: options.max_iterations,
         ..Default::default()
     };
@@ -86,7 +81,11 @@ pub(super) fn configure(
     config.output_schema = options.output_schema;
     let redact = persist::redactor([&config]);
     setup::init_logging(&home, redact.clone());
-    setup::check_sandbox(config.sandbox_policy.mode, options.no_sandbox, &config.cwd)?;
+    setup::check_sandbox(
+        config.sandbox_policy.mode,
+        options.policy.no_sandbox,
+        &config.cwd,
+    )?;
     let persist = Persist {
         store: Store::new(&home),
         enabled: options.persist,

@@ -103,18 +103,8 @@ pub struct ReplArgs {
     #[command(flatten)]
     pub common: ConfigArgs,
 
-    /// Sandbox mode: read-only, workspace-write, danger-full-access.
-    #[arg(short, long, value_name = "MODE", value_parser = parse_sandbox)]
-    pub sandbox: Option<crate::protocol::SandboxMode>,
-
-    /// Approval policy: untrusted, on-failure, on-request, never.
-    #[arg(short, long, value_name = "POLICY", value_parser = parse_approval)]
-    pub approval: Option<crate::protocol::ApprovalPolicy>,
-
-    /// Run commands without the kernel sandbox (act and auto modes run
-    /// unconfined; plan mode stays read-only).
-    #[arg(long, conflicts_with = "sandbox")]
-    pub no_sandbox: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 
     /// Start in this mode: plan, act or auto.
     #[arg(long, value_name = "MODE", value_parser = ["plan", "act", "auto"])]
@@ -219,6 +209,37 @@ pub struct ConfigArgs {
     pub cd: Option<PathBuf>,
 }
 
+/// The policy flags of every front door that runs the agent (`run`, the
+/// REPL, `acp`, `mcp-server`): one definition, one meaning, as codex's
+/// `ConfigOverrides` serves its front doors.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PolicyArgs {
+    /// Sandbox mode: read-only, workspace-write, danger-full-access.
+    #[arg(short, long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<crate::protocol::SandboxMode>,
+
+    /// Approval policy: untrusted, on-failure, on-request, never.
+    #[arg(short, long, value_name = "POLICY", value_parser = parse_approval)]
+    pub approval: Option<crate::protocol::ApprovalPolicy>,
+
+    /// Run commands without the kernel sandbox (the same as --sandbox
+    /// danger-full-access; a read-only mode such as plan stays read-only).
+    #[arg(long, conflicts_with = "sandbox")]
+    pub no_sandbox: bool,
+}
+
+impl PolicyArgs {
+    /// The sandbox mode the flags ask for: `--no-sandbox` is
+    /// danger-full-access; `None` leaves it to config.
+    pub fn sandbox_mode(&self) -> Option<crate::protocol::SandboxMode> {
+        if self.no_sandbox {
+            Some(crate::protocol::SandboxMode::DangerFullAccess)
+        } else {
+            self.sandbox
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The task; `-` reads it from stdin. With --tasks: a task selector.
@@ -231,17 +252,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub common: ConfigArgs,
 
-    /// Sandbox mode: read-only, workspace-write, danger-full-access.
-    #[arg(short, long, value_name = "MODE", value_parser = parse_sandbox)]
-    pub sandbox: Option<crate::protocol::SandboxMode>,
-
-    /// Run commands without the kernel sandbox (same as --sandbox danger-full-access).
-    #[arg(long, conflicts_with = "sandbox")]
-    pub no_sandbox: bool,
-
-    /// Approval policy: untrusted, on-failure, on-request, never.
-    #[arg(short, long, value_name = "POLICY", value_parser = parse_approval)]
-    pub approval: Option<crate::protocol::ApprovalPolicy>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 
     /// Print one JSON event per line on stdout instead of the final message.
     #[arg(long)]

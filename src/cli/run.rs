@@ -117,9 +117,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let (config, launch) = launch::configure(
         launch::Options {
             common: &args.common,
-            sandbox: args.sandbox,
-            no_sandbox: args.no_sandbox,
-            approval: args.approval,
+            policy: args.policy.clone(),
             max_iterations: args.max_iterations,
             agent: args.batch.agent.as_deref(),
             verbose: args.verbose,

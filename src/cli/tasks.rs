@@ -11,7 +11,6 @@
 use super::{exit, persist, setup, signals, ConfigArgs, RunArgs};
 use crate::agent::{check_session_config, Delegating, SessionConfig, TurnLimits};
 use crate::config::ConfigFile;
-use crate::protocol::SandboxMode;
 use crate::provider::model_family::FamilyOverride;
 use crate::runner::report::{self, format_cost, format_count, format_ms};
 use crate::runner::results::{AttemptResult, RunResults, Status};
@@ -237,12 +236,8 @@ fn agent_config(
         cd: args.common.cd.clone(),
     };
     let flags = ConfigFile {
-        sandbox_mode: if args.no_sandbox {
-            Some(SandboxMode::DangerFullAccess)
-        } else {
-            args.sandbox.or(agent.sandbox)
-        },
-        approval_policy: args.approval.or(agent.approval),
+        sandbox_mode: args.policy.sandbox_mode().or(agent.sandbox),
+        approval_policy: args.policy.approval.or(agent.approval),
         max_iterations: args.max_iterations.or(agent.max_steps),
         temperature: agent.temperature,
         developer_instructions: agent.instructions.clone(),
@@ -277,7 +272,12 @@ fn agent_config(
         &format!("agents.{}", agent.id),
     )
     .map_err(&at)?;
-    setup::check_sandbox(config.sandbox_policy.mode, args.no_sandbox, &config.cwd).map_err(at)?;
+    setup::check_sandbox(
+        config.sandbox_policy.mode,
+        args.policy.no_sandbox,
+        &config.cwd,
+    )
+    .map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =
             check_session_config(&config, &TurnLimits::default()).map_err(|e| at(e.to_string()))?;

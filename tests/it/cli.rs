@@ -849,3 +849,34 @@ fn trust_takes_list_revoke_and_allowlist_as_subcommands_and_as_flags() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_usage_error(&run(&["revoke", "/nonexistent/dir"]), "/nonexistent/dir");
 }
+
+#[test]
+fn every_front_door_that_runs_the_agent_takes_the_same_policy_flags() {
+    // One definition (cli::PolicyArgs): the same flags with the same help
+    // in `run`, the REPL, `acp` and `mcp-server`.
+    let help = |sub: &str| {
+        let out = Command::cargo_bin("cogni")
+            .unwrap()
+            .args([sub, "--help"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{sub} --help");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let policy_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                l.contains("--sandbox <MODE>")
+                    || l.contains("--approval <POLICY>")
+                    || l.contains("--no-sandbox")
+            })
+            // Columns are padded per command: compare the words.
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let run = policy_lines(&help("run"));
+    assert_eq!(run.len(), 3, "{run:?}");
+    for sub in ["repl", "acp", "mcp-server"] {
+        assert_eq!(policy_lines(&help(sub)), run, "{sub}");
+    }
+}

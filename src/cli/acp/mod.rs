@@ -33,18 +33,8 @@ pub struct AcpArgs {
     #[command(flatten)]
     pub common: ConfigArgs,
 
-    /// Sandbox mode: read-only, workspace-write, danger-full-access.
-    #[arg(short, long, value_name = "MODE", value_parser = super::parse_sandbox)]
-    pub sandbox: Option<crate::protocol::SandboxMode>,
-
-    /// Approval policy: untrusted, on-failure, on-request, never.
-    #[arg(short, long, value_name = "POLICY", value_parser = super::parse_approval)]
-    pub approval: Option<crate::protocol::ApprovalPolicy>,
-
-    /// Run commands without the kernel sandbox (act and auto modes run
-    /// unconfined; plan mode stays read-only).
-    #[arg(long, conflicts_with = "sandbox")]
-    pub no_sandbox: bool,
+    #[command(flatten)]
+    pub policy: super::PolicyArgs,
 
     /// Start every session in this mode: plan, act or auto.
     #[arg(long, value_name = "MODE", value_parser = ["plan", "act", "auto"])]
@@ -67,9 +57,7 @@ pub fn run(args: AcpArgs) -> u8 {
     };
     let options = Options {
         common: args.common,
-        sandbox: args.sandbox,
-        approval: args.approval,
-        no_sandbox: args.no_sandbox,
+        policy: args.policy,
         mode: args.mode.as_deref().and_then(Mode::parse),
         persist: !args.no_persist,
     };

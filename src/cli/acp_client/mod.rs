@@ -27,10 +27,10 @@ pub(super) use run::run;
 
 use super::render::strip_terminal_controls;
 use super::{exit, persist, setup, ConfigArgs};
+use crate::cli::PolicyArgs;
 use crate::config::ConfigFile;
 use crate::process::truncate::Limits;
 use crate::process::{Service, Termination};
-use crate::protocol::SandboxMode;
 use crate::store::Redactor;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::Client;
@@ -87,18 +87,10 @@ pub(super) struct Setup {
 /// Load the configuration for an agent working in `-C DIR` (or here):
 /// the sandbox mode (`--sandbox`, `--no-sandbox`, cogni.toml), its
 /// writable roots and pinned files, the log.
-pub(super) fn configure(
-    common: &ConfigArgs,
-    sandbox: Option<SandboxMode>,
-    no_sandbox: bool,
-) -> Result<Setup, String> {
+pub(super) fn configure(common: &ConfigArgs, policy: &PolicyArgs) -> Result<Setup, String> {
     let (launch_dir, cwd) = setup::dirs(common)?;
     let flags = ConfigFile {
-        sandbox_mode: if no_sandbox {
-            Some(SandboxMode::DangerFullAccess)
-        } else {
-            sandbox
-        },
+        sandbox_mode: policy.sandbox_mode(),
         ..Default::default()
     };
     let loaded = setup::load(common, &launch_dir, cwd, flags)?;

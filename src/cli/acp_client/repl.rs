@@ -32,7 +32,7 @@ const BUILTINS: &[(&str, &str, &str)] = &[
 
 /// Run the REPL in front of the agent; the exit code.
 pub fn run(args: ReplArgs) -> u8 {
-    let setup = match configure(&args.common, args.sandbox, args.no_sandbox) {
+    let setup = match configure(&args.common, &args.policy) {
         Ok(setup) => setup,
         Err(message) => {
             eprintln!("cogni: {message}");

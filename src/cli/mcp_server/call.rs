@@ -3,6 +3,7 @@
 
 use super::tools::{self, Reply, Report, Task, Usage};
 use crate::agent::{AgentError, Session, TurnResult};
+use crate::cli::PolicyArgs;
 use crate::cli::{launch, ConfigArgs};
 use crate::protocol::{AgentEvent, ApprovalPolicy, ApprovalStatus, EventSink, Item, SandboxMode};
 use crate::store::{Store, StoreError};
@@ -316,9 +317,11 @@ impl Server {
         };
         let options = launch::Options {
             common: &common,
-            sandbox: settings.sandbox,
-            no_sandbox: false,
-            approval: settings.approval,
+            policy: PolicyArgs {
+                sandbox: settings.sandbox,
+                approval: settings.approval,
+                no_sandbox: false,
+            },
             max_iterations: None,
             agent: settings.agent.as_deref(),
             verbose: false,

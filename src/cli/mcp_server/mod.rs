@@ -16,7 +16,6 @@ use super::signals::{self, Interrupt};
 use super::{exit, setup, ConfigArgs};
 use crate::agent::effects::panic_message;
 use crate::config::ConfigFile;
-use crate::protocol::{ApprovalPolicy, SandboxMode};
 use call::{Defaults, Progress, Server};
 use clap::Args;
 use futures::FutureExt;
@@ -45,16 +44,8 @@ pub struct McpServerArgs {
     #[command(flatten)]
     pub common: ConfigArgs,
 
-    /// Sandbox mode of calls that choose none, and the loosest a call may choose:
-    /// read-only, workspace-write, danger-full-access.
-    #[arg(short, long, value_name = "MODE", value_parser = super::parse_sandbox)]
-    pub sandbox: Option<SandboxMode>,
-
-    /// Approval policy of calls that choose none, and the loosest a call may choose:
-    /// untrusted, on-failure, on-request, never (nobody is asked: every question is
-    /// answered no).
-    #[arg(short, long, value_name = "POLICY", value_parser = super::parse_approval)]
-    pub approval: Option<ApprovalPolicy>,
+    #[command(flatten)]
+    pub policy: super::PolicyArgs,
 }
 
 /// Serve until the client is gone; 0 then, 128 + N after signal N.
@@ -97,8 +88,8 @@ fn defaults(args: McpServerArgs) -> Result<Defaults, String> {
             cd: None,
             ..args.common
         },
-        sandbox: args.sandbox,
-        approval: args.approval,
+        sandbox: args.policy.sandbox_mode(),
+        approval: args.policy.approval,
         home: loaded.home,
     })
 }

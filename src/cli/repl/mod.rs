@@ -100,9 +100,7 @@ fn prepare(
     let (launch_dir, cwd) = super::setup::dirs(&args.common)?;
     let options = Options {
         common: args.common,
-        sandbox: args.sandbox,
-        approval: args.approval,
-        no_sandbox: args.no_sandbox,
+        policy: args.policy,
         mode: args.mode.as_deref().and_then(Mode::parse),
         persist: !args.no_persist,
     };
