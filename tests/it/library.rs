@@ -81,9 +81,9 @@ fn the_closure_effect_example_blocks_a_delete_and_its_middleware_sees_the_turn()
     )]));
     server.enqueue(chat::text_response("I was not allowed to delete it."));
     let stdout = run("closure_effect", &server);
+    // A blocked call's output is the effect's reason.
     assert!(
-        stdout.contains("tool output: shell -> Blocked: deleting files is not allowed here")
-            || stdout.contains("tool output: shell -> deleting files is not allowed here"),
+        stdout.contains("tool output: shell -> deleting files is not allowed here\n"),
         "{stdout}"
     );
     assert!(stdout.contains("turns counted: 1"), "{stdout}");
