@@ -10,7 +10,7 @@
 //! A variable looks secret when (case-insensitively)
 //! - its name contains KEY, SECRET, TOKEN, PASSWORD or PASSWD;
 //! - or its name has two words or more (split at `_`, `-` and `.`) and the
-//!   last is one of [`SECRET_LAST_WORDS`] (`GH_PAT`, `MYSQL_PWD`,
+//!   last is one of `SECRET_LAST_WORDS` (`GH_PAT`, `MYSQL_PWD`,
 //!   `NPM_CONFIG__AUTH`, `AWS_SESSION_CREDS`); `PWD` and `OLDPWD` (the
 //!   shell's directories) are one word, and in `SSH_AUTH_SOCK` the last
 //!   word names a socket;

@@ -9,7 +9,7 @@
 //! runs is built here, by [`git`], and cannot run any of them:
 //!
 //! - settings given as `GIT_CONFIG_*` variables, which win over every
-//!   config file and what the files include ([`NEUTRAL`]): no fsmonitor,
+//!   config file and what the files include (`NEUTRAL`): no fsmonitor,
 //!   no hooks (`core.hooksPath` is `/dev/null`), no transport (so no ssh
 //!   command, askpass or credential helper), no submodules, no detached
 //!   gc or maintenance, no signing, no bare repository found by
@@ -17,11 +17,11 @@
 //! - every filter driver the repository's own config defines (its
 //!   `.git/config`, `config.worktree` and the files they include; not
 //!   yours in `~/.gitconfig`, such as Git LFS) has its `clean`, `smudge`
-//!   and `process` emptied and is not `required` ([`repository_filters`]);
+//!   and `process` emptied and is not `required` (`repository_filters`);
 //! - `git diff` runs with `--no-ext-diff --no-textconv` (no
 //!   `diff.external`, no diff driver's command or textconv);
 //! - `GIT_CONFIG_NOSYSTEM=1`, and an environment of your core variables
-//!   only ([`environment`]): no provider keys, no `GIT_*` of cogni's own
+//!   only (`environment`): no provider keys, no `GIT_*` of cogni's own
 //!   environment that could point git elsewhere (`GIT_DIR`,
 //!   `GIT_CONFIG_PARAMETERS`, ...), a fixed identity for `git stash
 //!   create`, `GIT_PAGER=cat` and `GIT_EDITOR=:` (nothing to page or
@@ -141,7 +141,7 @@ fn git_program() -> Result<PathBuf, String> {
     })
 }
 
-/// [`NEUTRAL`], owned.
+/// `NEUTRAL`, owned.
 fn neutral() -> Vec<(String, String)> {
     NEUTRAL
         .iter()
@@ -205,7 +205,7 @@ fn drivers_not_yours(listed: &str) -> Vec<&str> {
 }
 
 /// Run `program ARGS` in `dir` with `config` as `GIT_CONFIG_*` variables in
-/// [`environment`].
+/// `environment`.
 async fn run(
     program: &Path,
     dir: &Path,

@@ -13,7 +13,7 @@
 //! `blocked`. A command gets the call or reply as JSON on stdin; exit 0
 //! allows, any other exit blocks with its stderr (capped) as the reason,
 //! and so does a command that times out, dies by a signal or cannot start
-//! (a guardrail is a guard: see [`super::Effects::failed`]).
+//! (a guardrail is a guard: see `super::Effects::failed`).
 
 use super::command;
 use super::{Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point, Stop};

@@ -12,7 +12,7 @@
 //! operation, or stop the turn with a reason that becomes its outcome.
 //! Only the loop changes history, applying decisions in registration
 //! order, so each effect sees what the ones before it did. An effect that
-//! fails or panics is reported, and then ([`Effects::failed`]): a guard
+//! fails or panics is reported, and then (`Effects::failed`): a guard
 //! ([`Effect::guards`]) that cannot give its answer blocks; an advisory
 //! effect ([`Effect::advisory`]) is only a warning; any other ends the
 //! turn with `effect_failed`, naming it.
@@ -380,14 +380,14 @@ pub trait Effect: Send + Sync {
 
     /// Whether it is a guard (a guardrail, a hook, the output check): what
     /// it is asked may only go on when it answers, so its failure blocks
-    /// ([`Effects::failed_guard`]).
+    /// (`Effects::failed`).
     fn guards(&self) -> bool {
         false
     }
 
     /// Whether its failure is only a warning and the loop goes on (a
     /// critique or a plan event that could not be made). Otherwise a
-    /// failure ends the turn ([`Effects::failed`]).
+    /// failure ends the turn (`Effects::failed`).
     fn advisory(&self) -> bool {
         false
     }
@@ -475,7 +475,7 @@ impl Effects {
     }
 
     /// Add an effect of the embedding program's after all the others; a
-    /// reconfiguration keeps it ([`Effects::keep_added`]).
+    /// reconfiguration keeps it (`Effects::keep_added`).
     pub fn add(&mut self, effect: Box<dyn Effect>) {
         self.added.push(effect);
     }

@@ -78,7 +78,7 @@ pub(super) fn split_script(script: &str) -> Option<Vec<Word<'_>>> {
     }
 }
 
-/// The words of `script` as [`split_script`] reads them, each with whether
+/// The words of `script` as `split_script` reads them, each with whether
 /// it holds an unquoted glob character; `None` when the script is refused.
 /// Only for the fuzz targets (see `crate::fuzzing`).
 pub fn script_words(script: &str) -> Option<Vec<(String, bool)>> {
