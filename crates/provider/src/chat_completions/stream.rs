@@ -257,21 +257,7 @@ impl ChunkParser {
             if !whole {
                 break;
             }
-            let call = &mut self.calls[n];
-            call.released = true;
-            if call.id.is_empty() {
-                call.id = format!("{}_{n}", http::made_up_call_id());
-            }
-            let (kind, arguments) =
-                freeform::call(&self.freeform, &call.name, call.arguments.clone());
-            let made = ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                arguments,
-                kind,
-            };
-            http::push_call(out, made, call.started);
-            call.started = true;
+            emit(&self.freeform, &mut self.calls[n], n, out);
             self.released = n + 1;
         }
     }
@@ -323,20 +309,29 @@ impl ChunkParser {
             stop = StopReason::ToolCalls;
         }
         for (n, mut call) in (released..).zip(calls) {
-            if call.id.is_empty() {
-                call.id = format!("{}_{n}", http::made_up_call_id());
-            }
-            let (kind, arguments) = freeform::call(&self.freeform, &call.name, call.arguments);
-            let made = ToolCall {
-                id: call.id,
-                name: call.name,
-                arguments,
-                kind,
-            };
-            http::push_call(out, made, call.started);
+            emit(&self.freeform, &mut call, n, out);
         }
         self.stop = Some(stop);
     }
+}
+
+/// Emit `call`, the `n`th of its choice, as complete (an id made up when
+/// the server sent none; freeform input unwrapped).
+fn emit(freeform: &[String], call: &mut PartialCall, n: usize, out: &mut VecDeque<ResponseEvent>) {
+    if call.id.is_empty() {
+        call.id = format!("{}_{n}", http::made_up_call_id());
+    }
+    let arguments = std::mem::take(&mut call.arguments);
+    let (kind, arguments) = freeform::call(freeform, &call.name, arguments);
+    let made = ToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        arguments,
+        kind,
+    };
+    http::push_call(out, made, call.started);
+    call.started = true;
+    call.released = true;
 }
 
 impl WireParser for ChunkParser {
