@@ -1,5 +1,18 @@
 use super::*;
 use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Steps 2 to 4 of `load` on one merged file (no pins).
+fn resolve_file(
+    file: ConfigFile,
+    home: &Path,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let validated = validate(file)?;
+    let found = discover(&validated.file, home, cwd, env)?;
+    resolve(validated, found, home, cwd, env)
+}
 
 fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs
@@ -261,7 +274,7 @@ fn invalid_tool_settings_fail() {
 fn the_example_config_is_valid() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cogni.toml.example");
     let file = ConfigFile::load(&path).unwrap();
-    let c = resolve(
+    let c = resolve_file(
         file,
         Path::new("/nonexistent"),
         Path::new("/tmp"),
@@ -630,4 +643,48 @@ command = "other-docs-server"
         vec![&cogni_spec::effects::EffectSpec::StepLimit { steps: 4 }]
     );
     assert_eq!(c.session.max_iterations, 7);
+}
+
+#[test]
+fn a_mistake_in_the_layers_is_reported_before_any_named_file_is_read() {
+    let d = dirs();
+    std::fs::write(
+        d.cwd.join("c.toml"),
+        "base_instructions_file = \"missing.md\"\n[tools]\nshell_timeout_ms = 0\n",
+    )
+    .unwrap();
+    let file = ConfigFile::load(&d.cwd.join("c.toml")).unwrap();
+    // Validation fails on `[tools]`; discovery, which would fail on the
+    // missing instructions file, never runs.
+    let err = validate(file).unwrap_err();
+    assert!(err.0.contains("tools.shell_timeout_ms"), "{}", err.0);
+}
+
+#[test]
+fn resolve_takes_what_discovery_read_and_reads_nothing_itself() {
+    let d = dirs();
+    std::fs::write(d.home.join("AGENTS.md"), "global rules").unwrap();
+    std::fs::write(d.cwd.join("base.md"), "base text").unwrap();
+    let file = ConfigFile {
+        base_instructions_file: Some(d.cwd.join("base.md")),
+        ..Default::default()
+    };
+    let env = env_of(&[("OPENAI_API_KEY", "k")]);
+    let validated = validate(file).unwrap();
+    let found = discover(&validated.file, &d.home, &d.cwd, &env).unwrap();
+    // The files go away between discovery and resolution: what was read
+    // is what the session gets.
+    std::fs::remove_file(d.home.join("AGENTS.md")).unwrap();
+    std::fs::remove_file(d.cwd.join("base.md")).unwrap();
+    let c = resolve(validated, found, &d.home, &d.cwd, &env).unwrap();
+    assert_eq!(
+        c.session.base_instructions_override.as_deref(),
+        Some("base text")
+    );
+    assert!(c
+        .session
+        .user_instructions
+        .as_deref()
+        .is_some_and(|u| u.contains("global rules")));
+    assert_eq!(c.session.provider.api_key.as_deref(), Some("k"));
 }

@@ -5,7 +5,7 @@ use cogni_mcp::{Transport, DEFAULT_STARTUP_TIMEOUT};
 
 fn mcp_of(src: &str) -> Result<cogni_mcp::McpConfig, ConfigError> {
     let file = ConfigFile::parse(Path::new("/etc/cogni/c.toml"), src)?;
-    resolve(
+    resolve_file(
         file,
         Path::new("/nonexistent"),
         Path::new("/tmp"),
