@@ -7,7 +7,7 @@ use super::{exit, setup, AgentsArgs};
 use crate::agent::delegate::{AgentRegistry, Factory};
 use crate::agent::SessionConfig;
 use crate::config::{Config, ConfigFile};
-use crate::protocol::SandboxMode;
+use crate::protocol::{EditTool, SandboxMode};
 use crate::spec::cards::{self, AgentCard};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,11 +53,50 @@ pub fn catalog(config: &Config, home: &Path) -> Catalog {
     }
 }
 
+/// The card's model, instructions (after the config's own) and tools on
+/// `config`; its mode is the caller's to apply. `model_chosen`: the user
+/// named a model (on the command line, or a task entry did), which wins
+/// over the card's. The one rule everywhere: the command line, then the
+/// task entry, then the card, then config (docs/agents.md).
+pub fn apply_card(config: &mut SessionConfig, card: &AgentCard, model_chosen: bool) {
+    if let (Some(model), false) = (&card.model, model_chosen) {
+        config.model_override = Some(model.clone());
+    }
+    config.agent = card.name.clone();
+    config.effects.extend(card.effects.iter().cloned());
+    if card.context_strategy.is_some() {
+        config.context_strategy = card.context_strategy;
+    }
+    if !card.instructions.is_empty() {
+        config.developer_instructions = Some(
+            [
+                config.developer_instructions.as_deref(),
+                Some(card.instructions.as_str()),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        );
+    }
+    if let Some(tools) = &card.tools {
+        let edit = ["apply_patch", "edit_file"];
+        config.tool_config.enabled = tools
+            .iter()
+            .filter(|t| !edit.contains(&t.as_str()))
+            .cloned()
+            .collect();
+        if !tools.iter().any(|t| edit.contains(&t.as_str())) {
+            config.tool_config.edit_tool = Some(EditTool::None);
+        }
+    }
+}
+
 /// Run as `card` without a terminal: its model (unless `model_chosen`: see
-/// [`setup::apply_card`]), instructions and tools, and for a card in plan
+/// [`apply_card`]), instructions and tools, and for a card in plan
 /// mode a read-only sandbox.
 pub fn apply(config: &mut SessionConfig, card: &AgentCard, model_chosen: bool) {
-    setup::apply_card(config, card, model_chosen);
+    apply_card(config, card, model_chosen);
     if card.mode.as_deref() == Some("plan") {
         config.sandbox_policy.mode = SandboxMode::ReadOnly;
     }

@@ -3,13 +3,11 @@
 //! check, the session file (new or resumed) and the agents it may
 //! delegate to.
 
+use super::builder::SessionBuilder;
 use super::mode::{Mode, Modes};
-use super::persist::{self, Persist, Resume};
-use super::PolicyArgs;
-use super::{setup, ConfigArgs};
-use crate::agent::delegate::DelegationLimits;
-use crate::agent::{start_session, Session, SessionConfig};
-use crate::config::ConfigFile;
+use super::persist::Resume;
+use super::{ConfigArgs, PolicyArgs};
+use crate::agent::{Session, SessionConfig};
 use crate::mcp::McpConfig;
 use crate::spec::cards::AgentCard;
 use crate::store::{Redactor, SessionFile, Store};
@@ -43,7 +41,6 @@ pub struct Opened {
     /// `$COGNI_HOME`.
     pub home: PathBuf,
     pub agents: Vec<AgentCard>,
-    pub delegation: DelegationLimits,
     pub mcp: McpConfig,
     /// Warnings for the user (agent cards that could not be read).
     pub problems: Vec<String>,
@@ -60,51 +57,28 @@ pub fn open(
     resume: Option<Resume>,
     fork: bool,
 ) -> Result<Opened, String> {
-    let flags = ConfigFile {
-        sandbox_mode: options.policy.sandbox_mode(),
-        approval_policy: options.policy.approval,
-        ..Default::default()
-    };
-    let loaded = setup::load(&options.common, launch_dir, cwd, flags)?;
-    let home = loaded.home;
-    let catalog = super::agents::catalog(&loaded.config, &home);
-    let mut config = loaded.config.session;
-    let redact = persist::redactor([&config]);
-    setup::init_logging(&home, redact.clone());
-    let modes = Modes::of(&config);
-    if let Some(mode) = options.mode {
-        mode.apply(&mut config, modes);
-    }
-    setup::check_sandbox(
-        config.sandbox_policy.mode,
-        options.policy.no_sandbox,
-        &config.cwd,
-    )?;
-    let store = Store::new(&home);
-    let persist = Persist {
-        store: store.clone(),
-        enabled: options.persist,
-        resume,
-        fork,
-    };
-    persist.prepare(&mut config)?;
-    let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
-    let file = persist.attach(&mut session, redact.clone())?;
-    let delegation = loaded.config.delegation;
-    session.set_delegation(super::agents::registry(&config, &catalog.cards), delegation);
+    let configured = SessionBuilder::new(
+        options.common.clone(),
+        options.policy.clone(),
+        launch_dir.to_path_buf(),
+        cwd,
+    )
+    .mode(options.mode)
+    .persist(options.persist, resume, fork)
+    .configure()?;
+    let (session, file) = configured.start(None)?;
     Ok(Opened {
         session,
-        mode: Mode::of(&config),
-        config,
+        store: configured.store().clone(),
+        config: configured.config,
         file,
-        store,
-        redact,
-        modes,
-        home,
-        agents: catalog.cards,
-        delegation,
-        mcp: loaded.config.mcp,
-        problems: catalog.problems,
-        project_trusted: loaded.config.project_trusted,
+        redact: configured.redact,
+        mode: configured.mode,
+        modes: configured.modes,
+        home: configured.home,
+        agents: configured.cards,
+        mcp: configured.mcp,
+        problems: configured.problems,
+        project_trusted: configured.project_trusted,
     })
 }

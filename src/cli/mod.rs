@@ -4,6 +4,7 @@ mod acp;
 mod acp_client;
 mod agents;
 mod approve;
+mod builder;
 mod config_cmd;
 mod export;
 mod interactive;

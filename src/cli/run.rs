@@ -1,10 +1,13 @@
 //! `cogni run`: one task, non-interactive, an exit code that tells the truth.
 
 use super::approve::TerminalApprover;
+use super::builder::{Card, SessionBuilder};
 use super::exit;
+use super::persist::Resume;
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
 use super::{launch, setup, signals, RunArgs};
 use crate::agent::Session;
+use crate::config::ConfigFile;
 use crate::mcp::McpConfig;
 use crate::protocol::{AgentEvent, ContextFile, EventSink, TurnOutcome};
 use crate::provider::record::Recording;
@@ -114,21 +117,18 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         }
         None => None,
     };
-    let (config, launch) = launch::configure(
-        launch::Options {
-            common: &args.common,
-            policy: args.policy.clone(),
+    let resume = args.resume.clone().map(Resume::Id);
+    let configured = SessionBuilder::new(args.common.clone(), args.policy.clone(), launch_dir, cwd)
+        .flags(ConfigFile {
             max_iterations: args.max_iterations,
-            agent: args.batch.agent.as_deref(),
-            verbose: args.verbose,
-            output_schema,
-            persist: !args.no_persist,
-            resume: args.resume.clone(),
-            fork: args.fork,
-        },
-        &launch_dir,
-        cwd,
-    )?;
+            ..Default::default()
+        })
+        .card(args.batch.agent.clone().map(Card::Named))
+        .output(args.verbose, output_schema)
+        .persist(!args.no_persist, resume, args.fork)
+        .configure()?;
+    configured.warn_problems();
+    let config = &configured.config;
     let context = context_files(
         args,
         &mut task,
@@ -138,8 +138,8 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     )?;
     let recording = record
         .is_some()
-        .then(|| Recording::new(launch.redact.clone(), args.record_outputs));
-    let (session, file) = launch.start(config, recording.as_ref())?;
+        .then(|| Recording::new(configured.redact.clone(), args.record_outputs));
+    let (session, file) = configured.start(recording.as_ref())?;
     let recorder = recording.zip(record).map(|(recording, path)| Recorder {
         recording,
         path,
@@ -150,11 +150,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         session,
         task,
         context,
-        launch.verbose_max_bytes,
+        configured.verbose_max_bytes,
         file,
-        launch.redact,
+        configured.redact,
         recorder,
-        launch.mcp,
+        configured.mcp,
     ))
 }
 

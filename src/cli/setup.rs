@@ -2,11 +2,9 @@
 //! layer, `--script`, the config files and environment.
 
 use super::ConfigArgs;
-use crate::agent::SessionConfig;
 use crate::config::{self, Config, ConfigFile, ProviderFile, Sources};
-use crate::protocol::{EditTool, SandboxMode};
+use crate::protocol::SandboxMode;
 use crate::sandbox;
-use crate::spec::cards::AgentCard;
 use crate::store::Redactor;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -84,45 +82,6 @@ pub fn load(
         eprintln!("cogni: warning: {warning}");
     }
     Ok(Loaded { config, home })
-}
-
-/// The card's model, instructions (after the config's own) and tools on
-/// `config`; its mode is the caller's to apply. `model_chosen`: the user
-/// named a model (on the command line, or a task entry did), which wins
-/// over the card's. The one rule everywhere: the command line, then the
-/// task entry, then the card, then config (docs/agents.md).
-pub(super) fn apply_card(config: &mut SessionConfig, card: &AgentCard, model_chosen: bool) {
-    if let (Some(model), false) = (&card.model, model_chosen) {
-        config.model_override = Some(model.clone());
-    }
-    config.agent = card.name.clone();
-    config.effects.extend(card.effects.iter().cloned());
-    if card.context_strategy.is_some() {
-        config.context_strategy = card.context_strategy;
-    }
-    if !card.instructions.is_empty() {
-        config.developer_instructions = Some(
-            [
-                config.developer_instructions.as_deref(),
-                Some(card.instructions.as_str()),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        );
-    }
-    if let Some(tools) = &card.tools {
-        let edit = ["apply_patch", "edit_file"];
-        config.tool_config.enabled = tools
-            .iter()
-            .filter(|t| !edit.contains(&t.as_str()))
-            .cloned()
-            .collect();
-        if !tools.iter().any(|t| edit.contains(&t.as_str())) {
-            config.tool_config.edit_tool = Some(EditTool::None);
-        }
-    }
 }
 
 /// The current-thread runtime every command runs on.

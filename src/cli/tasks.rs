@@ -8,8 +8,9 @@
 //! 4 a budget ran out (and nothing failed otherwise), 2 an invalid task
 //! file, selector or config.
 
+use super::builder::{Card, SessionBuilder};
 use super::{exit, persist, setup, signals, ConfigArgs, RunArgs};
-use crate::agent::{check_session_config, Delegating, SessionConfig, TurnLimits};
+use crate::agent::{check_session_config, SessionConfig, TurnLimits};
 use crate::config::ConfigFile;
 use crate::provider::model_family::FamilyOverride;
 use crate::runner::report::{self, format_cost, format_count, format_ms};
@@ -236,30 +237,29 @@ fn agent_config(
         cd: args.common.cd.clone(),
     };
     let flags = ConfigFile {
-        sandbox_mode: args.policy.sandbox_mode().or(agent.sandbox),
-        approval_policy: args.policy.approval.or(agent.approval),
+        sandbox_mode: agent.sandbox,
+        approval_policy: agent.approval,
         max_iterations: args.max_iterations.or(agent.max_steps),
         temperature: agent.temperature,
         developer_instructions: agent.instructions.clone(),
         ..Default::default()
     };
     let at = |e: String| format!("agent `{}`: {e}", agent.id);
-    let loaded = setup::load(&common, launch_dir, cwd.to_path_buf(), flags).map_err(at)?;
-    let catalog = super::agents::catalog(&loaded.config, &loaded.home);
-    for problem in &catalog.problems {
-        eprintln!("cogni: warning: {problem}");
-    }
-    let delegation = Some(Delegating {
-        registry: super::agents::registry(&loaded.config.session, &catalog.cards),
-        limits: loaded.config.delegation,
-    });
-    let mut config = loaded.config.session;
-    config.delegation = delegation;
-    if let Some(card) = &agent.card {
-        // The command line's model, then the task-file agent's, win over
-        // the card's.
-        setup::apply_card(&mut config, card, common.model.is_some());
-    }
+    // The log opens once, with every agent's secrets to redact.
+    let configured = SessionBuilder::new(
+        common,
+        args.policy.clone(),
+        launch_dir.to_path_buf(),
+        cwd.to_path_buf(),
+    )
+    .flags(flags)
+    .card(agent.card.clone().map(|c| Card::Given(Box::new(c))))
+    .without_logging()
+    .configure()
+    .map_err(at)?;
+    configured.warn_problems();
+    let home = configured.home;
+    let mut config = configured.config;
     // The task file's agent: its name and effects (after its card's).
     config.agent = agent.id.clone();
     config.effects.extend(agent.effects.iter().cloned());
@@ -272,12 +272,6 @@ fn agent_config(
         &format!("agents.{}", agent.id),
     )
     .map_err(&at)?;
-    setup::check_sandbox(
-        config.sandbox_policy.mode,
-        args.policy.no_sandbox,
-        &config.cwd,
-    )
-    .map_err(at)?;
     if agent.input_price.is_some() || agent.output_price.is_some() {
         let (model, family) =
             check_session_config(&config, &TurnLimits::default()).map_err(|e| at(e.to_string()))?;
@@ -292,7 +286,7 @@ fn agent_config(
         entry.input_price = agent.input_price.or(entry.input_price);
         entry.output_price = agent.output_price.or(entry.output_price);
     }
-    Ok((config, loaded.home))
+    Ok((config, home))
 }
 
 fn execute(prepared: Prepared) -> u8 {

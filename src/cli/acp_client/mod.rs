@@ -25,10 +25,10 @@ mod transport;
 pub(super) use repl::run as repl;
 pub(super) use run::run;
 
+use super::builder::SessionBuilder;
 use super::render::strip_terminal_controls;
-use super::{exit, persist, setup, ConfigArgs};
+use super::{exit, setup, ConfigArgs};
 use crate::cli::PolicyArgs;
-use crate::config::ConfigFile;
 use crate::process::truncate::Limits;
 use crate::process::{Service, Termination};
 use crate::store::Redactor;
@@ -89,21 +89,22 @@ pub(super) struct Setup {
 /// writable roots and pinned files, the log.
 pub(super) fn configure(common: &ConfigArgs, policy: &PolicyArgs) -> Result<Setup, String> {
     let (launch_dir, cwd) = setup::dirs(common)?;
-    let flags = ConfigFile {
-        sandbox_mode: policy.sandbox_mode(),
-        ..Default::default()
+    // The agent's own approval policy is its business: only the sandbox
+    // mode applies, to the file access cogni serves it.
+    let policy = PolicyArgs {
+        approval: None,
+        ..policy.clone()
     };
-    let loaded = setup::load(common, &launch_dir, cwd, flags)?;
-    let config = loaded.config.session;
-    let redact = persist::redactor([&config]);
-    setup::init_logging(&loaded.home, redact.clone());
-    setup::check_workspace(config.sandbox_policy.mode, &config.cwd)?;
+    let configured = SessionBuilder::new(common.clone(), policy, launch_dir, cwd)
+        .workspace_check_only()
+        .configure()?;
+    let config = configured.config;
     Ok(Setup {
         files: Arc::new(Files::new(config.cwd.clone(), config.sandbox_policy)),
         cwd: config.cwd,
-        redact,
-        verbose_max_bytes: loaded.config.verbose_max_bytes,
-        home: loaded.home,
+        redact: configured.redact,
+        verbose_max_bytes: configured.verbose_max_bytes,
+        home: configured.home,
     })
 }
 

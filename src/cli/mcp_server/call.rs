@@ -3,6 +3,8 @@
 
 use super::tools::{self, Reply, Report, Task, Usage};
 use crate::agent::{AgentError, Session, TurnResult};
+use crate::cli::builder::{Card, SessionBuilder};
+use crate::cli::persist::Resume;
 use crate::cli::PolicyArgs;
 use crate::cli::{launch, ConfigArgs};
 use crate::protocol::{AgentEvent, ApprovalPolicy, ApprovalStatus, EventSink, Item, SandboxMode};
@@ -315,24 +317,22 @@ impl Server {
             cd: None,
             ..defaults.common.clone()
         };
-        let options = launch::Options {
-            common: &common,
-            policy: PolicyArgs {
-                sandbox: settings.sandbox,
-                approval: settings.approval,
-                no_sandbox: false,
-            },
-            max_iterations: None,
-            agent: settings.agent.as_deref(),
-            verbose: false,
-            output_schema: None,
-            persist: true,
-            resume: resume.clone(),
-            fork: false,
+        let policy = PolicyArgs {
+            sandbox: settings.sandbox,
+            approval: settings.approval,
+            no_sandbox: false,
         };
-        let (config, launch) =
-            launch::configure(options, &defaults.launch_dir, settings.cwd.clone())?;
-        let (mut session, file) = launch.start(config, None)?;
+        let launch = SessionBuilder::new(
+            common,
+            policy,
+            defaults.launch_dir.clone(),
+            settings.cwd.clone(),
+        )
+        .card(settings.agent.clone().map(Card::Named))
+        .persist(true, resume.clone().map(Resume::Id), false)
+        .configure()?;
+        launch.warn_problems();
+        let (mut session, file) = launch.start(None)?;
         let _busy = match resume {
             Some(_) => None,
             None => {

@@ -589,7 +589,7 @@ fn switch_agent(r: &mut Repl, card: &AgentCard) -> Result<(), String> {
     let mut config = r.original.clone();
     config.approval_policy = r.current.approval_policy;
     config.sandbox_policy = r.current.sandbox_policy.clone();
-    crate::cli::setup::apply_card(&mut config, card, r.model_typed);
+    crate::cli::agents::apply_card(&mut config, card, r.model_typed);
     r.session
         .reconfigure(config.clone())
         .map_err(|e| format!("agent {}: {e}", card.name))?;

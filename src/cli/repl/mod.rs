@@ -24,7 +24,6 @@ use super::persist::{Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
 use super::slash;
 use super::ReplArgs;
-use crate::agent::delegate::DelegationLimits;
 use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
 use crate::mcp::{McpConfig, Servers};
 use crate::protocol::TurnOutcome;
@@ -65,7 +64,6 @@ pub(super) struct Repl {
     save_failure_reported: bool,
     /// Agents to switch to (`/agent`) and delegate to.
     agents: Vec<AgentCard>,
-    delegation: DelegationLimits,
     /// `[mcp_servers.NAME]`: started when the REPL starts.
     mcp_config: McpConfig,
     /// The started servers (their tools go to every session it opens).
@@ -140,7 +138,6 @@ fn prepare(
         approver,
         save_failure_reported: false,
         agents: opened.agents,
-        delegation: opened.delegation,
         mcp_config: opened.mcp,
         mcp: None,
     };
@@ -429,11 +426,8 @@ impl Repl {
         let mut config = self.current.clone();
         config.model_override = None;
         persist.prepare(&mut config)?;
+        // The configuration carries the agents to delegate to.
         let mut session = start_session(config.clone()).map_err(|e| e.to_string())?;
-        session.set_delegation(
-            super::agents::registry(&self.original, &self.agents),
-            self.delegation,
-        );
         if let Some(servers) = &self.mcp {
             session.add_tools(servers.tools());
         }
