@@ -450,7 +450,7 @@ impl Session {
             }
             Precheck::Ask { reason, escalate } => {
                 if let Err(no) = self.ask(call, reason, sink, approvals).await {
-                    let interactive = self.toolset.approver.is_interactive();
+                    let interactive = self.conversation.approver.is_interactive();
                     return ToolResult::error(approval::denial_output(&no, !interactive));
                 }
                 if escalate {
@@ -485,7 +485,7 @@ impl Session {
             && approval::on_failure_retry(
                 policy,
                 self.toolset.ctx.sandbox.mode,
-                self.toolset.approver.is_interactive(),
+                self.conversation.approver.is_interactive(),
                 &result.content,
             )
         {
@@ -546,7 +546,7 @@ impl Session {
     ) -> Result<(), ApprovalDecision> {
         let key = approval::call_key(call);
         let approved_before = self
-            .toolset
+            .conversation
             .approved
             .lock()
             .map(|set| set.contains(&key))
@@ -569,8 +569,8 @@ impl Session {
             sink,
             approvals,
         );
-        let interactive = self.toolset.approver.is_interactive();
-        let decision = self.toolset.approver.ask(&request).await;
+        let interactive = self.conversation.approver.is_interactive();
+        let decision = self.conversation.approver.ask(&request).await;
         let status = approval::status_of(&decision);
         let why = match (&decision, interactive) {
             (_, false) => "no one to ask in a non-interactive run: answered no",
@@ -583,7 +583,7 @@ impl Session {
         match decision {
             ApprovalDecision::Approve => Ok(()),
             ApprovalDecision::ApproveForSession => {
-                if let Ok(mut set) = self.toolset.approved.lock() {
+                if let Ok(mut set) = self.conversation.approved.lock() {
                     set.insert(key);
                 }
                 Ok(())

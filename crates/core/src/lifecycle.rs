@@ -31,7 +31,7 @@ impl Session {
         run: &TurnRun,
         sink: &dyn EventSink,
     ) -> Result<(), AgentError> {
-        if std::mem::replace(&mut self.extensions.lifecycle.started, true) {
+        if std::mem::replace(&mut self.conversation.lifecycle.started, true) {
             return Ok(());
         }
         for message in std::mem::take(&mut self.start_warnings) {
@@ -45,7 +45,7 @@ impl Session {
         if !self.extensions.effects.wants(Phase::SessionStart) {
             return Ok(());
         }
-        let resumed = self.extensions.lifecycle.resumed;
+        let resumed = self.conversation.lifecycle.resumed;
         let applied = self
             .at_point(Point::SessionStart { resumed }, run, sink)
             .await?;
@@ -58,8 +58,8 @@ impl Session {
     /// session, also after errors and signals. A session that never
     /// started a turn has nothing to end.
     pub async fn end(&mut self, reason: EndReason, sink: &dyn EventSink) {
-        if !self.extensions.lifecycle.started
-            || std::mem::replace(&mut self.extensions.lifecycle.ended, true)
+        if !self.conversation.lifecycle.started
+            || std::mem::replace(&mut self.conversation.lifecycle.ended, true)
         {
             return;
         }

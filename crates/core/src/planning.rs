@@ -97,7 +97,7 @@ impl Session {
                 listed.join("\n")
             ),
         )]);
-        if let Ok(mut store) = self.extensions.plan.lock() {
+        if let Ok(mut store) = self.conversation.plan.lock() {
             *store = Some(plan.clone());
         }
         sink.emit(AgentEvent::Plan { plan });

@@ -656,7 +656,7 @@ impl Session {
                 scale: self.history.tokens.scale,
             },
             sink,
-            approver: &*self.toolset.approver,
+            approver: &*self.conversation.approver,
             transcript_path: self.history.transcript_path(),
         };
         (&mut self.extensions.effects, cx)

@@ -111,7 +111,7 @@ impl Session {
         sink: &'a dyn EventSink,
     ) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let Some(delegation) = self.extensions.delegation.clone() else {
+            let Some(delegation) = self.conversation.delegation.clone() else {
                 return ToolResult::error(format!("`{}` is not available here", call.name));
             };
             let raw = if call.arguments.trim().is_empty() {
@@ -403,7 +403,7 @@ impl Session {
         };
         let mut child = start_session_with_provider(config, provider)
             .map_err(|e| format!("agent `{name}`: {e}"))?;
-        child.toolset.approver = self.toolset.approver.clone();
+        child.conversation.approver = self.conversation.approver.clone();
         child
             .set_limits(self.carve(&child, share))
             .map_err(|e| format!("agent `{name}`: {e}"))?;
@@ -431,7 +431,7 @@ impl Session {
             .metrics
             .attach(path.join("/"), self.meter.metrics.ledger().child());
         let lower = |own: Option<u32>, inherited: u32| own.map_or(inherited, |o| o.min(inherited));
-        child.extensions.delegation = Some(Delegation {
+        child.conversation.delegation = Some(Delegation {
             tree: delegation.tree.clone(),
             depth,
             path: path.to_vec(),

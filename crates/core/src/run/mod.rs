@@ -87,7 +87,7 @@ impl Session {
         sink: &dyn EventSink,
     ) -> Result<TurnResult, AgentError> {
         let mut chain = builtin(&self.extensions.run);
-        chain.extend(self.extensions.middleware.iter().cloned());
+        chain.extend(self.conversation.middleware.iter().cloned());
         Next::new(&chain)
             .run(self, user_text.to_string(), sink)
             .await

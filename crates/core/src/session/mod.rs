@@ -35,6 +35,8 @@ use cogni_provider::{
 use cogni_sandbox::Workspace;
 use cogni_spec::effects::EffectSpec;
 use cogni_spec::hooks::HookSpec;
+use cogni_tools::editor::Files;
+use cogni_tools::jobs::JobTable;
 use cogni_tools::memory::RememberTool;
 use cogni_tools::plan::{PlanStore, UpdatePlanTool};
 use cogni_tools::shell::ShellTool;
@@ -67,11 +69,15 @@ impl PendingInputs {
 }
 
 /// A conversation. Its state has one owner per concern, each keeping its
-/// own invariants: the turn context (model, tools offered, policies,
-/// prompt), the history (items, checkpoints, observer, tokens), the tool
-/// set (registry, tool context, approvals), the meter (metrics, budgets,
-/// the stop handle) and the extensions (effects, middleware settings, the
-/// compaction threshold).
+/// own invariants, in two parts. What lasts as long as the session: the
+/// history (items, checkpoints, observer, tokens), the meter (metrics,
+/// budgets, the stop handle) and the [`Conversation`] (plan, test runs,
+/// approvals, jobs, delegation, what the embedding program added). What
+/// is derived from the configuration ([`Derived`]), which
+/// [`Session::reconfigure`] replaces as a whole: the turn context (model,
+/// tools offered, policies, prompt), the tool set (registry, tool
+/// context), the provider and the extensions (effects, middleware
+/// settings, the compaction threshold).
 pub struct Session {
     pub(crate) ctx: TurnContext,
     pub(crate) history: History,
@@ -84,6 +90,8 @@ pub struct Session {
     pub(crate) wire: Arc<dyn Provider>,
     pub(crate) meter: Meter,
     pub(crate) extensions: Extensions,
+    /// What the conversation keeps whatever the configuration.
+    pub(crate) conversation: Conversation,
     /// The environment last shown to the model.
     pub(crate) environment: EnvironmentContext,
     /// Input queued while a turn runs.
@@ -117,24 +125,82 @@ pub(crate) struct Extensions {
     /// When history is compacted (the `compact` effect's threshold; also
     /// the target of `/compact`).
     pub(crate) compaction: Threshold,
-    /// Whether the session started and ended (its lifecycle effects ran).
-    pub(crate) lifecycle: Lifecycle,
     /// Where the sliding window starts (the `sliding_window` strategy).
     pub(crate) window: SlidingWindow,
-    /// The plan `update_plan` keeps (with `enable_plan`).
-    pub(crate) plan: PlanStore,
-    /// The test command's runs (with `enable_test_run`).
-    pub(crate) tests: TestLog,
     /// `enable_plan`: the model writes a plan before the first step.
     pub(crate) first_plan: bool,
     /// Estimated tokens of the instructions and tools, with what they were
     /// counted for (prompt length, tool count, estimator).
     pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
+}
+
+/// What belongs to the conversation and lasts as long as the session,
+/// whatever its configuration: [`Session::reconfigure`] never replaces
+/// it, and what is derived from the configuration is built around it
+/// (the plan tool writes this plan, the tools run these jobs).
+pub(crate) struct Conversation {
+    /// Whether the session started and ended (its lifecycle effects ran).
+    pub(crate) lifecycle: Lifecycle,
+    /// The plan `update_plan` keeps (with `enable_plan`).
+    pub(crate) plan: PlanStore,
+    /// The test command's runs (with `enable_test_run`).
+    pub(crate) tests: TestLog,
     /// Its place in a tree of delegating agents (with a registry).
     pub(crate) delegation: Option<Delegation>,
     /// Middleware the embedding program added, inside the built-in chain
     /// ([`Session::add_middleware`]).
     pub(crate) middleware: Vec<Arc<dyn Middleware>>,
+    /// Who answers approval questions.
+    pub(crate) approver: Arc<dyn Approver>,
+    /// Calls the user approved for the rest of the session, by call key.
+    pub(crate) approved: Mutex<HashSet<String>>,
+    /// Tools added after the start (MCP servers', toolboxes).
+    pub(crate) extra: ExtraTools,
+    /// The background shell jobs, which keep running across a switch of
+    /// model or agent.
+    pub(crate) jobs: Arc<JobTable>,
+    /// Where the file tools read and write text (the disk, or an
+    /// editor's buffers).
+    pub(crate) files: Files,
+}
+
+impl Conversation {
+    /// A conversation that has not started, its job table sized by
+    /// `tools`.
+    fn new(tools: &ToolConfig) -> Self {
+        Conversation {
+            lifecycle: Lifecycle::default(),
+            plan: PlanStore::default(),
+            tests: TestLog::default(),
+            delegation: None,
+            middleware: Vec::new(),
+            approver: Arc::new(NonInteractive),
+            approved: Mutex::new(HashSet::new()),
+            extra: ExtraTools::default(),
+            jobs: Arc::new(JobTable::new(
+                tools.max_background_jobs,
+                tools.background_timeout,
+            )),
+            files: Files::default(),
+        }
+    }
+}
+
+/// What a session derives from its configuration, around its
+/// [`Conversation`]: all of it is replaced when the session is
+/// reconfigured, and nothing else is.
+struct Derived {
+    ctx: TurnContext,
+    toolset: Toolset,
+    provider: Arc<dyn Provider>,
+    extensions: Extensions,
+    /// The agent the configuration runs.
+    agent: String,
+    environment: EnvironmentContext,
+    /// The initial context: instructions, environment.
+    initial: Vec<HistoryItem>,
+    /// What the user is told when the first turn starts.
+    start_warnings: Vec<String>,
 }
 
 /// Start a session: select the model, load its family, build tools, the
@@ -160,6 +226,56 @@ pub fn start_session_with_provider(
 ) -> Result<Session, SessionError> {
     validate(&config)?;
     let delegating = config.delegation.take();
+    let conversation = Conversation::new(&config.tool_config);
+    let Derived {
+        ctx,
+        toolset,
+        provider: requests,
+        extensions,
+        agent,
+        environment,
+        initial,
+        start_warnings,
+    } = derive(config, &provider, &conversation)?;
+    let mut metrics = Metrics::with_price(ctx.model_family.price);
+    metrics.attach(agent.clone(), Ledger::default());
+    let mut session = Session {
+        environment,
+        ctx,
+        history: History::new(initial),
+        toolset,
+        provider: requests,
+        wire: provider,
+        meter: Meter {
+            metrics,
+            limits: TurnLimits::default(),
+            stop: StopHandle::default(),
+        },
+        extensions,
+        conversation,
+        pending: PendingInputs::default(),
+        turns: 0,
+        agent,
+        id: new_session_id(),
+        start_warnings,
+    };
+    if let Some(d) = delegating {
+        session.set_delegation(d.registry, d.limits);
+    }
+    Ok(session)
+}
+
+/// What `config` makes of a session around `conversation`: select the
+/// model, load its family, build the tools, effects, turn context and
+/// initial context. `wire` is the provider's client (wrapped when the
+/// model writes its tool calls as text). Pure apart from pinning the
+/// workspace when `config` brings none.
+fn derive(
+    mut config: SessionConfig,
+    wire: &Arc<dyn Provider>,
+    conversation: &Conversation,
+) -> Result<Derived, SessionError> {
+    validate(&config)?;
     let model = select_model(&config)?;
     let output_schema = match &config.output_schema {
         Some(schema) => Some(Arc::new(
@@ -174,7 +290,6 @@ pub fn start_session_with_provider(
         &config.model_families,
     )?;
     let sampling = resolve_sampling(&config, &family)?;
-    let wire = provider;
     let provider: Arc<dyn Provider> = match family.tool_call_mode {
         ToolCallMode::Native => wire.clone(),
         ToolCallMode::Text => Arc::new(TextTools::new(wire.clone())),
@@ -199,12 +314,12 @@ pub fn start_session_with_provider(
         // (`TurnContext::focus_memory`), before the first request.
         tools.register(Arc::new(RememberTool::new(files.clone())));
     }
-    let plan = PlanStore::default();
     if config.enable_plan {
+        let plan = conversation.plan.clone();
         tools.register(Arc::new(UpdatePlanTool::new(plan.clone())));
-        effects.push(Box::new(PlanEffect::new(plan.clone())));
+        effects.push(Box::new(PlanEffect::new(plan)));
     }
-    let tests = TestLog::default();
+    let tests = &conversation.tests;
     let tool_config = Arc::new(tool_config);
     if let Some(test_run) = &config.test_run {
         // Before reflection, which reads the run it just made.
@@ -250,8 +365,7 @@ pub fn start_session_with_provider(
         reflection_front,
     };
     ctx.rebuild_system_prompt();
-    let history = ctx.initial_context();
-    let ctx_price = ctx.model_family.price;
+    let initial = ctx.initial_context();
     let (workspace, start_warnings) = match config.workspace {
         Some(w) if w.is_for(&ctx.cwd, &ctx.sandbox_policy.writable_roots) => (w, Vec::new()),
         _ => {
@@ -263,58 +377,38 @@ pub fn start_session_with_provider(
             (Arc::new(pinned), warnings)
         }
     };
-    let tool_ctx = ToolContext::in_workspace(
-        ctx.cwd.clone(),
-        ctx.sandbox_policy.clone(),
-        tool_config,
-        workspace,
-    );
-    let mut session = Session {
+    let tool_ctx = ToolContext {
+        jobs: conversation.jobs.clone(),
+        files: conversation.files.clone(),
+        ..ToolContext::in_workspace(
+            ctx.cwd.clone(),
+            ctx.sandbox_policy.clone(),
+            tool_config,
+            workspace,
+        )
+    };
+    tools.add_extra(&conversation.extra);
+    Ok(Derived {
         environment: ctx.environment(),
         ctx,
-        history: History::new(history),
         toolset: Toolset {
             registry: tools,
             ctx: tool_ctx,
-            approver: Arc::new(NonInteractive),
-            approved: Mutex::new(HashSet::new()),
-            extra: ExtraTools::default(),
             found_shown: 0,
         },
         provider,
-        wire,
-        meter: Meter {
-            metrics: {
-                let mut metrics = Metrics::with_price(ctx_price);
-                metrics.attach(config.agent.clone(), Ledger::default());
-                metrics
-            },
-            limits: TurnLimits::default(),
-            stop: StopHandle::default(),
-        },
         extensions: Extensions {
             effects,
             run: config.run,
             compaction,
-            lifecycle: Default::default(),
             window: SlidingWindow::default(),
             fixed_tokens: None,
-            plan,
             first_plan: config.enable_plan,
-            tests,
-            delegation: None,
-            middleware: Vec::new(),
         },
-        pending: PendingInputs::default(),
-        turns: 0,
         agent: config.agent,
-        id: new_session_id(),
+        initial,
         start_warnings,
-    };
-    if let Some(d) = delegating {
-        session.set_delegation(d.registry, d.limits);
-    }
-    Ok(session)
+    })
 }
 
 /// The effects a session starts with, in this order: configured budgets,
@@ -436,13 +530,14 @@ impl Session {
     /// Set who answers approval questions (default: nobody, every
     /// question is answered no at once).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {
-        self.toolset.approver = approver;
+        self.conversation.approver = approver;
     }
 
     /// Set where the file tools read and write text (an editor's buffers
     /// instead of the disk; kept when the session is reconfigured).
-    pub fn set_files(&mut self, files: cogni_tools::editor::Files) {
-        self.toolset.ctx.files = files;
+    pub fn set_files(&mut self, files: Files) {
+        self.toolset.ctx.files = files.clone();
+        self.conversation.files = files;
     }
 
     /// Set who is told about history changes (e.g. the session file).
@@ -473,7 +568,7 @@ impl Session {
     /// appended. The observer is not told about the restored items.
     pub fn restore_history(&mut self, history: Vec<HistoryItem>) {
         self.history.restore(history);
-        self.extensions.lifecycle.resumed = true;
+        self.conversation.lifecycle.resumed = true;
         let now = self.ctx.environment();
         let rendered = now.render();
         let shown = self
@@ -494,24 +589,33 @@ impl Session {
 
     /// Switch to a new configuration (another model, an agent card's
     /// instructions and tools) and keep the conversation: the new initial
-    /// context replaces the old one, everything after it stays. The
-    /// provider (its client; how tool calls are written follows the new
-    /// model's family), metrics, approver, stop handle, observer and checkpoints
-    /// are kept; what follows is priced at the new model's price (a cost
+    /// context replaces the old one, everything after it stays. What is
+    /// derived from the configuration is replaced as a whole; the
+    /// conversation (plan, test runs, approvals, jobs, delegation, what the
+    /// embedding program added), the provider's client (how tool calls are
+    /// written follows the new model's family), metrics, stop handle,
+    /// observer and checkpoints are kept; what follows is priced at the new model's price (a cost
     /// budget on a model without one is refused, as in [`Session::set_limits`]).
     pub fn reconfigure(&mut self, mut config: SessionConfig) -> Result<(), SessionError> {
         config.workspace = Some(self.toolset.ctx.workspace.clone());
-        let fresh = start_session_with_provider(config, self.wire.clone())?;
-        check_priced(
-            &fresh.ctx.model,
-            &fresh.ctx.model_family,
-            &self.meter.limits,
-        )?;
-        self.meter.metrics.set_price(fresh.ctx.model_family.price);
+        // The session keeps its place in a tree of delegating agents.
+        config.delegation = None;
+        let Derived {
+            ctx,
+            toolset,
+            provider,
+            mut extensions,
+            agent,
+            environment,
+            initial,
+            start_warnings: _,
+        } = derive(config, &self.wire, &self.conversation)?;
+        check_priced(&ctx.model, &ctx.model_family, &self.meter.limits)?;
+        self.meter.metrics.set_price(ctx.model_family.price);
         // The fresh initial context, the plan the model wrote (the fresh
         // context has none), then the conversation.
         let floor = self.initial_len();
-        let mut history = fresh.history.to_vec();
+        let mut history = initial;
         history.extend(
             self.history[..floor]
                 .iter()
@@ -519,59 +623,25 @@ impl Session {
                 .cloned(),
         );
         history.extend_from_slice(&self.history[floor..]);
-        self.ctx = fresh.ctx;
+        self.ctx = ctx;
         // The new model may call tools another way.
-        self.provider = fresh.provider;
-        // MCP tools stay, and so do the ones the model found.
+        self.provider = provider;
+        // The tools the model found stay found.
         let found = self.toolset.registry.found_names();
-        self.toolset.registry = fresh.toolset.registry;
-        self.toolset.registry.add_extra(&self.toolset.extra);
+        self.toolset = toolset;
         self.toolset.registry.set_found(&found);
-        // Background jobs keep running across a switch of model or agent,
-        // and files stay where the front door put them.
-        self.toolset.ctx = ToolContext {
-            jobs: self.toolset.ctx.jobs.clone(),
-            files: self.toolset.ctx.files.clone(),
-            ..fresh.toolset.ctx
-        };
-        let lifecycle = self.extensions.lifecycle;
-        let mut delegation = self.extensions.delegation.take();
-        let middleware = std::mem::take(&mut self.extensions.middleware);
-        let mut fresh_extensions = fresh.extensions;
         // What the embedding program added belongs to the session.
-        fresh_extensions
-            .effects
-            .keep_added(&mut self.extensions.effects);
+        extensions.effects.keep_added(&mut self.extensions.effects);
+        self.extensions = extensions;
         // Another card: another agent, which may delegate to the one it was.
-        self.agent = fresh.agent;
+        self.agent = agent;
         self.meter.metrics.rename(&self.agent);
-        if let Some(d) = &mut delegation {
+        if let Some(d) = &mut self.conversation.delegation {
             d.rename(&self.agent);
         }
-        // The plan and the test runs belong to the conversation, not to
-        // the configuration: the fresh stores (which its tools write) get
-        // them.
-        let plan = self.plan();
-        let tests = self
-            .extensions
-            .tests
-            .lock()
-            .map(|t| t.clone())
-            .unwrap_or_default();
-        self.extensions = fresh_extensions;
-        self.extensions.middleware = middleware;
-        if let Ok(mut store) = self.extensions.plan.lock() {
-            *store = plan;
-        }
-        if let Ok(mut log) = self.extensions.tests.lock() {
-            *log = tests;
-        }
-        // Still the same session: it started (and has not ended) once.
-        self.extensions.lifecycle = lifecycle;
-        self.extensions.delegation = delegation;
         self.refresh_tools();
         register_budgets(&mut self.extensions.effects, &self.meter.limits);
-        self.environment = fresh.environment;
+        self.environment = environment;
         self.history.tokens.stale = true;
         self.replace_history(history);
         Ok(())
@@ -589,12 +659,12 @@ impl Session {
 
     /// The model's current plan (`update_plan`), if it made one.
     pub fn plan(&self) -> Option<Plan> {
-        self.extensions.plan.lock().ok().and_then(|p| p.clone())
+        self.conversation.plan.lock().ok().and_then(|p| p.clone())
     }
 
     /// The test command's runs so far, in order (with `enable_test_run`).
     pub fn test_runs(&self) -> Vec<TestRun> {
-        self.extensions
+        self.conversation
             .tests
             .lock()
             .map(|l| l.clone())
@@ -607,8 +677,8 @@ impl Session {
     }
 
     /// The session's background shell jobs.
-    pub fn jobs(&self) -> &Arc<cogni_tools::jobs::JobTable> {
-        &self.toolset.ctx.jobs
+    pub fn jobs(&self) -> &Arc<JobTable> {
+        &self.conversation.jobs
     }
 
     /// Replace the registry (e.g. to add tools beyond the built-ins).
@@ -622,11 +692,9 @@ impl Session {
     /// reconfigured.
     pub fn add_tools(&mut self, extra: &ExtraTools) {
         self.toolset.registry.add_extra(extra);
-        self.toolset.extra.eager.extend(extra.eager.iter().cloned());
-        self.toolset
-            .extra
-            .deferred
-            .extend(extra.deferred.iter().cloned());
+        let kept = &mut self.conversation.extra;
+        kept.eager.extend(extra.eager.iter().cloned());
+        kept.deferred.extend(extra.deferred.iter().cloned());
         self.refresh_tools();
     }
 
@@ -653,7 +721,7 @@ impl Session {
     /// (recovery, logger, timeout, output guardrails), in the order added;
     /// it stays when the session is reconfigured.
     pub fn add_middleware(&mut self, middleware: Arc<dyn Middleware>) {
-        self.extensions.middleware.push(middleware);
+        self.conversation.middleware.push(middleware);
     }
 
     /// Offer the tools `search_tools` found since the last request
@@ -669,7 +737,7 @@ impl Session {
     /// delegation tools are offered when someone other than this agent is
     /// registered.
     pub fn set_delegation(&mut self, registry: Arc<AgentRegistry>, limits: DelegationLimits) {
-        self.extensions.delegation = Some(Delegation::root(registry, limits, &self.agent));
+        self.conversation.delegation = Some(Delegation::root(registry, limits, &self.agent));
         self.refresh_tools();
     }
 
@@ -677,7 +745,7 @@ impl Session {
     /// the ones `search_tools` found, in the order it found them.
     fn refresh_tools(&mut self) {
         let mut specs = self.toolset.registry.specs();
-        if let Some(d) = &self.extensions.delegation {
+        if let Some(d) = &self.conversation.delegation {
             if d.offers_tools(&self.agent) {
                 specs.extend(delegate::specs());
             }

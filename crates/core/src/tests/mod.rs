@@ -2350,6 +2350,63 @@ text = "third answer"
 }
 
 #[test]
+fn reconfiguration_replaces_what_config_derives_and_keeps_the_conversation() {
+    let mut c = config();
+    c.enable_plan = true;
+    let mut session = start_session_with_provider(c.clone(), Fake::new("")).unwrap();
+    // What the conversation holds: an approval for the rest of the
+    // session, the jobs, the files, a tool added from outside, a plan.
+    session
+        .conversation
+        .approved
+        .lock()
+        .unwrap()
+        .insert("shell:ls".into());
+    let jobs = session.jobs().clone();
+    struct Extra;
+    impl cogni_tools::ToolBox for Extra {
+        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            vec![Arc::new(Echo {
+                name: "echo",
+                read_only: true,
+                log: Arc::default(),
+            })]
+        }
+    }
+    session.add_toolbox(&Extra);
+    *session.conversation.plan.lock().unwrap() = Some(Plan::default());
+    let mut other = c;
+    other.model_override = Some("gpt-4.1-mini".into());
+    other.enable_plan = false;
+    session.reconfigure(other).unwrap();
+    assert_eq!(session.context().model, "gpt-4.1-mini", "derived: replaced");
+    assert!(
+        !session
+            .context()
+            .tools
+            .iter()
+            .any(|t| t.name == "update_plan"),
+        "the new configuration has no plan tool"
+    );
+    assert!(session
+        .conversation
+        .approved
+        .lock()
+        .unwrap()
+        .contains("shell:ls"));
+    assert!(Arc::ptr_eq(session.jobs(), &jobs));
+    assert!(
+        Arc::ptr_eq(&session.toolset.ctx.jobs, &jobs),
+        "the tools run the session's jobs"
+    );
+    assert!(session.context().tools.iter().any(|t| t.name == "echo"));
+    assert!(
+        session.plan().is_some(),
+        "the plan belongs to the conversation"
+    );
+}
+
+#[test]
 fn skills_reach_the_model_only_with_skills_enabled() {
     let mut c = config();
     c.prompt.skills = Some("- deploy: ships the app".into());
