@@ -199,8 +199,8 @@ pub enum ProviderError {
         /// What went wrong.
         message: String,
     },
-    #[error("{provider}: no data for {idle_secs}s from model `{model}` (idle timeout; raise stream_idle_timeout_ms in [model_providers.{provider}])")]
     /// The stream sent nothing for `stream_idle_timeout`.
+    #[error("{provider}: no data for {idle_secs}s from model `{model}` (idle timeout; raise stream_idle_timeout_ms in [model_providers.{provider}])")]
     IdleTimeout {
         /// The provider's id.
         provider: String,

@@ -252,9 +252,9 @@ cogni_protocol::replaced_whole!(FamilyOverride);
 /// Why no model family could be found for a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FamilyError {
-    #[error("unknown model `{model}` for provider `{provider}`: cogni has no model family for it. Known model names start with: {known}. Declare it in cogni.toml:\n\n  [model_families.\"{model}\"]\n  inherit = \"generic\"\n  context_window = 32768\n\nor set `default_family = \"generic\"` in [model_providers.{provider}]")]
     /// No catalog family matches the model's name, and its provider names
     /// no default family.
+    #[error("unknown model `{model}` for provider `{provider}`: cogni has no model family for it. Known model names start with: {known}. Declare it in cogni.toml:\n\n  [model_families.\"{model}\"]\n  inherit = \"generic\"\n  context_window = 32768\n\nor set `default_family = \"generic\"` in [model_providers.{provider}]")]
     Unknown {
         /// The model's name.
         model: String,
@@ -263,9 +263,9 @@ pub enum FamilyError {
         /// The name prefixes the catalog knows, comma-separated.
         known: String,
     },
-    #[error("[model_families.\"{model}\"] inherits from `{inherit}`, which is not a known family; known families: {known}")]
     /// A `[model_families]` entry inherits from a family that does not
     /// exist.
+    #[error("[model_families.\"{model}\"] inherits from `{inherit}`, which is not a known family; known families: {known}")]
     BadInherit {
         /// The entry's model name.
         model: String,
