@@ -1,9 +1,11 @@
-//! cogni.toml + environment + flags -> a validated [`SessionConfig`].
+//! cogni.toml + environment + flags -> a validated [`SessionConfig`](cogni_core::SessionConfig).
 //!
 //! Layers, later wins: built-in defaults < `$COGNI_HOME/config.toml` <
 //! `./cogni.toml` < `--config FILE` < `COGNI_*` environment < flags.
 //! Every file is checked on its own first, so an error names the file, the
 //! line and column, or the unknown key by its full path.
+
+#![deny(missing_docs)]
 
 mod agents_md;
 mod allowlist;
@@ -53,7 +55,10 @@ cogni_protocol::layered! {
     /// `[sandbox_workspace_write]`
     #[derive(Debug, Clone, Default, Deserialize)]
     pub struct SandboxWorkspaceWrite {
+        /// Whether sandboxed commands may use the network (default false).
         pub network_access: Option<bool>,
+        /// Writable besides the working directory (relative to the config
+        /// file); each must exist when a session starts.
         pub writable_roots: Option<Vec<PathBuf>>,
     }
 }
@@ -62,8 +67,11 @@ cogni_protocol::layered! {
     /// `[sandbox]`: resource limits of commands.
     #[derive(Debug, Clone, Default, Deserialize)]
     pub struct SandboxLimitsFile {
+        /// Processes at once, the command included (default 1024).
         pub max_processes: Option<u64>,
+        /// Largest file a command may write, in bytes (default: no limit).
         pub max_file_size_bytes: Option<u64>,
+        /// CPU seconds per process (default: no limit).
         pub cpu_time_secs: Option<u64>,
     }
 }
@@ -72,7 +80,11 @@ cogni_protocol::layered! {
     /// `[features]`
     #[derive(Debug, Clone, Default, Deserialize)]
     pub struct FeaturesFile {
+        /// Let the model ask for several tools at once; read-only calls then
+        /// run concurrently (default true).
         pub parallel_tools: Option<bool>,
+        /// Skills: listed in the system prompt, loaded by `$name` or the
+        /// `skill` tool (default false).
         pub skills_enabled: Option<bool>,
     }
 }
@@ -81,16 +93,27 @@ cogni_protocol::layered! {
     /// `[tools]`
     #[derive(Debug, Clone, Default, Deserialize)]
     pub struct ToolsFile {
+        /// Tools offered to the model by name, besides the edit tool.
         pub enabled: Option<Vec<String>>,
+        /// Default timeout of a shell call, in milliseconds.
         pub shell_timeout_ms: Option<u64>,
+        /// The most a shell call may ask for, in milliseconds.
         pub max_shell_timeout_ms: Option<u64>,
+        /// Bytes of a command's output kept in memory per stream.
         pub capture_limit_bytes: Option<usize>,
+        /// The cap in bytes on tool output shown to the model (head + tail).
         pub max_output_bytes: Option<usize>,
+        /// The cap in lines on tool output shown to the model.
         pub max_output_lines: Option<usize>,
+        /// Bytes `read_file` returns per call.
         pub read_max_bytes: Option<usize>,
+        /// Entries `list_dir` and `glob` list at most.
         pub list_max_entries: Option<usize>,
+        /// Matches `grep` returns at most.
         pub grep_max_results: Option<usize>,
+        /// Background shell jobs running at once (0 switches them off).
         pub max_background_jobs: Option<usize>,
+        /// The longest a background job may run, in seconds.
         pub background_timeout_secs: Option<u64>,
         /// `[tools.shell_env]`: the environment of commands.
         pub shell_env: Option<ShellEnvPolicy>,
@@ -103,7 +126,10 @@ cogni_protocol::layered! {
     /// `[compaction]`
     #[derive(Debug, Clone, Default, Deserialize)]
     pub struct CompactionFile {
+        /// Compact (or slide) when a request's tokens exceed this.
         pub token_limit: Option<u64>,
+        /// Without `token_limit`: this fraction of the model's context
+        /// window (default 0.8).
         pub context_fraction: Option<f64>,
     }
 }
@@ -134,17 +160,31 @@ cogni_protocol::layered! {
     /// One configuration layer. Every field is optional so layers can be merged.
     #[derive(Debug, Clone, Default, Deserialize)]
     pub struct ConfigFile {
+        /// The model; unset: the provider's default model.
         pub model: Option<String>,
+        /// The provider's id (`openai`, `anthropic`, ... or a
+        /// `[model_providers]` entry).
         pub provider: Option<String>,
+        /// When the user is asked before a tool call runs.
         pub approval_policy: Option<ApprovalPolicy>,
+        /// What commands and file tools may touch.
         pub sandbox_mode: Option<SandboxMode>,
+        /// The shell for command strings (default: `$SHELL`, else
+        /// `/bin/bash`).
         pub shell: Option<String>,
+        /// Model requests with tool calls in one turn, at most.
         pub max_iterations: Option<u32>,
+        /// Extra instructions, sent as a developer message.
         pub developer_instructions: Option<String>,
         /// Replaces the model family's base instructions.
         pub base_instructions: Option<String>,
+        /// A file whose text replaces the base instructions (not with
+        /// `base_instructions`).
         pub base_instructions_file: Option<PathBuf>,
+        /// Sampling temperature; unset: the model family's, then the
+        /// provider's default.
         pub temperature: Option<f32>,
+        /// The output limit of a response, in tokens.
         pub max_tokens: Option<u32>,
         /// minimal | low | medium | high, for models that reason.
         pub reasoning_effort: Option<String>,
@@ -155,13 +195,21 @@ cogni_protocol::layered! {
         /// Deprecated spelling of `[agent] max_context_bytes` (a warning says
         /// so; it still works).
         pub max_context_bytes: Option<usize>,
+        /// `[sandbox_workspace_write]`: network and writable roots.
         pub sandbox_workspace_write: Option<SandboxWorkspaceWrite>,
+        /// `[sandbox]`: resource limits of commands.
         pub sandbox: Option<SandboxLimitsFile>,
+        /// `[features]`: parallel tools, skills.
         pub features: Option<FeaturesFile>,
+        /// `[tools]`: the tool list and its caps.
         pub tools: Option<ToolsFile>,
+        /// `[compaction]`: when history is compacted.
         pub compaction: Option<CompactionFile>,
+        /// `[model_providers.ID]`: new providers, or changes to built-in ones.
         #[serde(default)]
         pub model_providers: BTreeMap<String, ProviderFile>,
+        /// `[model_families.MODEL]`: models the catalog does not know, or
+        /// changes to ones it does.
         #[serde(default)]
         pub model_families: BTreeMap<String, FamilyOverride>,
         /// `[model_aliases]`: alias -> model.
@@ -203,8 +251,11 @@ cogni_protocol::layered! {
     #[derive(Debug, Clone, Copy, Default, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct DelegationFile {
+        /// Levels of agents below the root (default 2).
         pub max_delegation_depth: Option<u32>,
+        /// Agents one `spawn_agents` call runs at once (default 4).
         pub max_concurrent_agents: Option<u32>,
+        /// Agents started in the whole session tree (default 32).
         pub max_agents_per_session: Option<u32>,
     }
 }
@@ -296,7 +347,8 @@ impl ConfigFile {
         Ok(file)
     }
 
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+    /// Read and parse the file at `path`.
+    pub(crate) fn load(path: &Path) -> Result<Self, ConfigError> {
         Self::parse(path, &read_config(path)?)
     }
 
@@ -372,6 +424,8 @@ impl ConfigFile {
     }
 }
 
+/// Parse an approval policy given on the command line or in
+/// `COGNI_APPROVAL`; the error lists the accepted names.
 pub fn parse_approval(s: &str) -> Result<ApprovalPolicy, String> {
     ApprovalPolicy::parse(s).ok_or_else(|| {
         format!(
@@ -381,6 +435,8 @@ pub fn parse_approval(s: &str) -> Result<ApprovalPolicy, String> {
     })
 }
 
+/// Parse a sandbox mode given on the command line or in `COGNI_SANDBOX`;
+/// the error lists the accepted names.
 pub fn parse_sandbox(s: &str) -> Result<SandboxMode, String> {
     SandboxMode::parse(s).ok_or_else(|| {
         format!(

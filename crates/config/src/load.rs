@@ -56,9 +56,12 @@ pub struct Sources<'a> {
 /// The resolved configuration of a run.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// What a session is started with.
     pub session: SessionConfig,
     /// Things the user should know (e.g. a plaintext key in a config file).
     pub warnings: Vec<String>,
+    /// `verbose_max_bytes`: `--verbose` cuts each logged payload to this
+    /// many bytes.
     pub verbose_max_bytes: usize,
     /// `[agents.NAME]` of every layer (a trusted project's included).
     pub agents: BTreeMap<String, AgentDef>,

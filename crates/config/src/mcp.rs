@@ -196,12 +196,19 @@ fn server_config(name: &str, s: &McpServerFile) -> Result<ServerConfig, ConfigEr
 /// A server for `cogni mcp add`.
 #[derive(Debug, Clone)]
 pub enum NewServer {
+    /// A process cogni starts (`cogni mcp add NAME -- CMD ARGS...`).
     Stdio {
+        /// The command and its arguments (written as `command` and `args`).
         argv: Vec<String>,
+        /// Variables to set for it (written as `env`).
         env: BTreeMap<String, String>,
     },
+    /// A streamable HTTP endpoint.
     Http {
+        /// The endpoint (`url`).
         url: String,
+        /// The variable holding its bearer token
+        /// (`bearer_token_env_var`), never the token itself.
         bearer_token_env_var: Option<String>,
     },
 }

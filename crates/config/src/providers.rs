@@ -11,7 +11,9 @@ cogni_protocol::layered! {
     /// `[model_providers.<id>]`: a new provider, or changes to a built-in one.
     #[derive(Debug, Clone, Default, Deserialize)]
     pub struct ProviderFile {
+        /// A display name (`OpenAI`); unset: the id.
         pub name: Option<String>,
+        /// The API's base URL.
         pub base_url: Option<String>,
         /// Environment variable holding the API key.
         pub env_key: Option<String>,
@@ -19,16 +21,28 @@ cogni_protocol::layered! {
         pub key_file: Option<PathBuf>,
         /// Plaintext key: works, with a warning. Prefer env_key or key_file.
         pub api_key: Option<String>,
+        /// The wire protocol the server speaks (default `chat`).
         pub wire_api: Option<WireApi>,
+        /// Extra headers sent with every request.
         pub http_headers: Option<BTreeMap<String, String>>,
+        /// Query parameters added to every request URL.
         pub query_params: Option<BTreeMap<String, String>>,
+        /// Retries after a failed attempt (default 4).
         pub max_retries: Option<u32>,
+        /// The first retry's delay in milliseconds, doubled for each further
+        /// one (default 500).
         pub retry_base_ms: Option<u64>,
+        /// The longest delay between attempts, in milliseconds (default
+        /// 30000).
         pub retry_max_ms: Option<u64>,
+        /// How long connecting may take, in milliseconds (default 10000).
         pub connect_timeout_ms: Option<u64>,
+        /// How long a stream may send nothing, in milliseconds (default
+        /// 300000).
         pub stream_idle_timeout_ms: Option<u64>,
         /// Family for models the built-in catalog does not know (e.g. `generic`).
         pub default_family: Option<String>,
+        /// The model used when the config names none.
         pub default_model: Option<String>,
         /// For `wire_api = "scripted"`: the script to replay.
         pub script: Option<PathBuf>,

@@ -28,6 +28,7 @@ struct TrustFile {
 }
 
 impl TrustStore {
+    /// Read `home/trusted.toml`; a missing file is an empty store.
     pub fn load(home: &Path) -> Result<Self, ConfigError> {
         let path = home.join(FILE_NAME);
         let file = match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
@@ -44,6 +45,7 @@ impl TrustStore {
         Ok(TrustStore { path, file })
     }
 
+    /// The trusted directories as recorded (canonical when recorded).
     pub fn dirs(&self) -> &[PathBuf] {
         &self.file.trusted
     }
@@ -63,6 +65,7 @@ impl TrustStore {
         self.file.trusted.len() != before
     }
 
+    /// Write the store back atomically, creating `$COGNI_HOME` if need be.
     pub fn save(&self) -> Result<(), ConfigError> {
         let fail = |e: &dyn std::fmt::Display| ConfigError(format!("{}: {e}", self.path.display()));
         if let Some(dir) = self.path.parent() {

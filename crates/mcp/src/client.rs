@@ -28,7 +28,9 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// environment policy.
 #[derive(Debug, Clone)]
 pub struct Launch {
+    /// Where a stdio server starts unless its `cwd` says otherwise.
     pub cwd: PathBuf,
+    /// The policy its environment is built with (`[tools.shell_env]`).
     pub env: ShellEnvPolicy,
     /// The session's pinned files: a server whose program in the workspace
     /// changed during the session is not started.

@@ -42,8 +42,11 @@ impl McpConfig {
 /// One `[mcp_servers.NAME]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
+    /// The NAME of `[mcp_servers.NAME]`; its tools are `mcp__NAME__TOOL`.
     pub name: String,
+    /// How cogni reaches it.
     pub transport: Transport,
+    /// `enabled` (default true): false keeps the entry but starts nothing.
     pub enabled: bool,
     /// A required server that does not start fails the session.
     pub required: bool,
@@ -75,7 +78,9 @@ impl ServerConfig {
 pub enum Transport {
     /// A process cogni starts, spoken to on its stdin and stdout.
     Stdio {
+        /// The program to start (`command`).
         command: String,
+        /// Its arguments (`args`).
         args: Vec<String>,
         /// Set on top of the stripped child environment.
         env: BTreeMap<String, String>,
@@ -87,6 +92,7 @@ pub enum Transport {
     },
     /// A streamable HTTP endpoint.
     Http {
+        /// The endpoint (`url`).
         url: String,
         /// Header -> value, sent as written.
         headers: BTreeMap<String, String>,

@@ -5,6 +5,8 @@
 //! max_eager_tools`, through `search_tools`. Protocol and transports are
 //! rmcp's; processes are `tools::exec`'s.
 
+#![deny(missing_docs)]
+
 mod client;
 pub mod config;
 pub mod names;
@@ -33,10 +35,13 @@ pub enum Status {
 /// One configured server as a listing shows it.
 #[derive(Debug, Clone)]
 pub struct ServerReport {
+    /// The server's name in config.
     pub name: String,
     /// Its command line or URL.
     pub transport: String,
+    /// A required server that does not start fails the session.
     pub required: bool,
+    /// Whether it runs, and why not.
     pub status: Status,
     /// Its tools as offered (`mcp__SERVER__TOOL`).
     pub tools: Vec<String>,
@@ -82,6 +87,7 @@ impl Servers {
 
 /// What starting the servers gave.
 pub struct Started {
+    /// The servers that run (and the reports of all of them).
     pub servers: Servers,
     /// Servers that did not start, filters that name no tool: for the
     /// user, as warnings.

@@ -43,6 +43,7 @@ impl Server {
         }
     }
 
+    /// The server's name in config.
     pub fn name(&self) -> &str {
         &self.config.name
     }

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 /// One agent's spend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentTotals {
+    /// Tokens of its model requests.
     pub usage: Usage,
+    /// Model requests it made.
     pub model_requests: u32,
     /// USD; `None` once tokens were spent at an unknown price.
     pub cost_usd: Option<f64>,

@@ -3,6 +3,8 @@
 //! Provider usage is the truth; local estimates (see [`tokens`]) are used
 //! only when a provider reports none, and are marked as estimated.
 
+#![deny(missing_docs)]
+
 pub mod ledger;
 pub mod tokens;
 
@@ -15,31 +17,46 @@ use std::time::{Duration, Instant};
 /// Counts for one tool name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolStats {
+    /// Calls made to the tool.
     pub calls: u32,
+    /// Calls that ended in an error.
     pub failures: u32,
+    /// Time spent in its calls, in milliseconds.
     pub total_ms: u64,
+    /// The longest single call, in milliseconds.
     pub max_ms: u64,
 }
 
 /// Totals over a span (a turn or the whole session).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Totals {
+    /// Tokens of the span's model requests (the provider's counts, or estimates
+    /// marked as such).
     pub usage: Usage,
+    /// Model requests sent.
     pub model_requests: u32,
     /// Time to first token of each model request, in order.
     pub time_to_first_token_ms: Vec<u64>,
     /// Time spent streaming model responses.
     pub model_ms: u64,
+    /// Counts per tool name.
     pub tools: BTreeMap<String, ToolStats>,
+    /// Approval decisions by status (`asked`, `approved`, `denied`,
+    /// `auto_approved`).
     pub approvals: BTreeMap<String, u32>,
+    /// Times history was compacted.
     pub compactions: u32,
+    /// Requests the provider retried.
     pub retries: u32,
+    /// Wall time of the span so far, in milliseconds (set when a snapshot is
+    /// taken).
     pub wall_ms: u64,
     /// USD, when the model's price is known.
     pub cost_usd: Option<f64>,
 }
 
 impl Totals {
+    /// Tool calls made, over every tool.
     pub fn tool_calls(&self) -> u32 {
         self.tools.values().map(|t| t.calls).sum()
     }
@@ -48,7 +65,9 @@ impl Totals {
 /// A serialisable view of the metrics at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Snapshot {
+    /// This turn's totals; delegated agents' tokens and cost included.
     pub turn: Totals,
+    /// The session's totals; delegated agents' tokens and cost included.
     pub session: Totals,
     /// With delegated agents: the session's spend by agent path (this
     /// agent's own and each descendant's); `turn` and `session` include
@@ -139,6 +158,7 @@ impl Metrics {
         &self.agent
     }
 
+    /// Starts a new turn: the turn's totals and clock start over.
     pub fn start_turn(&mut self) {
         self.turn = Totals {
             cost_usd: self.price.map(|_| 0.0),
@@ -153,6 +173,9 @@ impl Metrics {
         f(&mut self.session);
     }
 
+    /// Counts one model request of this agent: its `usage`, time to first token
+    /// (`None`: nothing streamed) and duration; priced when the price is known,
+    /// and passed on to the parent's ledger for a delegated agent.
     pub fn record_model_request(&mut self, usage: &Usage, ttft: Option<Duration>, took: Duration) {
         let cost = self.price.map(|p| p.cost(usage));
         self.both(|t| {
@@ -174,6 +197,7 @@ impl Metrics {
         }
     }
 
+    /// Counts one call of tool `name` that took `took`, failed or not.
     pub fn record_tool(&mut self, name: &str, took: Duration, failed: bool) {
         self.both(|t| {
             let s = t.tools.entry(name.to_string()).or_default();
@@ -189,10 +213,12 @@ impl Metrics {
         self.both(|t| *t.approvals.entry(decision.to_string()).or_default() += 1);
     }
 
+    /// Counts one compaction of history.
     pub fn record_compaction(&mut self) {
         self.both(|t| t.compactions += 1);
     }
 
+    /// Counts one provider retry.
     pub fn record_retry(&mut self) {
         self.both(|t| t.retries += 1);
     }
@@ -210,6 +236,8 @@ impl Metrics {
         with_delegated(self.turn.cost_usd, &delegated)
     }
 
+    /// The turn and session totals as they stand now, with wall times and, with
+    /// delegated agents, the spend by agent path.
     pub fn snapshot(&self) -> Snapshot {
         let delegated = self.ledger.total();
         let mut turn = self.turn.clone();

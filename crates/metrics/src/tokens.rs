@@ -52,6 +52,7 @@ pub enum Estimator {
 }
 
 impl Estimator {
+    /// Estimated tokens of `text`.
     pub fn count(self, text: &str) -> u64 {
         match self {
             Estimator::Tiktoken => count(text),
@@ -59,6 +60,8 @@ impl Estimator {
         }
     }
 
+    /// Estimated tokens of one history item: its text (a call's name and
+    /// arguments, an output, reasoning) plus a fixed per-item overhead.
     pub fn count_item(self, item: &HistoryItem) -> u64 {
         item_tokens(item, |t| self.count(t))
     }

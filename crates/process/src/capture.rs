@@ -9,16 +9,21 @@ use crate::truncate::{self, Gap, Limits};
 /// part in between that was dropped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CapturedStream {
+    /// The first bytes of the stream, up to half the capture limit.
     pub head: Vec<u8>,
+    /// The last bytes of the stream, up to the other half of the limit; empty
+    /// when the stream fit in `head`.
     pub tail: Vec<u8>,
     /// Dropped between `head` and `tail` (empty when everything was kept).
     pub gap: Gap,
+    /// Bytes the stream produced in all, kept or not.
     pub total_bytes: u64,
     /// Lines written, counting a final line without a line feed.
     pub total_lines: u64,
 }
 
 impl CapturedStream {
+    /// True when the stream produced no bytes at all.
     pub fn is_empty(&self) -> bool {
         self.total_bytes == 0
     }
@@ -41,6 +46,7 @@ impl CapturedStream {
 
 /// Where a stream's bytes go as they are read.
 pub trait Sink {
+    /// Takes the next chunk of bytes read from the stream, in order.
     fn push(&mut self, bytes: &[u8]);
 }
 
@@ -63,6 +69,8 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// A capture keeping at most `limit` bytes: the first half (rounded up) as
+    /// the head, the rest as a ring of the newest bytes.
     pub fn new(limit: usize) -> Self {
         let head_cap = limit.div_ceil(2);
         Capture {
@@ -75,6 +83,8 @@ impl Capture {
         }
     }
 
+    /// Adds a chunk read from the stream: it fills the head first, then the
+    /// tail ring, whose oldest bytes drop into the counted gap.
     pub fn push(&mut self, chunk: &[u8]) {
         self.total_bytes += chunk.len() as u64;
         self.newlines += memchr::memchr_iter(b'\n', chunk).count() as u64;
@@ -96,6 +106,8 @@ impl Capture {
         std::mem::replace(self, Capture::new(limit)).finish()
     }
 
+    /// What was captured: head, tail and the counts of the gap between them
+    /// (characters the gap would split move into it).
     pub fn finish(self) -> CapturedStream {
         let last_byte = self.tail.last().or(self.head.last().copied());
         let total_lines = self.newlines + u64::from(last_byte.is_some_and(|b| b != b'\n'));

@@ -11,6 +11,8 @@
 //! and the last half of what was written; everything in between is counted
 //! (bytes and line feeds), not kept.
 
+#![deny(missing_docs)]
+
 mod capture;
 mod served;
 pub mod truncate;
@@ -45,9 +47,12 @@ const READ_CHUNK: usize = 64 * 1024;
 pub struct ExecRequest {
     /// Program and arguments; the program is looked up in `PATH` of `env`.
     pub argv: Vec<String>,
+    /// The directory the process starts in.
     pub cwd: PathBuf,
     /// The complete environment of the child (nothing else is inherited).
     pub env: BTreeMap<String, String>,
+    /// How long it may run; then its process group gets SIGTERM and, after
+    /// [`ExecRequest::kill_grace`], SIGKILL.
     pub timeout: Duration,
     /// Bytes kept in memory per stream (head + tail).
     pub capture_limit_bytes: usize,
@@ -62,12 +67,23 @@ pub struct ExecRequest {
     pub stdin: Option<Vec<u8>>,
 }
 
+/// Why a process could not be run at all (a process that ran and failed is an
+/// [`ExecOutput`], not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
+    /// `argv` was empty.
     #[error("empty command")]
     EmptyCommand,
+    /// The program could not be started (not found, not executable, the sandbox
+    /// could not be set up).
     #[error("cannot start `{program}`: {source}")]
-    Spawn { program: String, source: io::Error },
+    Spawn {
+        /// `argv[0]`, as given.
+        program: String,
+        /// Why: the OS error from spawning, entering the sandbox before exec, or the fork server.
+        source: io::Error,
+    },
+    /// Waiting for the child failed.
     #[error("cannot wait for the process: {0}")]
     Wait(io::Error),
 }
@@ -75,7 +91,9 @@ pub enum ExecError {
 /// How the process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Termination {
+    /// It exited with this code.
     Exited(i32),
+    /// A signal killed it (the signal's number).
     Signaled(i32),
 }
 
@@ -97,18 +115,24 @@ impl Termination {
         }
     }
 
+    /// True for exit code 0; a signal is a failure.
     pub fn success(self) -> bool {
         self == Termination::Exited(0)
     }
 }
 
+/// What a finished [`run`] reports: how the process ended and what it wrote.
 #[derive(Debug, Clone)]
 pub struct ExecOutput {
+    /// How the process ended (after a timeout: the signal that ended it).
     pub termination: Termination,
     /// From spawn until the call returned.
     pub duration: Duration,
+    /// True when the timeout ran out and the process group was killed.
     pub timed_out: bool,
+    /// What it wrote on stdout, head and tail.
     pub stdout: CapturedStream,
+    /// What it wrote on stderr, head and tail.
     pub stderr: CapturedStream,
     /// The command exited but another process still held stdout or stderr
     /// open; reading stopped after the drain period and later output is lost.
@@ -189,9 +213,11 @@ async fn run_captured(
 /// How a run ended; its output went to the sinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {
+    /// How the process ended.
     pub termination: Termination,
     /// From spawn until the run returned.
     pub duration: Duration,
+    /// True when the timeout ran out and the process group was killed.
     pub timed_out: bool,
     /// `stop` resolved and the process was terminated.
     pub stopped: bool,
@@ -432,7 +458,9 @@ pub struct Service {
 
 /// The pipes of a [`Service`].
 pub struct ServicePipes {
+    /// Writes to the server's stdin.
     pub stdin: tokio::process::ChildStdin,
+    /// Reads the server's stdout.
     pub stdout: tokio::process::ChildStdout,
 }
 

@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 /// How much text may reach the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// The most bytes of text kept (the marker line comes on top).
     pub max_bytes: usize,
+    /// The most lines of text kept (the marker line comes on top).
     pub max_lines: usize,
 }
 
@@ -18,6 +20,7 @@ pub struct Limits {
 /// its size is known, its content is not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Gap {
+    /// Bytes in the gap.
     pub bytes: u64,
     /// Line feeds inside the gap.
     pub newlines: u64,

@@ -7,9 +7,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// A message from the person driving the session (prompts, user
+    /// instructions such as AGENTS.md, the environment context).
     User,
+    /// Instructions from the harness and the config's
+    /// `developer_instructions`; wire APIs without a developer role send
+    /// them as `system`.
     Developer,
+    /// The model's own messages and tool calls.
     Assistant,
+    /// A tool's output, answering one of the assistant's calls.
     Tool,
 }
 
@@ -18,9 +25,14 @@ pub enum Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageTag {
+    /// The developer instructions that open every session's initial context.
     DeveloperInstructions,
+    /// The user instructions (AGENTS.md and similar) of the initial context.
     UserInstructions,
+    /// The environment context (cwd, shell, sandbox and approval policy) of the
+    /// initial context; replaced when it changes.
     Environment,
+    /// The summary compaction writes in place of older history.
     Summary,
     /// The plan written before the first step (`enable_plan`): kept after
     /// the initial context in every request.
@@ -39,19 +51,29 @@ pub enum MessageTag {
 /// content that is either text or a structured tool payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryItem {
+    /// Who speaks: decides how providers place the item on the wire.
     pub role: Role,
+    /// What the item says: text, a tool call, its output or reasoning.
     pub content: Content,
 }
 
+/// The payload of a [`HistoryItem`], serialised with a `type` tag (`text`,
+/// `tool_call`, `tool_output`, `reasoning`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
+    /// A text message.
     Text {
+        /// The message text.
         text: String,
+        /// What the message is for, if it is one the harness must find again;
+        /// `None` for ordinary messages.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tag: Option<MessageTag>,
     },
+    /// A tool call the model made.
     ToolCall(ToolCall),
+    /// The output answering a tool call.
     ToolOutput(ToolOutput),
     /// The model's reasoning, kept so providers that need it back get it.
     Reasoning(Reasoning),
@@ -77,6 +99,7 @@ pub struct Reasoning {
 }
 
 impl HistoryItem {
+    /// A plain (untagged) text message from `role`.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
         HistoryItem {
             role,
@@ -87,6 +110,8 @@ impl HistoryItem {
         }
     }
 
+    /// A text message from `role` marked with `tag`, so compaction and the
+    /// environment diff can find it.
     pub fn tagged(role: Role, tag: MessageTag, text: impl Into<String>) -> Self {
         HistoryItem {
             role,
@@ -97,6 +122,7 @@ impl HistoryItem {
         }
     }
 
+    /// An assistant item holding `call`.
     pub fn tool_call(call: ToolCall) -> Self {
         HistoryItem {
             role: Role::Assistant,
@@ -104,6 +130,7 @@ impl HistoryItem {
         }
     }
 
+    /// A tool item holding `output`.
     pub fn tool_output(output: ToolOutput) -> Self {
         HistoryItem {
             role: Role::Tool,
@@ -119,6 +146,8 @@ impl HistoryItem {
         }
     }
 
+    /// The tag of a text message; `None` for untagged messages and tool
+    /// payloads.
     pub fn tag(&self) -> Option<MessageTag> {
         match &self.content {
             Content::Text { tag, .. } => *tag,
@@ -192,8 +221,10 @@ impl HistoryItem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallKind {
+    /// Arguments are a JSON string matching the tool's parameter schema.
     #[default]
     Function,
+    /// Arguments are free text (a custom tool, e.g. a freeform `apply_patch`).
     Freeform,
 }
 
@@ -201,9 +232,17 @@ pub enum ToolCallKind {
 /// string for function tools) so it can be sent back unchanged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The provider's call id; the output that answers the call carries it as
+    /// [`ToolOutput::call_id`].
     pub id: String,
+    /// The tool's name as the model called it (an MCP tool is
+    /// `mcp__SERVER__TOOL`).
     pub name: String,
+    /// The arguments verbatim: a JSON object as a string for function tools,
+    /// raw text for freeform ones.
     pub arguments: String,
+    /// Whether the call was a function or a freeform call; JSON defaults to
+    /// `function`.
     #[serde(default)]
     pub kind: ToolCallKind,
 }
@@ -211,8 +250,12 @@ pub struct ToolCall {
 /// The one output every tool call gets, also on error, denial and timeout.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
+    /// The [`ToolCall::id`] this output answers.
     pub call_id: String,
+    /// The text the model sees as the tool's result.
     pub content: String,
+    /// True when the call failed (bad arguments, denied, timed out, the tool's
+    /// own error); providers that have an error flag send it.
     #[serde(default)]
     pub is_error: bool,
     /// For a command (`shell`, a background job that ended): how it ended,
@@ -261,8 +304,12 @@ pub enum EditTool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
+    /// Not started yet.
     Pending,
+    /// Being worked on (at most one step at a time, by convention of
+    /// `update_plan`).
     InProgress,
+    /// Done.
     Completed,
 }
 
@@ -270,7 +317,9 @@ pub enum StepStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanStep {
+    /// What the step is, in the model's words.
     pub step: String,
+    /// Where the step stands.
     pub status: StepStatus,
 }
 
@@ -279,8 +328,10 @@ pub struct PlanStep {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
+    /// Why the plan changed, if the model said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
+    /// The steps, in order.
     pub plan: Vec<PlanStep>,
 }
 
@@ -292,20 +343,27 @@ pub struct TestRun {
     pub run: u32,
     /// 1 for the first try; up to 1 + `test_retries`.
     pub attempt: u32,
+    /// The command that was run (the configured test command).
     pub command: String,
     /// `None` when it timed out or was killed by a signal.
     pub exit_code: Option<i32>,
+    /// True when the command was stopped at its timeout.
     pub timed_out: bool,
     /// Exit code 0.
     pub passed: bool,
+    /// Wall time of the run in milliseconds.
     pub duration_ms: u64,
     /// The test tool recognised in the output (`cargo`, `nextest`,
     /// `pytest`, `go`, `jest`, `vitest`, `generic`); `None`: unknown.
     pub framework: Option<String>,
     /// Counts the output states, when it states them.
     pub tests_passed: Option<u64>,
+    /// Tests that failed, when the output states it.
     pub tests_failed: Option<u64>,
+    /// Tests skipped, when the output states it.
     pub tests_skipped: Option<u64>,
+    /// Names of the failing tests the output lists (may be empty even when
+    /// tests failed).
     pub failing_tests: Vec<String>,
     /// One line, e.g. `cargo test: 41 passed, 2 failed`; empty when the
     /// output was not recognised.
@@ -320,10 +378,13 @@ pub struct TestRun {
 pub struct Reflection {
     /// The model's own grade of the step (`good`, `poor`, a score ...).
     pub quality: String,
+    /// Problems the model found in the step.
     pub issues: Vec<String>,
+    /// What the model recommends doing next.
     pub recommendations: Vec<String>,
     /// The step should not stand: with `block_on_critical` the run ends.
     pub block_apply: bool,
+    /// Free text the model added.
     pub notes: String,
 }
 
@@ -336,6 +397,7 @@ pub struct ContextFile {
     pub kind: String,
     /// Bytes attached (after the cap).
     pub bytes: usize,
+    /// True when the cap cut the attachment short.
     pub truncated: bool,
 }
 
@@ -352,8 +414,11 @@ pub enum ContextStrategyKind {
 }
 
 impl ContextStrategyKind {
+    /// The accepted names, comma-separated, for error messages
+    /// (`context_strategy`).
     pub const NAMES: &'static str = "sliding_window, summarize";
 
+    /// The name in config files and reports (`sliding_window`, `summarize`).
     pub fn as_str(self) -> &'static str {
         match self {
             ContextStrategyKind::SlidingWindow => "sliding_window",
@@ -375,8 +440,12 @@ impl ContextStrategyKind {
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
+    /// The name the model calls the tool by.
     pub name: String,
+    /// What the tool does, for the model.
     pub description: String,
+    /// How the model passes arguments: a JSON schema or a freeform grammar
+    /// (serialised flattened, tagged `format`).
     #[serde(flatten)]
     pub format: ToolFormat,
     /// True when the tool cannot change the workspace; such calls may run
@@ -385,27 +454,41 @@ pub struct ToolSpec {
     pub read_only: bool,
 }
 
+/// How a tool takes its arguments (serialised with a `format` tag: `function`
+/// or `freeform`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "format", rename_all = "snake_case")]
 pub enum ToolFormat {
     /// Arguments are a JSON object described by this schema.
-    Function { parameters: serde_json::Value },
+    Function {
+        /// The JSON schema of the arguments object.
+        parameters: serde_json::Value,
+    },
     /// Arguments are free text (for example a patch), optionally described by
     /// a grammar the provider understands.
-    Freeform { syntax: String, definition: String },
+    Freeform {
+        /// The grammar's language as the provider names it (e.g. `lark`).
+        syntax: String,
+        /// The grammar itself, in that language.
+        definition: String,
+    },
 }
 
 /// Prices in USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Price {
+    /// Uncached input tokens, USD per million.
     pub input: f64,
+    /// Input tokens read from the prompt cache, USD per million.
     pub cached_input: f64,
+    /// Output tokens (reasoning included), USD per million.
     pub output: f64,
     /// Writing to the prompt cache (Anthropic); other APIs charge none.
     pub cache_write: f64,
 }
 
 impl Price {
+    /// A price from its four rates, each in USD per million tokens.
     pub const fn new(input: f64, cached_input: f64, output: f64, cache_write: f64) -> Self {
         Price {
             input,
@@ -431,8 +514,13 @@ impl Price {
 /// Token counts for one model request or an accumulation of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens of the request(s), cached and cache-written tokens
+    /// included.
     pub input_tokens: u64,
+    /// Output tokens generated (reasoning tokens included where the provider
+    /// counts them there).
     pub output_tokens: u64,
+    /// The part of `input_tokens` read from the provider's prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
     /// Input tokens written to the provider's prompt cache (Anthropic).
@@ -444,10 +532,12 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Input plus output tokens.
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens
     }
 
+    /// Adds `other`'s counts to these; the sum is estimated if either part was.
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
@@ -473,10 +563,14 @@ pub enum StopReason {
     Length,
     /// The provider filtered the output.
     ContentFilter,
+    /// Any other reason the provider gave, verbatim.
     Other(String),
 }
 
 impl StopReason {
+    /// Maps a wire API's stop or finish reason (`stop`, `end_turn`, `tool_use`,
+    /// `max_tokens`, ...) to a [`StopReason`]; unknown ones become
+    /// [`StopReason::Other`].
     pub fn from_wire(s: &str) -> Self {
         match s {
             "stop" | "end_turn" | "stop_sequence" => StopReason::Stop,

@@ -8,6 +8,8 @@
 //! (approval and sandbox policies), events.rs what the engine reports
 //! (outcomes, events, approvals, sinks and observers).
 
+#![deny(missing_docs)]
+
 mod events;
 mod history;
 pub mod layer;

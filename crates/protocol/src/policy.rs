@@ -9,17 +9,26 @@ use std::time::SystemTime;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalPolicy {
+    /// Read-only tools and known-safe read-only commands run; everything else
+    /// is asked first (`untrusted`).
     Untrusted,
+    /// Everything runs in the sandbox; a call that fails the way a sandbox
+    /// refusal looks is offered for a retry without it (`on-failure`).
     OnFailure,
+    /// Everything runs in the sandbox; the model may ask to run a command
+    /// outside it and the user decides (`on-request`, the default).
     #[default]
     OnRequest,
+    /// Nobody is asked; what the sandbox forbids fails (`never`).
     Never,
 }
 
 impl ApprovalPolicy {
+    /// The accepted names, as in config files and flags.
     pub const VARIANTS: &'static [&'static str] =
         &["untrusted", "on-failure", "on-request", "never"];
 
+    /// The policy's name in config files, flags and events (`on-request`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalPolicy::Untrusted => "untrusted",
@@ -40,6 +49,7 @@ impl ApprovalPolicy {
         }
     }
 
+    /// Parses a name of [`ApprovalPolicy::VARIANTS`]; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "untrusted" => ApprovalPolicy::Untrusted,
@@ -55,9 +65,14 @@ impl ApprovalPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
+    /// Commands may read everywhere and write nowhere (`read-only`).
     ReadOnly,
+    /// Commands may write under cwd and the writable roots only
+    /// (`workspace-write`, the default).
     #[default]
     WorkspaceWrite,
+    /// No sandbox: commands run with the user's own rights
+    /// (`danger-full-access`).
     DangerFullAccess,
 }
 
@@ -72,9 +87,12 @@ impl SandboxMode {
         }
     }
 
+    /// The accepted names, as in config files and flags.
     pub const VARIANTS: &'static [&'static str] =
         &["read-only", "workspace-write", "danger-full-access"];
 
+    /// The mode's name in config files, flags and events (`workspace-write`,
+    /// ...).
     pub fn as_str(self) -> &'static str {
         match self {
             SandboxMode::ReadOnly => "read-only",
@@ -83,6 +101,7 @@ impl SandboxMode {
         }
     }
 
+    /// Parses a name of [`SandboxMode::VARIANTS`]; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "read-only" => SandboxMode::ReadOnly,
@@ -96,7 +115,9 @@ impl SandboxMode {
 /// The spec's `sandbox_policy`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxPolicy {
+    /// What sandboxed commands may write.
     pub mode: SandboxMode,
+    /// Whether sandboxed commands may use the network.
     pub network_access: bool,
     /// Extra writable roots besides cwd (workspace-write only).
     pub writable_roots: Vec<PathBuf>,
@@ -123,6 +144,7 @@ pub struct Pins {
     pub since: Option<SystemTime>,
     /// The canonical cwd and writable roots they were taken under.
     pub roots: Vec<PathBuf>,
+    /// The pinned files, symlinks and their targets each a pin.
     pub files: Vec<Pin>,
 }
 
@@ -130,7 +152,10 @@ pub struct Pins {
 /// another pin) and its stamp then.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pin {
+    /// The pinned path: a symlink's own path (its target is a pin of its
+    /// own).
     pub path: PathBuf,
+    /// How the file was when it was pinned.
     pub stamp: FileStamp,
 }
 
@@ -139,7 +164,9 @@ pub struct Pin {
 /// space cannot set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
+    /// The device the file is on (`st_dev`).
     pub dev: u64,
+    /// The file's inode number (`st_ino`).
     pub ino: u64,
     /// Seconds and nanoseconds.
     pub ctime: (i64, i64),

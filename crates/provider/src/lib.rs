@@ -4,6 +4,8 @@
 //! [`ResponseEvent`]. A stream that ends without its terminal event is an
 //! error, never a success.
 
+#![deny(missing_docs)]
+
 pub mod anthropic;
 pub mod chat_completions;
 mod freeform;
@@ -35,13 +37,25 @@ pub use model_family::{ModelFamily, ToolCallMode};
 /// Everything a provider needs to send one request.
 #[derive(Debug, Clone)]
 pub struct ModelRequest<'a> {
+    /// The model's name as the provider knows it.
     pub model: &'a str,
+    /// The system prompt (Responses `instructions`, a `system` message or
+    /// Anthropic's `system`).
     pub instructions: &'a str,
+    /// The conversation to send, oldest first.
     pub input: &'a [HistoryItem],
+    /// The tools offered, in order (empty: no tools are sent).
     pub tools: &'a [ToolSpec],
+    /// Whether the model may ask for several tool calls in one response
+    /// (sent only with tools).
     pub parallel_tool_calls: bool,
+    /// A JSON schema the final answer must match (`--output-schema`), for
+    /// APIs that can enforce one; `None`: free text.
     pub output_schema: Option<&'a serde_json::Value>,
+    /// Sampling temperature; `None` leaves it to the server.
     pub temperature: Option<f32>,
+    /// The most output tokens the response may have; `None` leaves it to
+    /// the server (Anthropic requires one and uses its own default).
     pub max_tokens: Option<u32>,
     /// Reasoning effort (`minimal`, `low`, `medium`, `high`) for models that
     /// reason; `None` sends no reasoning settings.
@@ -65,29 +79,45 @@ pub enum ResponseEvent {
     /// A piece of assistant text.
     TextDelta(String),
     /// A tool call began (id and name known); arguments follow.
-    ToolCallStarted { id: String, name: String },
+    ToolCallStarted {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
     /// A complete tool call, in the order the model produced it.
     ToolCall(ToolCall),
     /// Reasoning to keep in history (before the calls that follow it).
     Reasoning(Reasoning),
     /// The server told us the model's context window (e.g. Ollama's
     /// `/api/show`); the engine adjusts its compaction limit.
-    ModelInfo { context_window: u64 },
+    ModelInfo {
+        /// The window in tokens.
+        context_window: u64,
+    },
     /// The provider is about to retry after a failure.
     Retrying {
+        /// The retry's number, from 1.
         attempt: u32,
+        /// How long it waits before retrying.
         delay: Duration,
+        /// The failure, readable.
         reason: String,
     },
     /// The terminal event: the response is complete.
     Completed {
+        /// The provider's token counts; `None` when it sent none (the
+        /// engine then estimates).
         usage: Option<Usage>,
+        /// Why the model stopped.
         stop_reason: StopReason,
         /// A tool call that was cut off by `stop_reason` and must not run.
         incomplete_tool_call: Option<String>,
     },
 }
 
+/// The events of one response, ending after [`ResponseEvent::Completed`]
+/// or the first error.
 pub type ResponseStream = BoxStream<'static, Result<ResponseEvent, ProviderError>>;
 
 /// A model backend.
@@ -106,59 +136,100 @@ pub trait Provider: Send + Sync {
 /// Errors a caller branches on.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
+    /// The server rejected the key (HTTP 401 or 403); retrying is useless.
     #[error(
         "{provider}: authentication failed for model `{model}` (HTTP {status}): {message}. {hint}"
     )]
     Auth {
+        /// The provider's id.
         provider: String,
+        /// The model the request was for.
         model: String,
+        /// The HTTP status.
         status: u16,
+        /// The server's error message.
         message: String,
         /// What to fix, naming the key's variable (see [`ProviderInfo::key_hint`]).
         hint: String,
     },
+    /// The server answered with an error status (429 and 5xx are
+    /// retryable).
     #[error("{provider}: request for model `{model}` failed with HTTP {status}: {message}")]
     Http {
+        /// The provider's id.
         provider: String,
+        /// The model the request was for.
         model: String,
+        /// The HTTP status.
         status: u16,
+        /// The server's error message.
         message: String,
     },
+    /// No connection could be made (DNS, refused, TLS, connect timeout);
+    /// retryable.
     #[error("{provider}: could not reach {url}: {message}")]
     Unreachable {
+        /// The provider's id.
         provider: String,
+        /// The URL requested.
         url: String,
+        /// What failed.
         message: String,
     },
+    /// Every retry failed.
     #[error("{provider}: gave up on model `{model}` after {attempts} attempts: {last}")]
     RetriesExhausted {
+        /// The provider's id.
         provider: String,
+        /// The model the request was for.
         model: String,
+        /// Attempts made, the first included.
         attempts: u32,
+        /// The last attempt's error.
         last: String,
     },
+    /// The response stream broke or could not be decoded, or ended without
+    /// its terminal event.
     #[error("{provider}: stream for model `{model}` broke: {message}")]
     Stream {
+        /// The provider's id.
         provider: String,
+        /// The model the request was for.
         model: String,
+        /// What went wrong.
         message: String,
     },
+    /// The stream sent nothing for `stream_idle_timeout`.
     #[error("{provider}: no data for {idle_secs}s from model `{model}` (idle timeout; raise stream_idle_timeout_ms in [model_providers.{provider}])")]
     IdleTimeout {
+        /// The provider's id.
         provider: String,
+        /// The model the request was for.
         model: String,
+        /// The idle timeout that ran out, in seconds.
         idle_secs: u64,
     },
+    /// The server says the request exceeds the model's context window;
+    /// the engine compacts and tries again.
     #[error(
         "{provider}: the request for model `{model}` is larger than its context window: {message}"
     )]
     ContextOverflow {
+        /// The provider's id.
         provider: String,
+        /// The model the request was for.
         model: String,
+        /// The server's error message.
         message: String,
     },
+    /// Anything else (a bad script, a request that cannot be built, ...).
     #[error("{provider}: {message}")]
-    Other { provider: String, message: String },
+    Other {
+        /// The provider's id.
+        provider: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl ProviderError {
@@ -179,6 +250,8 @@ impl ProviderError {
         }
     }
 
+    /// True for errors worth another attempt: unreachable servers, HTTP
+    /// 429 and 5xx.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
@@ -195,6 +268,8 @@ impl ProviderError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WireApi {
+    /// OpenAI Chat Completions (`/chat/completions`), the default; most
+    /// compatible servers speak it.
     #[default]
     Chat,
     /// OpenAI Responses (`/responses`).
@@ -203,6 +278,7 @@ pub enum WireApi {
     Anthropic,
     /// Ollama's native `/api/chat` (base_url is the server root).
     Ollama,
+    /// No server: replays a script (tests, demos, recorded sessions).
     Scripted,
 }
 
@@ -212,8 +288,10 @@ pub enum WireApi {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensParam {
+    /// `max_tokens`, the default.
     #[default]
     MaxTokens,
+    /// `max_completion_tokens` (OpenAI's reasoning models).
     MaxCompletionTokens,
 }
 
@@ -223,8 +301,12 @@ cogni_protocol::replaced_whole!(WireApi, MaxTokensParam);
 /// Retry settings for one provider.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrySettings {
+    /// Retries after the first attempt (`max_retries`, default 4; 0: none).
     pub max_retries: u32,
+    /// The first retry's delay, doubled for each further one
+    /// (`retry_base_ms`, default 500 ms).
     pub base_delay: Duration,
+    /// The longest delay between attempts (`retry_max_ms`, default 30 s).
     pub max_delay: Duration,
 }
 
@@ -243,18 +325,30 @@ impl Default for RetrySettings {
 /// Its `Debug` output redacts the key.
 #[derive(Clone)]
 pub struct ProviderInfo {
+    /// The provider's id: the NAME of `[model_providers.NAME]` (`openai`,
+    /// `ollama`, ...), named in errors.
     pub id: String,
+    /// A display name (`OpenAI`; the `name` key), the id when not set.
     pub name: String,
+    /// The API's base URL; request paths are appended to it.
     pub base_url: String,
+    /// The wire protocol the server speaks.
     pub wire_api: WireApi,
     /// The variable the key is read from, named in auth errors.
     pub env_key: Option<String>,
     /// The resolved key; never printed.
     pub api_key: Option<String>,
+    /// Extra headers sent with every request (`http_headers`).
     pub http_headers: BTreeMap<String, String>,
+    /// Query parameters added to every request URL (`query_params`, e.g.
+    /// Azure's `api-version`).
     pub query_params: BTreeMap<String, String>,
+    /// How failed requests are retried.
     pub retry: RetrySettings,
+    /// How long connecting may take (`connect_timeout_ms`, default 10 s).
     pub connect_timeout: Duration,
+    /// How long a response stream may send nothing before it is given up
+    /// (`stream_idle_timeout_ms`, default 300 s).
     pub stream_idle_timeout: Duration,
     /// Model family used for models the built-in catalog does not know.
     pub default_family: Option<String>,
@@ -268,6 +362,8 @@ pub struct ProviderInfo {
     /// A command that prints a bearer token (a cloud CLI); used instead of
     /// a key and cached for `auth_command_ttl`.
     pub auth_command: Option<Vec<String>>,
+    /// How long a token from `auth_command` is reused
+    /// (`auth_command_ttl_secs`).
     pub auth_command_ttl: Duration,
     /// The Chat Completions output limit field for every model of this
     /// provider; `None` lets each model family decide.
@@ -326,6 +422,8 @@ impl ProviderInfo {
         }
     }
 
+    /// A provider with only an id, a URL and a wire API; everything else
+    /// at its default (no key, default retries and timeouts).
     pub fn new(id: &str, base_url: &str, wire_api: WireApi) -> Self {
         ProviderInfo {
             id: id.to_string(),

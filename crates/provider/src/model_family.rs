@@ -18,8 +18,13 @@ pub const BASE_INSTRUCTIONS: &str = include_str!("base_instructions.md");
 pub struct ModelFamily {
     /// Catalog name of the family (`gpt-4.1`, `claude`, `generic`, ...).
     pub family: String,
+    /// The base of the system prompt: [`BASE_INSTRUCTIONS`], or the
+    /// override's `base_instructions`.
     pub base_instructions_template: String,
+    /// The model expects `apply_patch` instructions in the system prompt
+    /// when the tool itself is not offered (it calls it through the shell).
     pub needs_special_apply_patch_instructions: bool,
+    /// Whether requests may let the model make several tool calls at once.
     pub supports_parallel_tool_calls: bool,
     /// Tokens the model accepts in one request (input + output).
     pub context_window: u64,
@@ -31,6 +36,8 @@ pub struct ModelFamily {
     pub max_output_tokens: Option<u32>,
     /// Sampling defaults of the model, used when the agent config sets none.
     pub temperature: Option<f32>,
+    /// The output limit sent when the config sets none (the override's
+    /// `max_tokens`); `None`: none is sent.
     pub default_max_tokens: Option<u32>,
     /// The edit tool the model was trained on.
     pub edit_tool: EditTool,
@@ -66,6 +73,7 @@ pub enum ToolCallMode {
 }
 
 impl ToolCallMode {
+    /// The mode's name in config (`native`, `text`).
     pub fn as_str(self) -> &'static str {
         match self {
             ToolCallMode::Native => "native",
@@ -196,16 +204,29 @@ pub struct FamilyOverride {
     /// Start from this catalog family (`generic`, `gpt-4.1`, `claude`, ...)
     /// instead of the one matched by name.
     pub inherit: Option<String>,
+    /// The context window in tokens; setting it marks the window as known.
     pub context_window: Option<u64>,
+    /// The largest output the model produces, in tokens.
     pub max_output_tokens: Option<u32>,
+    /// Whether the model may make several tool calls at once.
     pub supports_parallel_tool_calls: Option<bool>,
+    /// Put `apply_patch` instructions in the system prompt when the tool is
+    /// not offered.
     pub needs_special_apply_patch_instructions: Option<bool>,
+    /// Replaces the built-in base instructions of the system prompt.
     pub base_instructions: Option<String>,
+    /// The model's default sampling temperature.
     pub temperature: Option<f32>,
+    /// The default output limit (becomes
+    /// [`ModelFamily::default_max_tokens`]).
     pub max_tokens: Option<u32>,
+    /// The edit tool the model gets by default.
     pub edit_tool: Option<EditTool>,
+    /// Whether the model takes a reasoning effort.
     pub supports_reasoning: Option<bool>,
+    /// The reasoning effort sent when the config sets none.
     pub reasoning_effort: Option<String>,
+    /// How Chat Completions names the output limit for this model.
     pub max_tokens_param: Option<MaxTokensParam>,
     /// List the tools in the system prompt too.
     pub tools_in_prompt: Option<bool>,
@@ -216,8 +237,11 @@ pub struct FamilyOverride {
     pub tool_call_mode: Option<ToolCallMode>,
     /// USD per million tokens; all four default to the catalog's price or 0.
     pub input_price: Option<f64>,
+    /// USD per million input tokens read from the prompt cache.
     pub cached_input_price: Option<f64>,
+    /// USD per million output tokens.
     pub output_price: Option<f64>,
+    /// USD per million input tokens written to the prompt cache.
     pub cache_write_price: Option<f64>,
 }
 
@@ -225,18 +249,29 @@ pub struct FamilyOverride {
 // the same name whole.
 cogni_protocol::replaced_whole!(FamilyOverride);
 
+/// Why no model family could be found for a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FamilyError {
+    /// No catalog family matches the model's name, and its provider names
+    /// no default family.
     #[error("unknown model `{model}` for provider `{provider}`: cogni has no model family for it. Known model names start with: {known}. Declare it in cogni.toml:\n\n  [model_families.\"{model}\"]\n  inherit = \"generic\"\n  context_window = 32768\n\nor set `default_family = \"generic\"` in [model_providers.{provider}]")]
     Unknown {
+        /// The model's name.
         model: String,
+        /// The provider's id.
         provider: String,
+        /// The name prefixes the catalog knows, comma-separated.
         known: String,
     },
+    /// A `[model_families]` entry inherits from a family that does not
+    /// exist.
     #[error("[model_families.\"{model}\"] inherits from `{inherit}`, which is not a known family; known families: {known}")]
     BadInherit {
+        /// The entry's model name.
         model: String,
+        /// The `inherit` value as given.
         inherit: String,
+        /// The catalog's family names, comma-separated.
         known: String,
     },
 }

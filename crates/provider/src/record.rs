@@ -41,6 +41,8 @@ struct State {
 }
 
 impl Recording {
+    /// An empty recording: every text passes `redact`; with `outputs`, each
+    /// call's exact output is expected on replay too.
     pub fn new(redact: Redact, outputs: bool) -> Arc<Self> {
         Arc::new(Recording {
             redact,
@@ -58,6 +60,7 @@ impl Recording {
         self.state().turns.len()
     }
 
+    /// True when no response was recorded yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -194,6 +197,8 @@ pub struct RecordingProvider {
 }
 
 impl RecordingProvider {
+    /// `inner`, whose responses are recorded into `recording` as they
+    /// stream.
     pub fn new(inner: Arc<dyn Provider>, recording: Arc<Recording>) -> Self {
         RecordingProvider { inner, recording }
     }

@@ -73,6 +73,7 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// The backoff of `settings`, its delays randomised by `jitter`.
     pub fn new(settings: RetrySettings, jitter: Jitter) -> Self {
         Backoff { settings, jitter }
     }

@@ -46,6 +46,8 @@ pub struct Script {
     /// `--model` is given, so the replay gets that model's tools and prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// `[[turns]]`: one per model request, replayed in order; a request
+    /// past the last is an error.
     #[serde(default)]
     pub turns: Vec<ScriptTurn>,
 }
@@ -60,16 +62,20 @@ pub struct ScriptTurn {
     /// The model's reasoning, sent before the text as readable thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// The assistant text, streamed in pieces (may be empty).
     #[serde(default)]
     pub text: String,
     /// Pause before each streamed piece, in milliseconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
+    /// The token counts to report; `None`: none are reported (the engine
+    /// estimates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ScriptUsage>,
     /// `stop` (default), `length`, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// The tool calls the response asks for, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ScriptToolCall>,
 }
@@ -78,11 +84,15 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// One tool call of a scripted response (`[[turns.tool_calls]]`); exactly
+/// one of `arguments` and `arguments_json` is given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptToolCall {
+    /// The call's id; `None`: `call_N`, N its place in the response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The tool to call.
     pub name: String,
     /// A table (sent as JSON arguments) or a string (sent verbatim, e.g. a
     /// patch for a freeform tool).
@@ -113,16 +123,22 @@ pub struct CallExpect {
     pub output: Option<String>,
 }
 
+/// The token counts a scripted response reports (`usage = {...}`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptUsage {
+    /// Input tokens, cached ones included.
     pub input_tokens: u64,
+    /// Output tokens.
     pub output_tokens: u64,
+    /// The part of `input_tokens` read from a prompt cache.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
 }
 
 impl Script {
+    /// Parses a script's TOML and checks that every call gives its
+    /// arguments one way; the error names the call.
     pub fn parse(source: &str) -> Result<Self, String> {
         let script: Script = toml::from_str(source).map_err(|e| e.to_string())?;
         for (t, turn) in script.turns.iter().enumerate() {
@@ -139,6 +155,8 @@ impl Script {
         Ok(script)
     }
 
+    /// Reads and parses the script at `path` (at most
+    /// [`SCRIPT_MAX_BYTES`] bytes); a script without turns is an error.
     pub fn from_file(path: &Path) -> Result<Self, ProviderError> {
         let fail = |message: String| ProviderError::Other {
             provider: ID.into(),
@@ -198,6 +216,8 @@ impl ScriptTurn {
         pieces
     }
 
+    /// The stop reason to report: `stop_reason` if given, else
+    /// `tool_calls` when the turn has calls and `stop` when not.
     pub fn stop(&self) -> StopReason {
         match &self.stop_reason {
             Some(s) => StopReason::from_wire(s),
@@ -310,6 +330,7 @@ pub struct ScriptedProvider {
 }
 
 impl ScriptedProvider {
+    /// A provider replaying `script` from its first turn.
     pub fn new(script: Script) -> Self {
         ScriptedProvider {
             script,
@@ -319,6 +340,7 @@ impl ScriptedProvider {
         }
     }
 
+    /// A provider replaying the script at `path`.
     pub fn from_file(path: &Path) -> Result<Self, ProviderError> {
         Ok(Self::new(Script::from_file(path)?))
     }

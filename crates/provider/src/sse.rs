@@ -32,6 +32,7 @@ pub enum SseError<E> {
     /// The byte stream itself failed.
     #[error("{error}")]
     Transport {
+        /// The transport's error.
         error: E,
         /// Bytes received before the failure.
         received: u64,
@@ -39,6 +40,7 @@ pub enum SseError<E> {
     /// No byte arrived for `idle`.
     #[error("no data for {idle:?}")]
     Idle {
+        /// The idle timeout that ran out.
         idle: Duration,
         /// Bytes received before the stall.
         received: u64,

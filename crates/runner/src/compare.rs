@@ -31,18 +31,27 @@ pub fn load(path: &Path) -> Result<RunResults, String> {
 /// One task (`id@agent`) in either run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// `id@agent`.
     pub task: String,
+    /// The task in run A; `None` when A does not have it.
     pub a: Option<Side>,
+    /// The task in run B; `None` when B does not have it.
     pub b: Option<Side>,
 }
 
 /// A task in one run: attempts that passed, and means per attempt that ran.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Side {
+    /// Attempts that passed.
     pub passed: usize,
+    /// Attempts that ran (not skipped).
     pub ran: usize,
+    /// Mean input plus output tokens.
     pub tokens: f64,
+    /// Mean cost in USD over the attempts that ran; `None` when none had
+    /// a known price.
     pub cost_usd: Option<f64>,
+    /// Mean wall time, in milliseconds.
     pub wall_ms: f64,
 }
 
@@ -76,6 +85,9 @@ impl Row {
         matches!((&self.a, &self.b), (Some(a), Some(b)) if a.all_passed() && !b.all_passed())
     }
 
+    /// The change from A to B for the table: `REGRESSED`, `fixed`,
+    /// `still failing`, `only in A`, `only in B`, or empty when both
+    /// passed.
     pub fn change(&self) -> &'static str {
         match (&self.a, &self.b) {
             (Some(_), None) => "only in A",
@@ -91,8 +103,10 @@ impl Row {
     }
 }
 
+/// Two runs side by side (`cogni compare A B`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
+    /// One row per task, in [`compare`]'s order.
     pub rows: Vec<Row>,
 }
 
@@ -122,6 +136,7 @@ pub fn compare(a: &RunResults, b: &RunResults) -> Comparison {
 }
 
 impl Comparison {
+    /// Tasks that passed in A and not in B (a non-zero count exits 1).
     pub fn regressions(&self) -> usize {
         self.rows.iter().filter(|r| r.is_regression()).count()
     }

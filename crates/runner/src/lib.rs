@@ -7,6 +7,8 @@
 //! (which checks everything before anything runs) and calls [`run`]. The
 //! runner never prints: it reports through [`Progress`].
 
+#![deny(missing_docs)]
+
 mod attempt;
 mod checks;
 mod command;
@@ -44,6 +46,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub struct RunOptions {
     /// As given on the command line (recorded in the results).
     pub selectors: Vec<String>,
+    /// `--agent`: run every selected task with this agent instead of its
+    /// own.
     pub agent_override: Option<String>,
     /// Attempts running at once.
     pub jobs: usize,
@@ -69,6 +73,8 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// Options for running every task from `workdir`: one job, no
+    /// selectors, repeats or shard, nothing redacted.
     pub fn new(workdir: PathBuf) -> Self {
         RunOptions {
             selectors: Vec::new(),
@@ -90,10 +96,13 @@ impl RunOptions {
 /// One attempt of one task, as reported to [`Progress`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptId {
+    /// The task's id.
     pub task: String,
+    /// The agent's id.
     pub agent: String,
     /// 1-based.
     pub attempt: u32,
+    /// How many attempts the task has.
     pub of: u32,
 }
 
@@ -111,13 +120,18 @@ impl fmt::Display for AttemptId {
 /// What an attempt is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Making the workspace (a copy, a worktree, or the source itself).
     Workspace,
+    /// Running the task's setup commands.
     Setup,
+    /// The agent's turn.
     Agent,
+    /// Running the task's checks.
     Checks,
 }
 
 impl Phase {
+    /// The phase's name for people (`workspace`, `setup`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Workspace => "workspace",
@@ -131,28 +145,41 @@ impl Phase {
 /// What the runner reports while it works.
 #[derive(Debug, Clone, Copy)]
 pub enum ProgressEvent<'a> {
+    /// An attempt started.
     AttemptStarted(&'a AttemptId),
+    /// An attempt entered a phase.
     Phase(&'a AttemptId, Phase),
     /// After each model response and tool call: the attempt's totals.
     Activity {
+        /// The attempt.
         id: &'a AttemptId,
+        /// Input plus output tokens so far.
         tokens: u64,
+        /// Model steps so far.
         steps: u32,
+        /// Tool calls so far.
         tool_calls: u32,
     },
     /// A warning from the engine (a budget stop, a retry) or the runner.
     Warning {
+        /// The attempt.
         id: &'a AttemptId,
+        /// The warning.
         message: &'a str,
     },
+    /// An attempt ended (or was skipped).
     AttemptFinished {
+        /// The attempt.
         id: &'a AttemptId,
+        /// What it did, as results.json reports it.
         result: &'a AttemptResult,
     },
 }
 
 /// Receives progress; front doors render it. Must not block for long.
 pub trait Progress: Send + Sync {
+    /// Takes one event; attempts running at once report from their own
+    /// tasks.
     fn report(&self, event: ProgressEvent<'_>);
 }
 
@@ -178,6 +205,7 @@ struct ControlState {
 }
 
 impl RunControl {
+    /// Interrupt the run: stop what runs now and start nothing more.
     pub fn interrupt(&self) {
         self.0.interrupted.store(true, Ordering::SeqCst);
         self.0.stopped.cancel();
@@ -186,6 +214,7 @@ impl RunControl {
         }
     }
 
+    /// True once [`RunControl::interrupt`] was called.
     pub fn is_interrupted(&self) -> bool {
         self.0.interrupted.load(Ordering::SeqCst)
     }
@@ -428,6 +457,7 @@ impl Plan {
         })
     }
 
+    /// The run's id (`YYYYMMDDThhmmssZ-xxxx`), fixed when the plan is made.
     pub fn run_id(&self) -> &str {
         &self.run_id
     }
@@ -451,6 +481,7 @@ impl Plan {
         self.planned.iter().map(|p| p.attempts as usize).sum()
     }
 
+    /// The options the plan was made with.
     pub fn options(&self) -> &RunOptions {
         &self.options
     }
@@ -598,12 +629,16 @@ pub async fn run(
 /// budget running out, which wins over success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
+    /// Every attempt passed (exit 0).
     Passed,
+    /// An attempt failed or errored (exit 1).
     Failed,
+    /// An attempt ran out of budget and none failed otherwise (exit 4).
     BudgetExceeded,
 }
 
 impl RunResults {
+    /// The run's verdict from its summary.
     pub fn verdict(&self) -> Verdict {
         let s = &self.summary;
         if s.failed > 0 || s.errors > 0 {

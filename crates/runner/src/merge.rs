@@ -13,7 +13,9 @@ use std::time::Duration;
 
 /// One results file to merge, with where it came from (for messages).
 pub struct Part {
+    /// Where it was read from (the shard's directory or file).
     pub source: String,
+    /// The shard's results.json.
     pub results: RunResults,
 }
 

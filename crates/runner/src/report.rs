@@ -14,9 +14,13 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// The machine-readable results (docs/results.md), in the output directory.
 pub const RESULTS_FILE: &str = "results.json";
+/// JUnit XML for CI systems: one `testcase` per attempt.
 pub const JUNIT_FILE: &str = "junit.xml";
+/// The self-contained HTML report for people.
 pub const HTML_FILE: &str = "report.html";
+/// One line per attempt that ran: its transcript.
 pub const TRANSCRIPTS_FILE: &str = "transcripts.jsonl";
 
 /// Write the four files into `dir` (created when missing), each atomically.

@@ -13,20 +13,30 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Bumped when a field changes meaning or goes away.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The whole of `results.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunResults {
+    /// [`SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
+    /// `YYYYMMDDThhmmssZ-xxxx`: the start time (UTC) and 4 hex digits.
     pub run_id: String,
     /// RFC 3339, UTC.
     pub started_at: String,
+    /// RFC 3339, UTC.
     pub finished_at: String,
+    /// The version of the cogni binary that ran.
     pub cogni_version: String,
+    /// The task file, as resolved.
     pub tasks_file: String,
     /// `null` outside a git repository.
     pub repository: Option<Repository>,
+    /// How the run was asked for.
     pub settings: RunSettings,
+    /// The agents the run used.
     pub agents: Vec<AgentInfo>,
+    /// One entry per selected task and agent, in selection order.
     pub tasks: Vec<TaskResult>,
+    /// Counts and totals over every attempt.
     pub summary: Summary,
     /// The shards this file holds: one for a `--shard K/N` run, every
     /// shard for a merged run; absent when the run was not sharded.
@@ -44,28 +54,37 @@ pub struct RunResults {
 pub struct ShardInfo {
     /// 1-based.
     pub index: u32,
+    /// N of `--shard K/N`: how many shards the run was split into.
     pub total: u32,
     /// The shard's own run id and times.
     pub run_id: String,
+    /// The shard's start, RFC 3339, UTC.
     pub started_at: String,
+    /// The shard's end, RFC 3339, UTC.
     pub finished_at: String,
     /// Attempts the shard ran (or skipped).
     pub attempts: usize,
+    /// The shard's wall time, in milliseconds.
     pub wall_ms: u64,
 }
 
 /// A task with its agent, as selected for the whole (unsharded) run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedTask {
+    /// The task's id.
     pub task: String,
+    /// The agent's id.
     pub agent: String,
+    /// How many attempts the whole run has of it.
     pub attempts: u32,
 }
 
+/// The git repository the run started in.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Repository {
     /// The name of the repository's top directory.
     pub name: String,
+    /// HEAD's full commit hash.
     pub commit: String,
     /// `null` on a detached HEAD.
     pub branch: Option<String>,
@@ -76,18 +95,26 @@ pub struct Repository {
 /// How the run was asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSettings {
+    /// The task selectors, as given.
     pub selectors: Vec<String>,
+    /// `--agent`: the agent every task ran with instead of its own.
     pub agent_override: Option<String>,
+    /// Attempts run at once (`--jobs`).
     pub jobs: usize,
     /// `--repeat`, over each task's own `repeat`.
     pub repeat: Option<u32>,
+    /// `--fail-fast`: attempts after the first failure were skipped.
     pub fail_fast: bool,
 }
 
+/// One agent the run used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentInfo {
+    /// The agent's id in the task file.
     pub id: String,
+    /// The provider's id.
     pub provider: String,
+    /// The model it ran.
     pub model: String,
     /// USD per million tokens; `null` when the model's price is unknown.
     pub price: Option<PriceInfo>,
@@ -97,23 +124,32 @@ pub struct AgentInfo {
     pub sandbox: String,
 }
 
+/// A model's price, USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PriceInfo {
+    /// Uncached input tokens.
     pub input: f64,
+    /// Input tokens read from the prompt cache.
     pub cached_input: f64,
+    /// Output tokens.
     pub output: f64,
 }
 
+/// One task with one agent, and its attempts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskResult {
+    /// The task's id.
     pub id: String,
+    /// The id of the agent that ran it.
     pub agent: String,
+    /// The task's tags.
     pub tags: Vec<String>,
     /// `in_place`, `copy` or `worktree`.
     pub workspace: String,
     /// `passed` when every attempt passed; else the status of the first
     /// attempt that did not.
     pub status: Status,
+    /// Its attempts, in order.
     pub attempts: Vec<AttemptResult>,
 }
 
@@ -121,9 +157,11 @@ pub struct TaskResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// The agent finished and every check passed.
     Passed,
     /// A check failed, or the agent did not finish (steps, empty answers...).
     Failed,
+    /// A budget of the task ran out.
     BudgetExceeded,
     /// Setup failed, the provider failed, or the run was interrupted.
     Error,
@@ -132,6 +170,8 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status as results.json and reports write it (`passed`,
+    /// `budget_exceeded`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Passed => "passed",
@@ -147,19 +187,25 @@ impl Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureReason {
+    /// A check of the task failed.
     CheckFailed,
+    /// A budget of the task ran out (see the attempt's `limit`).
     BudgetExceeded,
+    /// The provider failed (after its retries).
     ProviderError,
     /// The agent's step limit (`max_steps` of the agent) was reached.
     MaxSteps,
     /// The agent stopped without an answer: empty responses, output cut off
     /// at the token limit, a repeated failing call (see `outcome`).
     AgentFailed,
+    /// The run was interrupted (Ctrl-C, SIGTERM, SIGHUP).
     Interrupted,
+    /// The workspace, a setup command or the session could not be set up.
     SetupFailed,
 }
 
 impl FailureReason {
+    /// The reason as results.json writes it (`check_failed`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             FailureReason::CheckFailed => "check_failed",
@@ -172,6 +218,8 @@ impl FailureReason {
         }
     }
 
+    /// The attempt status the reason gives: `failed` for check, step and
+    /// agent failures, `budget_exceeded`, `error` for the rest.
     pub fn status(self) -> Status {
         match self {
             FailureReason::CheckFailed | FailureReason::MaxSteps | FailureReason::AgentFailed => {
@@ -185,15 +233,19 @@ impl FailureReason {
     }
 }
 
+/// Token counts as the provider reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tokens {
+    /// Input tokens, cached ones included.
     pub input: u64,
+    /// Output tokens.
     pub output: u64,
     /// Part of `input` served from the provider's cache.
     pub cached_input: u64,
 }
 
 impl Tokens {
+    /// Input plus output tokens.
     pub fn total(&self) -> u64 {
         self.input + self.output
     }
@@ -205,11 +257,14 @@ impl Tokens {
     }
 }
 
+/// One attempt of a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptResult {
     /// 1-based.
     pub attempt: u32,
+    /// How it ended.
     pub status: Status,
+    /// Why it did not pass; `None` when it passed or was skipped.
     pub failure_reason: Option<FailureReason>,
     /// The budget that ran out, with `budget_exceeded`.
     pub limit: Option<Limit>,
@@ -218,7 +273,9 @@ pub struct AttemptResult {
     pub outcome: Option<String>,
     /// What went wrong, in words, when the status is not `passed`.
     pub error: Option<String>,
+    /// The task's checks, in order; empty when the agent did not finish.
     pub checks: Vec<CheckResult>,
+    /// The tokens the agent used, delegated agents' included.
     pub tokens: Tokens,
     /// `null` when the model's price is unknown.
     pub cost_usd: Option<f64>,
@@ -226,14 +283,19 @@ pub struct AttemptResult {
     pub wall_ms: u64,
     /// The agent's turn alone.
     pub agent_ms: u64,
+    /// Model requests made in all, as the metrics count them.
     pub model_requests: u32,
+    /// Model requests of the turn itself (its iterations).
     pub steps: u32,
     /// Calls per tool name.
     pub tool_calls: BTreeMap<String, u32>,
     /// Paths the file tools read and changed (shell commands are not traced).
     pub files_read: Vec<String>,
+    /// Paths the file tools changed.
     pub files_written: Vec<String>,
+    /// History compactions.
     pub compactions: u32,
+    /// The agent's last message.
     pub final_answer: String,
     /// The model's last plan (`update_plan`, with `[agent] enable_plan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,51 +357,73 @@ impl AttemptResult {
         self.error = Some(error);
     }
 
+    /// Tool calls over every tool.
     pub fn tool_call_count(&self) -> u32 {
         self.tool_calls.values().sum()
     }
 }
 
+/// One check of an attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// `command`, `file_exists`, `file_matches`, `answer_regex`,
     /// `answer_equals` or `answer_schema`.
     pub kind: String,
+    /// One line naming what is checked.
     pub description: String,
+    /// True when it held.
     pub passed: bool,
     /// The end of the command's output, or why the check failed.
     pub output_tail: String,
+    /// How long the check took, in milliseconds.
     pub duration_ms: u64,
 }
 
+/// Counts of attempts by status, and totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Task entries (task and agent pairs).
     pub tasks: usize,
+    /// Attempts, skipped ones included.
     pub attempts: usize,
+    /// Attempts with status `passed`.
     pub passed: usize,
+    /// Attempts with status `failed`.
     pub failed: usize,
+    /// Attempts with status `budget_exceeded`.
     pub budget_exceeded: usize,
+    /// Attempts with status `error`.
     pub errors: usize,
+    /// Attempts with status `skipped`.
     pub skipped: usize,
     /// passed / attempts that ran (0 when none ran).
     pub pass_rate: f64,
+    /// Sums over every attempt.
     pub totals: Totals,
 }
 
+/// Sums over the attempts of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
+    /// Tokens of every attempt.
     pub tokens: Tokens,
     /// Sum over attempts with a known price; `null` when none had one.
     pub cost_usd: Option<f64>,
     /// Start to finish of the run.
     pub wall_ms: u64,
+    /// The agents' turns, summed, in milliseconds.
     pub agent_ms: u64,
+    /// Model requests, summed.
     pub model_requests: u32,
+    /// Model steps, summed.
     pub steps: u32,
+    /// Tool calls, summed.
     pub tool_calls: u32,
 }
 
 impl Summary {
+    /// The summary of `tasks`' attempts, with `wall` as the run's wall
+    /// time.
     pub fn of(tasks: &[TaskResult], wall: Duration) -> Summary {
         let attempts = || tasks.iter().flat_map(|t| &t.attempts);
         let count = |s: Status| attempts().filter(|a| a.status == s).count();

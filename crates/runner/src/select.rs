@@ -8,6 +8,7 @@ use cogni_spec::tasks::TaskFile;
 pub struct Selected {
     /// Index into [`TaskFile::tasks`].
     pub task: usize,
+    /// The id of the agent that runs it.
     pub agent: String,
 }
 

@@ -12,7 +12,9 @@ use std::fmt;
 /// One part of a sharded run: `index` of `total`, counted from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
+    /// K of `K/N`, from 1.
     pub index: u32,
+    /// N of `K/N`, at most [`MAX_SHARDS`].
     pub total: u32,
 }
 
@@ -47,8 +49,14 @@ impl Shard {
 /// total given: a Kubernetes indexed Job).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardArg {
+    /// `K/N`, as given.
     Fixed(Shard),
-    Auto { total: Option<u32> },
+    /// `auto` or `auto/N`: resolved from the CI system's variables when
+    /// the run starts.
+    Auto {
+        /// N of `auto/N`; `None` for `auto` (the environment gives it too).
+        total: Option<u32>,
+    },
 }
 
 impl std::str::FromStr for ShardArg {

@@ -110,8 +110,11 @@ pub type Removal = tokio::task::JoinHandle<Result<(), String>>;
 /// What [`copy_tree`] copied.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Copied {
+    /// Regular files copied.
     pub files: usize,
+    /// Directories created.
     pub dirs: usize,
+    /// Symlinks recreated (not followed).
     pub symlinks: usize,
 }
 

@@ -32,6 +32,8 @@
 //! [`Confined`] (a session's [`Confinement`] with one command's protected
 //! paths) in the child it spawns.
 
+#![deny(missing_docs)]
+
 mod child;
 pub mod fork_server;
 mod forked;
@@ -56,19 +58,31 @@ pub use workspace::{Root, Workspace};
 /// Why a command cannot be confined.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
+    /// This kernel or setup lacks what the backend needs.
     #[error("{0}")]
     Unavailable(Unavailable),
+    /// Building the Landlock ruleset failed (the message says how).
     #[error("Landlock: {0}")]
     Landlock(String),
+    /// Building the seccomp filter failed (the message says how).
     #[error("seccomp: {0}")]
     Seccomp(String),
+    /// A path of the policy (cwd, a writable root) could not be resolved
+    /// or used.
     #[error("{path}: {source}")]
-    Path { path: PathBuf, source: io::Error },
+    Path {
+        /// The path in question.
+        path: PathBuf,
+        /// What went wrong with it.
+        source: io::Error,
+    },
 }
 
 /// No backend: what is missing and what the user can do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unavailable {
+    /// Each missing piece, one readable line each (`Landlock ABI 2 is too
+    /// old ...`, `seccomp: ...`, `namespaces: ...`).
     pub missing: Vec<String>,
 }
 
@@ -392,6 +406,7 @@ impl Confined {
         self.confinement.setup.enter(&self.binds)
     }
 
+    /// The session's confinement this command's was made from.
     pub fn confinement(&self) -> &Confinement {
         &self.confinement
     }

@@ -34,7 +34,9 @@ const COARSE_CLOCK_LAG: Duration = Duration::from_millis(20);
 
 /// One command to pin: its words and the directory it runs in.
 pub struct Named<'a> {
+    /// The command's words; each is tried as a path relative to `cwd`.
     pub words: Vec<&'a str>,
+    /// The directory the command runs in.
     pub cwd: &'a Path,
 }
 

@@ -100,6 +100,7 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// The protected paths found, sorted, without their identities.
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.found.iter().map(|(p, _)| p.as_path())
     }

@@ -25,13 +25,25 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentDef {
+    /// `name`: the agent's name; the card's file stem (or the table's NAME)
+    /// when absent.
     pub name: Option<String>,
+    /// `description`: what the agent is for, shown to a parent that may
+    /// delegate to it.
     pub description: Option<String>,
+    /// `model`: the model it runs when the command line and a task file name
+    /// none; absent: the config's.
     pub model: Option<String>,
+    /// `instructions`: instructions put before the card's body.
     pub instructions: Option<String>,
+    /// `tools`: its own tools by name; absent: the default set.
     pub tools: Option<Vec<String>>,
+    /// `mode`: `plan` (read-only sandbox), `act` or `auto`.
     pub mode: Option<String>,
+    /// `effects`: its effects, as TOML values parsed into
+    /// [`EffectSpec`](crate::effects::EffectSpec)s.
     pub effects: Option<Vec<toml::Value>>,
+    /// `context_strategy`: how its requests stay within the model's window.
     pub context_strategy: Option<ContextStrategyKind>,
     /// Delegated: the parent's tools after its own (`true`, the default),
     /// none (`false`), or only those named.
@@ -43,6 +55,8 @@ pub struct AgentDef {
     pub isolation: Option<Isolation>,
     /// Lower limits for the delegations it makes.
     pub max_delegation_depth: Option<u32>,
+    /// `max_concurrent_agents`: a lower limit for how many agents its
+    /// `spawn_agents` runs at once.
     pub max_concurrent_agents: Option<u32>,
 }
 
@@ -53,10 +67,17 @@ cogni_protocol::replaced_whole!(AgentDef);
 /// One agent card.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentCard {
+    /// The agent's name, unique among the cards.
     pub name: String,
+    /// What the agent is for, shown to a parent that may delegate to it (may be
+    /// empty).
     pub description: String,
+    /// The card's model; `None`: the config's (the command line and a task file
+    /// win over both).
     pub model: Option<String>,
+    /// The `instructions` key and the body, joined by a blank line.
     pub instructions: String,
+    /// Its own tools by name; `None`: the default set.
     pub tools: Option<Vec<String>>,
     /// `plan`, `act` or `auto`.
     pub mode: Option<String>,
@@ -255,6 +276,7 @@ impl Default for Inherit {
 }
 
 impl Inherit {
+    /// True when the child gets the parent's tool `name`.
     pub fn allows(&self, name: &str) -> bool {
         match self {
             Inherit::All(on) => *on,
@@ -281,9 +303,12 @@ pub struct AgentOptions {
     pub inherit: Inherit,
     /// `disallowed_tools`: never offered to it, its own or inherited.
     pub disallowed: Vec<String>,
+    /// `isolation`: the parent's directory or its own git worktree.
     pub isolation: Isolation,
     /// Lower limits for delegations it makes (a child cannot raise them).
     pub max_delegation_depth: Option<u32>,
+    /// `max_concurrent_agents`: how many agents its `spawn_agents` runs at
+    /// once, at most.
     pub max_concurrent_agents: Option<u32>,
 }
 

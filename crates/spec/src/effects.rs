@@ -26,41 +26,73 @@ pub const KINDS: &[&str] = &[
 pub enum EffectSpec {
     /// Compact at `threshold` of the context window, or at `token_limit` tokens.
     Compact {
+        /// `threshold`: the fraction of the context window, in (0, 1].
         threshold: Option<f64>,
+        /// `token_limit`: an absolute size in tokens (not with `threshold`).
         token_limit: Option<u64>,
     },
+    /// `token_limit`: a budget of input plus output tokens per turn.
     TokenLimit {
+        /// `tokens`: the budget, greater than 0.
         tokens: u64,
     },
+    /// `cost_limit`: a budget in USD per turn.
     CostLimit {
+        /// `usd`: the budget, greater than 0.
         usd: f64,
     },
+    /// `time_limit`: a wall-time budget per turn.
     TimeLimit {
+        /// `seconds`: the budget, greater than 0.
         seconds: f64,
     },
+    /// `step_limit`: a budget of model requests per turn.
     StepLimit {
+        /// `steps`: the budget, greater than 0.
         steps: u32,
     },
+    /// `tool_call_limit`: a budget of tool calls per turn.
     ToolCallLimit {
+        /// `calls`: the budget, greater than 0.
         calls: u32,
     },
+    /// `repeated_failure`: after `limit` identical failing calls in a row
+    /// the model is told to change approach; the same call once more ends
+    /// the turn.
     RepeatedFailure {
+        /// `limit`: identical failing calls in a row before the model is
+        /// told, greater than 0.
         limit: u32,
     },
+    /// `guardrail`: checks a tool call before it runs or a model reply,
+    /// by regex or by running a command, and blocks it.
     Guardrail {
+        /// `on`: what it checks.
         on: GuardrailOn,
+        /// `tools`: with `on = "tool_call"`, a regex over the whole tool
+        /// name; `None`: every tool.
         tools: Option<String>,
+        /// `pattern`: a regex; blocks when it matches the call's arguments
+        /// (as JSON) or the reply's text.
         pattern: Option<String>,
+        /// `command`: run outside the sandbox with the call or reply as JSON
+        /// on stdin; any exit but 0 blocks, with its stderr as the reason.
         command: Option<String>,
+        /// `timeout_ms`: how long `command` may run before it is killed and
+        /// blocks; `None`: 30 s.
         timeout_ms: Option<u64>,
+        /// `reason`: what the model is told instead of the default.
         reason: Option<String>,
     },
 }
 
+/// What a guardrail checks (`on`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardrailOn {
+    /// `tool_call`: a tool call, before it runs.
     ToolCall,
+    /// `reply`: a model reply; a blocked reply ends the turn.
     Reply,
 }
 

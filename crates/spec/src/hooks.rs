@@ -16,12 +16,20 @@ use std::time::Duration;
 /// The events a hook may be bound to, in lifecycle order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HookEvent {
+    /// A session starts or is resumed (matcher: `startup` or `resume`).
     SessionStart,
+    /// The user sent a prompt, before the model sees it.
     UserPromptSubmit,
+    /// A tool call is about to run (matcher: the tool name); the hook may block
+    /// it or change its input.
     PreToolUse,
+    /// A tool call finished (matcher: the tool name).
     PostToolUse,
+    /// History is about to be compacted (matcher: `manual` or `auto`).
     PreCompact,
+    /// The model answered without asking for tools: the turn is about to end.
     Stop,
+    /// The session ends (matcher: the reason).
     SessionEnd,
     /// A delegated agent starts (its session's start).
     SubagentStart,
@@ -30,6 +38,7 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
+    /// Every event, in lifecycle order.
     pub const ALL: [HookEvent; 9] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
@@ -57,6 +66,8 @@ impl HookEvent {
         }
     }
 
+    /// The event named `name` in config (`PreToolUse`, ...); `None` for an
+    /// unknown name.
     pub fn parse(name: &str) -> Option<HookEvent> {
         HookEvent::ALL.into_iter().find(|e| e.name() == name)
     }
@@ -107,13 +118,17 @@ pub enum OnFailure {
 /// One configured hook, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookSpec {
+    /// The event it is bound to (the `[hooks.EVENT]` key).
     pub event: HookEvent,
     /// A regex over the whole subject (the tool name, the session start's
     /// source, ...); `None` runs at every one.
     pub matcher: Option<String>,
     /// Run with `sh -c` in the session's directory.
     pub command: String,
+    /// How long it may run before it is killed with everything it started
+    /// (`timeout`, default [`DEFAULT_TIMEOUT`]).
     pub timeout: Duration,
+    /// What its failure means (`on_failure`).
     pub on_failure: OnFailure,
 }
 

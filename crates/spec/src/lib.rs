@@ -6,6 +6,8 @@
 //! and type errors, the key's path (`tasks[2].checks[0].answer_regex`) for
 //! everything else, so one run of `cogni validate` lists all of them.
 
+#![deny(missing_docs)]
+
 pub mod cards;
 pub mod effects;
 pub mod hooks;
@@ -42,10 +44,12 @@ pub fn plain_message(message: &str) -> String {
 pub struct Problem {
     /// A key path (`tasks[0].budget`), or `line:col` for syntax errors.
     pub at: String,
+    /// What is wrong, one readable sentence.
     pub message: String,
 }
 
 impl Problem {
+    /// A problem at `at` (a key path or `line:col`).
     pub fn new(at: impl Into<String>, message: impl Into<String>) -> Self {
         Problem {
             at: at.into(),
@@ -57,7 +61,9 @@ impl Problem {
 /// Everything wrong with one file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct SpecError {
+    /// The file the problems are in.
     pub file: PathBuf,
+    /// Every problem found in it, each with where it is.
     pub problems: Vec<Problem>,
 }
 

@@ -47,6 +47,8 @@ cogni_protocol::layered! {
         pub enable_plan: Option<bool>,
         /// Run `test_command` when the model is done (docs/test-loop.md).
         pub enable_test_run: Option<bool>,
+        /// The command the test-driven loop runs in the sandbox (setting it
+        /// switches the loop on).
         pub test_command: Option<String>,
         /// Extra attempts when the test command fails.
         pub test_retries: Option<u32>,
@@ -54,7 +56,10 @@ cogni_protocol::layered! {
         pub test_timeout_seconds: Option<u64>,
         /// A critique after each step (docs/reflection.md).
         pub enable_reflect: Option<bool>,
+        /// Show the reflection a diff between the previous response it
+        /// critiqued and this one.
         pub enable_self_diff: Option<bool>,
+        /// What a critique's `block_apply` does.
         pub reflection_policy: Option<ReflectionPolicy>,
         /// Where the latest critique sits in the next request.
         pub reflection_placement: Option<ReflectionPlacement>,

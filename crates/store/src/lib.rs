@@ -23,6 +23,8 @@
 //!
 //! This layer imports only `protocol`.
 
+#![deny(missing_docs)]
+
 use cogni_protocol::{Content, HistoryItem, HistoryObserver, Role, ToolOutput, Usage};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -44,23 +46,40 @@ const VERSION: u32 = 1;
 pub const INTERRUPTED_OUTPUT: &str =
     "Interrupted: the session ended before this call finished; its result is unknown.";
 
+/// Why a session could not be found, read, resumed or saved.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// No session file has this id (or id prefix).
     #[error("no saved session matches `{0}` (see `cogni sessions`)")]
     NotFound(String),
+    /// The id prefix (first field) matches several sessions (second field:
+    /// their ids, comma-separated).
     #[error("`{0}` matches several sessions: {1}; give more of the id")]
     Ambiguous(String, String),
+    /// The sessions directory (the field) holds no session to resume.
     #[error("no saved sessions in {0}")]
     NoSessions(PathBuf),
+    /// Another cogni process holds the session file's lock (the field is
+    /// the session id).
     #[error("session {0} is in use by another cogni process; wait for it to end, or pass --fork to continue in a copy")]
     InUse(String),
+    /// The file is not a session file cogni can read (bad header, not
+    /// UTF-8, a format version this cogni does not read).
     #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The session file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Reading or writing the sessions directory or a session file failed.
     #[error(
         "cannot save the session in {path}: {source} (pass --no-persist to run without saving)"
     )]
     Io {
+        /// The file or directory in question.
         path: PathBuf,
+        /// The OS error.
         #[source]
         source: io::Error,
     },
@@ -76,18 +95,27 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
 /// The first line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Header {
+    /// The file format's version (1); files of any other version are refused.
     pub version: u32,
+    /// The session's id, also the file's name (`ID.jsonl`).
     pub id: String,
     /// Seconds since the Unix epoch.
     pub started_at: u64,
+    /// The working directory the session ran in.
     pub cwd: PathBuf,
+    /// The model at the start of the session.
     pub model: String,
+    /// The provider's name in config at the start of the session.
     pub provider: String,
+    /// For a session resumed with `--fork`: the id of the session it was
+    /// copied from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<String>,
 }
 
 impl Header {
+    /// The header of a new session (current version, not forked);
+    /// `started_at` is seconds since the Unix epoch.
     pub fn new(id: &str, started_at: u64, cwd: &Path, model: &str, provider: &str) -> Self {
         Header {
             version: VERSION,
@@ -124,6 +152,7 @@ enum RecordRef<'a> {
 /// A session read back from disk.
 #[derive(Debug, Clone)]
 pub struct Loaded {
+    /// The file's first line.
     pub header: Header,
     /// Repaired: every call has exactly one output.
     pub history: Vec<HistoryItem>,
@@ -141,10 +170,16 @@ pub struct Loaded {
 /// One line of `cogni sessions`.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// The session's id.
     pub id: String,
+    /// When it started, seconds since the Unix epoch.
     pub started_at: u64,
+    /// The directory it ran in.
     pub cwd: PathBuf,
+    /// The text of the first user message that is not tagged (not
+    /// instructions or environment); empty when there is none.
     pub first_prompt: String,
+    /// Input plus output tokens of all its turns.
     pub tokens: u64,
 }
 
@@ -162,6 +197,7 @@ impl Store {
         }
     }
 
+    /// The sessions directory, `$COGNI_HOME/sessions`.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -539,6 +575,7 @@ impl SessionFile {
         }
     }
 
+    /// The session file being written.
     pub fn path(&self) -> &Path {
         &self.path
     }

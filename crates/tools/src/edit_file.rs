@@ -23,9 +23,15 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EditRequest {
+    /// The file, relative to the working directory or absolute.
     pub path: String,
+    /// The exact text to replace (indentation included); empty creates a
+    /// new file.
     pub old_string: String,
+    /// The text to put in its place.
     pub new_string: String,
+    /// Replace every occurrence; otherwise `old_string` must occur exactly
+    /// once.
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -36,6 +42,8 @@ pub struct EditRequest {
 #[error("{0}")]
 pub struct EditError(String);
 
+/// The `edit_file` tool: replaces exact text in a file (old_string /
+/// new_string), within what the sandbox policy lets it write.
 pub struct EditFileTool;
 
 impl Tool for EditFileTool {

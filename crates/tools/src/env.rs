@@ -26,10 +26,12 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EnvInherit {
+    /// Every variable (`all`, the default).
     #[default]
     All,
     /// Only [`CORE_VARS`] and `LC_*`.
     Core,
+    /// No variable: children get only what `set` gives them (`none`).
     None,
 }
 
@@ -37,12 +39,16 @@ pub enum EnvInherit {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ShellEnvPolicy {
+    /// `inherit`: which of cogni's variables children start from.
     pub inherit: EnvInherit,
     /// Keep variables that look secret by name or value (see the module's
     /// documentation); provider keys are dropped all the same.
     pub ignore_default_excludes: bool,
+    /// `exclude`: globs (case-insensitive, whole name) of variables to drop.
     pub exclude: Vec<String>,
+    /// `include_only`: when not empty, globs of the only variables kept.
     pub include_only: Vec<String>,
+    /// `set`: variables set to these values, after every filter.
     pub set: BTreeMap<String, String>,
 }
 
@@ -88,6 +94,7 @@ pub const PROVIDER_KEY_VARS: &[&str] = &[
     "XAI_API_KEY",
 ];
 
+/// A glob of `exclude` or `include_only` that does not compile.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid pattern `{pattern}` in the shell environment policy: {source}")]
 pub struct EnvPolicyError {

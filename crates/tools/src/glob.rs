@@ -10,11 +10,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+/// The `glob` tool: lists files whose path matches a glob pattern.
 pub struct GlobTool {
     description: String,
 }
 
 impl GlobTool {
+    /// The tool, its description stating `config`'s caps.
     pub fn new(config: &ToolConfig) -> Self {
         GlobTool {
             description: format!(

@@ -23,11 +23,14 @@ const MAX_CONTEXT: usize = 10;
 /// Longer lines are cut (minified files would flood the output).
 const MAX_LINE_BYTES: usize = 300;
 
+/// The `grep` tool: searches file contents with a regex, skipping
+/// .gitignore'd, .git and binary files.
 pub struct GrepTool {
     description: String,
 }
 
 impl GrepTool {
+    /// The tool, its description stating `config`'s caps.
     pub fn new(config: &ToolConfig) -> Self {
         GrepTool {
             description: format!(

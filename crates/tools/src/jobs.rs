@@ -80,8 +80,11 @@ enum End {
 /// A job as `/jobs` lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobInfo {
+    /// The job's id, as `shell` returned it to the model.
     pub id: u32,
+    /// The command as the model gave it.
     pub command: String,
+    /// True until the job's process has ended.
     pub running: bool,
     /// Running for, or ran for.
     pub elapsed: Duration,
@@ -105,6 +108,8 @@ struct Read {
 pub type OnEnd = Box<dyn FnOnce() -> futures::future::BoxFuture<'static, Option<String>> + Send>;
 
 impl JobTable {
+    /// An empty table allowing `max_running` jobs at once (0 switches
+    /// background jobs off), each stopped after `timeout` at most.
     pub fn new(max_running: usize, timeout: Duration) -> Self {
         JobTable {
             max_running,

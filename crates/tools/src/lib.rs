@@ -2,6 +2,8 @@
 //! handler) and the dispatcher that turns a [`ToolCall`] into exactly one
 //! [`ToolResult`], also when the tool is unknown or the arguments are bad.
 
+#![deny(missing_docs)]
+
 pub mod apply_patch;
 pub mod attach;
 pub mod edit_file;
@@ -117,8 +119,12 @@ impl ToolConfig {
 /// What a tool sees of the session.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
+    /// The session's working directory: relative paths and commands start
+    /// here.
     pub cwd: PathBuf,
+    /// What commands and file tools may touch.
     pub sandbox: SandboxPolicy,
+    /// The session's tool settings (caps, timeouts).
     pub config: Arc<ToolConfig>,
     /// The session's background shell jobs.
     pub jobs: Arc<jobs::JobTable>,
@@ -179,7 +185,9 @@ impl ToolContext {
 /// The input of one call, already decoded.
 #[derive(Debug, Clone)]
 pub enum ToolInput {
+    /// A function tool's arguments, parsed from the call's JSON string.
     Json(serde_json::Value),
+    /// A freeform tool's raw text.
     Text(String),
 }
 
@@ -188,12 +196,16 @@ pub enum ToolInput {
 /// ended, as data (nobody reads it back out of the text).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolResult {
+    /// The text the model sees, already capped.
     pub content: String,
+    /// True when the call failed; the model is told so.
     pub is_error: bool,
+    /// How the command ended, for tools that run one; `None` otherwise.
     pub command: Option<CommandEnd>,
 }
 
 impl ToolResult {
+    /// A successful result with this text.
     pub fn ok(content: impl Into<String>) -> Self {
         ToolResult {
             content: content.into(),
@@ -201,6 +213,7 @@ impl ToolResult {
         }
     }
 
+    /// A failed result with this text (the error message for the model).
     pub fn error(content: impl Into<String>) -> Self {
         ToolResult {
             content: content.into(),
@@ -217,7 +230,11 @@ impl ToolResult {
 
 /// One tool.
 pub trait Tool: Send + Sync {
+    /// How the tool is offered to the model: name, description, argument
+    /// format, and whether it is read-only.
     fn spec(&self) -> ToolSpec;
+    /// Runs one call. Every failure is a [`ToolResult`] with `is_error`
+    /// set, never a panic or a missing result.
     fn run<'a>(&'a self, input: ToolInput, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
 }
 
@@ -247,10 +264,17 @@ pub struct ToolRegistry {
     deferred: search::Deferred,
 }
 
+/// Why a tool list could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolConfigError {
+    /// `tools.enabled` names a tool that does not exist.
     #[error("unknown tool `{name}` in tools.enabled; available tools: {available}")]
-    UnknownTool { name: String, available: String },
+    UnknownTool {
+        /// The name as given.
+        name: String,
+        /// The built-in tools' names, comma-separated.
+        available: String,
+    },
 }
 
 /// A built-in tool; `config` supplies the caps its description states.
@@ -385,6 +409,8 @@ impl ToolRegistry {
             .or_else(|| self.deferred.get(name))
     }
 
+    /// True when `name` is a registered (or held-back) tool that cannot
+    /// change the workspace; false for unknown names.
     pub fn is_read_only(&self, name: &str) -> bool {
         self.spec(name).is_some_and(|s| s.read_only)
     }

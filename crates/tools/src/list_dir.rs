@@ -9,11 +9,13 @@ use std::path::Path;
 const DEFAULT_DEPTH: usize = 2;
 const MAX_DEPTH: usize = 20;
 
+/// The `list_dir` tool: lists a directory as an indented tree, to a depth.
 pub struct ListDirTool {
     description: String,
 }
 
 impl ListDirTool {
+    /// The tool, its description stating `config`'s caps.
     pub fn new(config: &ToolConfig) -> Self {
         ListDirTool {
             description: format!(

@@ -37,13 +37,19 @@ pub struct MemoryFiles {
 /// Whose a note is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// The project's `.cogni/memory.md`.
     Project,
+    /// The user's `$COGNI_HOME/memory.md`; marked `(user)` in the memory
+    /// section.
     User,
 }
 
+/// One note of a memory file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Note {
+    /// Which file it is from.
     pub scope: Scope,
+    /// The note's text, trimmed.
     pub text: String,
 }
 
@@ -205,6 +211,7 @@ pub struct RememberTool {
 }
 
 impl RememberTool {
+    /// The tool, writing to `files.project`.
     pub fn new(files: MemoryFiles) -> Self {
         RememberTool { files }
     }

@@ -14,11 +14,14 @@ pub const MAX_STEPS: usize = 50;
 /// The session's current plan.
 pub type PlanStore = Arc<Mutex<Option<Plan>>>;
 
+/// The `update_plan` tool: the model replaces the whole plan, which is
+/// checked and kept in the session's [`PlanStore`].
 pub struct UpdatePlanTool {
     store: PlanStore,
 }
 
 impl UpdatePlanTool {
+    /// The tool, keeping the plan in `store`.
     pub fn new(store: PlanStore) -> Self {
         UpdatePlanTool { store }
     }

@@ -15,11 +15,14 @@ pub const DEFAULT_LIMIT: usize = 2000;
 /// A NUL byte in this many first bytes marks a file as binary.
 const BINARY_PROBE_BYTES: u64 = 8 * 1024;
 
+/// The `read_file` tool: reads a text file as numbered lines, a range at a
+/// time.
 pub struct ReadFileTool {
     description: String,
 }
 
 impl ReadFileTool {
+    /// The tool, its description stating `config`'s caps.
     pub fn new(config: &ToolConfig) -> Self {
         ReadFileTool {
             description: format!(

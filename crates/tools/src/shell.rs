@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+/// The `shell` tool: runs a command in the sandbox (or, approved, outside
+/// it), in the foreground or as a background job.
 pub struct ShellTool {
     description: String,
     escalation: bool,
@@ -68,6 +70,8 @@ impl Watch {
 type Prepared = (Arc<Workspace>, SandboxPolicy, Arc<Confinement>);
 
 impl ShellTool {
+    /// The tool with `config`'s timeouts, caps, environment policy and
+    /// options (escalation, background jobs).
     pub fn new(config: &ToolConfig) -> Self {
         ShellTool {
             description: format!(

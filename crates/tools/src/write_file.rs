@@ -6,6 +6,8 @@ use cogni_protocol::{ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 
+/// The `write_file` tool: creates or overwrites a whole file, within what
+/// the sandbox policy lets it write.
 pub struct WriteFileTool;
 
 #[derive(Debug, Deserialize)]

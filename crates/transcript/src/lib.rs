@@ -8,6 +8,8 @@
 //! arguments and messages clipped), so a run of thousands of attempts
 //! keeps its transcripts small.
 
+#![deny(missing_docs)]
+
 pub mod html;
 pub mod markdown;
 
@@ -31,7 +33,10 @@ const ARGS_BYTES: usize = 2_000;
 /// the attempt did not pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
+    /// Everything that happened, in order.
     pub entries: Vec<Entry>,
+    /// The index in `entries` of the entry that says why the attempt did
+    /// not pass; `None` when it passed or nothing says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<usize>,
 }
@@ -43,17 +48,23 @@ pub struct Transcript {
 pub enum Entry {
     /// The task (the user's message).
     User {
+        /// The message, capped.
         text: String,
     },
     /// The model's text.
     Assistant {
+        /// The text, capped.
         text: String,
     },
     /// A model response: its number, tokens and time.
     Step {
+        /// The request's number within the turn, from 1.
         n: u32,
+        /// Input plus output tokens of the response (0 when none were
+        /// reported).
         #[serde(default)]
         tokens: u64,
+        /// How long the response took, in milliseconds.
         #[serde(default)]
         ms: u64,
         /// `ms` for people (`850 ms`, `1.2 s`, `2 min 5 s`).
@@ -62,55 +73,84 @@ pub enum Entry {
     },
     /// A tool call with its arguments and (head and tail of) its output.
     Tool {
+        /// The call's id.
         id: String,
+        /// The tool's name.
         name: String,
+        /// The arguments as the model sent them, capped.
         args: String,
+        /// The output, head and tail; `None` while the call runs (or when
+        /// it never completed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         out: Option<String>,
+        /// A command's exit code.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
+        /// True when the call failed.
         #[serde(default)]
         err: bool,
+        /// How long it ran, for people; empty when unknown.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         dur: String,
     },
     /// The plan (`update_plan`): `[status, step]` pairs.
     Plan {
+        /// The plan's explanation (may be empty).
         #[serde(default, skip_serializing_if = "String::is_empty")]
         text: String,
+        /// `(status, step)` per step, in order.
         items: Vec<(String, String)>,
     },
     /// A run of the test command.
     Test {
+        /// The command that ran.
         command: String,
+        /// True when it exited 0.
         passed: bool,
+        /// One line, e.g. `cargo test: 41 passed, 2 failed`.
         summary: String,
+        /// The failing tests the output names.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         failing: Vec<String>,
+        /// The end of its output.
         out: String,
+        /// How long it ran, for people.
         dur: String,
     },
     /// A check of the task (after the agent).
     Check {
+        /// What is checked, one line (`command `make test``, ...).
         what: String,
+        /// True when the check passed.
         passed: bool,
+        /// The end of its output.
         out: String,
+        /// How long it took, for people.
         dur: String,
     },
     /// Something of note: a retry, a compaction, attached files.
     Note {
+        /// The note.
         text: String,
     },
+    /// A warning: the engine's, a denied call, a delegated agent that
+    /// failed.
     Warning {
+        /// The warning.
         text: String,
     },
+    /// An error: the turn failed, or the attempt could not run.
     Error {
+        /// The error.
         text: String,
     },
     /// How the turn ended.
     Outcome {
+        /// The turn outcome's name (`done`, `max_steps`, ...).
         outcome: String,
+        /// True only for `done`.
         ok: bool,
+        /// Why an effect stopped the turn, when one did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
@@ -215,6 +255,7 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// Appends an entry as it is (the runner adds checks this way).
     pub fn push(&mut self, entry: Entry) {
         self.transcript.entries.push(entry);
     }
@@ -226,6 +267,9 @@ impl Builder {
         });
     }
 
+    /// Adds what `event` shows (a step, a message, a call, its output, a
+    /// plan, a test run, a note, the outcome ...); events of no interest
+    /// to people are ignored.
     pub fn event(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::ModelRequest { iteration, .. } => {
@@ -527,11 +571,15 @@ pub fn from_history(history: &[HistoryItem]) -> Transcript {
 /// transcript; read borrowing from the line.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Line<'a> {
+    /// The task's id.
     #[serde(borrow)]
     pub task: Cow<'a, str>,
+    /// The agent's id.
     #[serde(borrow)]
     pub agent: Cow<'a, str>,
+    /// The attempt's number (its repeat), from 1.
     pub attempt: u32,
+    /// The [`Transcript`] as JSON, not parsed.
     #[serde(borrow)]
     pub transcript: &'a RawValue,
 }
@@ -544,14 +592,17 @@ pub struct Line<'a> {
 pub struct Json(Box<RawValue>);
 
 impl Json {
+    /// Serialises `t` once.
     pub fn of(t: &Transcript) -> Json {
         Json(serde_json::value::to_raw_value(t).expect("a transcript is always JSON"))
     }
 
+    /// The JSON text.
     pub fn as_str(&self) -> &str {
         self.0.get()
     }
 
+    /// The JSON as a raw value, to embed in other JSON unchanged.
     pub fn as_raw(&self) -> &RawValue {
         &self.0
     }

@@ -72,6 +72,7 @@ pub enum Framing {
 /// A frame the parser could not accept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameError {
+    /// What was wrong with the frame, or the error the server streamed.
     pub message: String,
     /// Whether a new attempt may succeed (e.g. the server was overloaded).
     pub retryable: bool,
@@ -81,6 +82,7 @@ pub struct FrameError {
 }
 
 impl FrameError {
+    /// An error that ends the request: no retry can help.
     pub fn fatal(message: impl Into<String>) -> Self {
         FrameError {
             message: message.into(),
@@ -89,6 +91,7 @@ impl FrameError {
         }
     }
 
+    /// An error a new attempt may not have (an overloaded server).
     pub fn retryable(message: impl Into<String>) -> Self {
         FrameError {
             retryable: true,
@@ -149,9 +152,11 @@ pub type ErrorHint = fn(&mut ProviderError);
 pub struct Wire {
     /// Appended to `base_url` (e.g. `/chat/completions`).
     pub path: &'static str,
+    /// How the key is sent.
     pub auth: Auth,
     /// Headers every request carries (e.g. `anthropic-version`).
     pub headers: &'static [(&'static str, &'static str)],
+    /// How the response body is framed.
     pub framing: Framing,
     /// Advice added to every error of the endpoint.
     pub hint: Option<ErrorHint>,
@@ -166,6 +171,7 @@ pub struct Wire {
 /// object's `code` and `type`, and the whole body in lower case.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerError {
+    /// The HTTP status; `None` for an error inside a stream.
     pub status: Option<u16>,
     /// `error.code` (or a top-level `code`); a number as its digits.
     pub code: Option<String>,
@@ -207,10 +213,12 @@ impl ServerError {
         }
     }
 
+    /// The error's `code` is exactly `code`.
     pub fn code_is(&self, code: &str) -> bool {
         self.code.as_deref() == Some(code)
     }
 
+    /// The error's `type` is exactly `kind`.
     pub fn kind_is(&self, kind: &str) -> bool {
         self.kind.as_deref() == Some(kind)
     }
@@ -228,6 +236,7 @@ impl ServerError {
 
 /// One provider endpoint: everything each request needs.
 pub struct Endpoint {
+    /// The provider it talks to.
     pub info: ProviderInfo,
     client: reqwest::Client,
     url: reqwest::Url,
@@ -345,6 +354,7 @@ impl Endpoint {
         }
     }
 
+    /// The provider's id, for errors.
     pub fn id(&self) -> &str {
         &self.info.id
     }

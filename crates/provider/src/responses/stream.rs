@@ -104,6 +104,7 @@ impl Default for EventParser {
 }
 
 impl EventParser {
+    /// A parser at the start of a response stream.
     pub fn new() -> Self {
         EventParser {
             open: Vec::new(),

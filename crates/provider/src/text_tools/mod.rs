@@ -38,6 +38,8 @@ pub struct TextTools {
 }
 
 impl TextTools {
+    /// Wraps `inner`: tools are described in the instructions and the
+    /// calls are read back out of the model's text.
     pub fn new(inner: Arc<dyn Provider>) -> Self {
         TextTools { inner }
     }

@@ -148,8 +148,11 @@ enum State {
 
 /// The descriptors of a command started by the server.
 pub struct Stdio<'a> {
+    /// Becomes the command's stdin.
     pub stdin: BorrowedFd<'a>,
+    /// Becomes the command's stdout.
     pub stdout: BorrowedFd<'a>,
+    /// Becomes the command's stderr.
     pub stderr: BorrowedFd<'a>,
     /// The server's end of the command's socket pair.
     pub socket: BorrowedFd<'a>,

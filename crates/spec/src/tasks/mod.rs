@@ -50,16 +50,25 @@ pub const DEFAULT_AGENT: &str = "default";
 /// A validated task file.
 #[derive(Debug, Clone)]
 pub struct TaskFile {
+    /// The task file's path.
     pub path: PathBuf,
+    /// `[[agents]]`, in file order; a [`DEFAULT_AGENT`] when the file declares
+    /// none.
     pub agents: Vec<AgentSpec>,
+    /// `[[tasks]]`, in file order.
     pub tasks: Vec<TaskSpec>,
 }
 
 /// `[[agents]]`: who does the work. Unset fields come from cogni's config.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentSpec {
+    /// `id`: what tasks name it by (`agent = "ID"`) and results report it as.
     pub id: String,
+    /// `provider`: a provider of cogni's config (`openai`, `scripted`, ...);
+    /// `None`: the config's.
     pub provider: Option<String>,
+    /// `model`: overrides the config's model (and a card's); `None`: the
+    /// card's, then the config's.
     pub model: Option<String>,
     /// `instructions`, or the text of `instructions_file`.
     pub instructions: Option<String>,
@@ -70,11 +79,18 @@ pub struct AgentSpec {
     pub card: Option<AgentCard>,
     /// Most model requests with tool calls in one task.
     pub max_steps: Option<u32>,
+    /// `temperature`: sampling temperature for its requests; `None`: the
+    /// provider's default.
     pub temperature: Option<f32>,
+    /// `sandbox`: the sandbox mode its commands run under; `None`: the card's
+    /// mode decides, then the config.
     pub sandbox: Option<SandboxMode>,
+    /// `approval`: its approval policy (no one can be asked in a run: asking
+    /// means no); `None`: the config's.
     pub approval: Option<ApprovalPolicy>,
     /// USD per million tokens, over the model catalog's price.
     pub input_price: Option<f64>,
+    /// `output_price`: USD per million output tokens, over the catalog's price.
     pub output_price: Option<f64>,
     /// For `provider = "scripted"`: the script every task replays unless
     /// the task names its own.
@@ -103,8 +119,11 @@ pub enum WorkspaceMode {
 }
 
 impl WorkspaceMode {
+    /// The accepted names of `workspace`.
     pub const VARIANTS: &'static [&'static str] = &["in_place", "copy", "worktree"];
 
+    /// The mode's name in task files and results (`in_place`, `copy`,
+    /// `worktree`).
     pub fn as_str(self) -> &'static str {
         match self {
             WorkspaceMode::InPlace => "in_place",
@@ -130,26 +149,37 @@ pub struct Budget {
     pub max_tokens: Option<u64>,
     /// From the model's price (catalog, `[model_families]`, or the agent's).
     pub max_cost_usd: Option<f64>,
+    /// `max_seconds`: wall time of the attempt, in seconds.
     pub max_seconds: Option<f64>,
     /// Model requests.
     pub max_steps: Option<u32>,
+    /// `max_tool_calls`: tool calls of the attempt.
     pub max_tool_calls: Option<u32>,
 }
 
 /// `[[tasks]]`, validated.
 #[derive(Debug, Clone)]
 pub struct TaskSpec {
+    /// `id`: the task's unique name in the file, used in results and selection.
     pub id: String,
+    /// `agent`: the id of the agent that runs it ([`DEFAULT_AGENT`] when the
+    /// file declares no agents).
     pub agent: String,
+    /// `prompt` (or the text of `prompt_file`): what the agent is asked to do.
     pub prompt: String,
+    /// `workspace`: where each attempt runs.
     pub workspace: WorkspaceMode,
     /// The directory a workspace is made from; the working directory when unset.
     pub source: Option<PathBuf>,
     /// Shell commands run in the workspace before the agent starts.
     pub setup: Vec<String>,
+    /// `budget`: spending limits of each attempt.
     pub budget: Budget,
+    /// `checks`: what must hold afterwards; all must pass.
     pub checks: Vec<Check>,
+    /// `repeat`: attempts of the task (at least 1, default 1).
     pub repeat: u32,
+    /// `tags`: single words a run selects tasks by (selector `tag:NAME`).
     pub tags: Vec<String>,
     /// For a scripted agent: the script this task replays.
     pub script: Option<PathBuf>,
@@ -168,15 +198,22 @@ pub struct TaskSpec {
 pub enum Check {
     /// A shell command run in the workspace must exit 0.
     Command {
+        /// The command, run with the shell.
         command: String,
+        /// `timeout_secs`, or [`DEFAULT_COMMAND_TIMEOUT`]; the command is
+        /// killed then.
         timeout: Duration,
     },
+    /// `file_exists`: the path, relative to the workspace, must exist.
     FileExists {
+        /// The path, relative to the workspace.
         path: String,
     },
     /// The file's text must match the regex.
     FileMatches {
+        /// The path, relative to the workspace.
         path: String,
+        /// The regex the whole file is searched with.
         pattern: Regex,
     },
     /// The final answer must match the regex.
@@ -245,6 +282,7 @@ impl TaskFile {
         }
     }
 
+    /// The agent with this id, if the file declares one.
     pub fn agent(&self, id: &str) -> Option<&AgentSpec> {
         self.agents.iter().find(|a| a.id == id)
     }

@@ -15,16 +15,20 @@ use std::fmt::Write as _;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: hunk {hunk} (patch line {patch_line}): {message}")]
 pub struct HunkError {
+    /// The file the hunk belongs to, as the patch names it.
     pub path: String,
     /// 1-based within the file's section.
     pub hunk: usize,
+    /// 1-based line of the patch where the hunk starts.
     pub patch_line: usize,
+    /// What did not match (with the nearest miss when there is one).
     pub message: String,
 }
 
 /// The new text of a file and how loosely each non-exact hunk matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Updated {
+    /// The file's whole new text.
     pub text: String,
     /// (1-based hunk number, level) for hunks that needed fuzz.
     pub fuzz: Vec<(usize, Fuzz)>,

@@ -13,6 +13,7 @@ const COMMANDS: [&str; 2] = ["apply_patch", "applypatch"];
 /// A patch found in a shell command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellPatch {
+    /// The patch text (`*** Begin Patch` ... `*** End Patch`), unquoted.
     pub patch: String,
     /// The directory of a leading `cd <dir> &&`, as written.
     pub workdir: Option<String>,

@@ -32,6 +32,7 @@ const END_OF_FILE: &str = "*** End of File";
 /// A parsed patch: file operations in patch order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
+    /// One operation per file section, in patch order.
     pub ops: Vec<FileOp>,
 }
 
@@ -39,17 +40,25 @@ pub struct Patch {
 /// `..` (checked while parsing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileOp {
+    /// `*** Add File:`: a new file (the call fails if it exists).
     Add {
+        /// The new file's path, relative to the working directory.
         path: PathBuf,
         /// The new file's text, lines joined with `\n`.
         contents: String,
     },
+    /// `*** Delete File:`: remove an existing file.
     Delete {
+        /// The file's path, relative to the working directory.
         path: PathBuf,
     },
+    /// `*** Update File:`: change an existing file, optionally moving it.
     Update {
+        /// The file's path, relative to the working directory.
         path: PathBuf,
+        /// `*** Move to:`: where the updated file goes; `None`: it stays.
         move_to: Option<PathBuf>,
+        /// The changes, in file order (may be empty for a pure move).
         hunks: Vec<Hunk>,
     },
 }
@@ -76,9 +85,12 @@ pub enum LineKind {
     Add,
 }
 
+/// One line of a hunk: its prefix's meaning and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HunkLine {
+    /// Context, removed or added (from the ` `, `-` or `+` prefix).
     pub kind: LineKind,
+    /// The line without its prefix and line ending.
     pub text: String,
 }
 
@@ -88,6 +100,7 @@ pub struct Hunk {
     /// Stacked `@@ <text>` headers, outermost first; each narrows where the
     /// hunk is looked for.
     pub headers: Vec<String>,
+    /// The hunk's lines, in order.
     pub lines: Vec<HunkLine>,
     /// `*** End of File`: the hunk's old lines end the file.
     pub end_of_file: bool,
@@ -117,7 +130,9 @@ impl Hunk {
 /// A patch that cannot be parsed. `line` is 1-based in the text as given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ParseError {
+    /// The line the problem is on; `None` when the patch is empty.
     pub line: Option<usize>,
+    /// What is wrong, for the model.
     pub message: String,
 }
 

@@ -22,10 +22,14 @@ use std::sync::Arc;
 /// Why a patch was not applied. `Display` is the message for the model.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyPatchError {
+    /// The patch text is not a valid patch.
     #[error("{0}")]
     Parse(#[from] ParseError),
+    /// A path is outside what the sandbox policy lets the tool write (or
+    /// cannot be resolved).
     #[error("{0}")]
     Access(#[from] PathError),
+    /// A hunk does not match the file.
     #[error("{0}")]
     Hunk(#[from] HunkError),
     /// A file is missing, exists already, is a directory, is not UTF-8...
@@ -33,7 +37,12 @@ pub enum ApplyPatchError {
     File(String),
     /// Writing failed; `restored` says whether every file was put back.
     #[error("{message}")]
-    Commit { message: String, restored: bool },
+    Commit {
+        /// What failed, for the model.
+        message: String,
+        /// True when every file was put back as it was.
+        restored: bool,
+    },
     /// The turn was stopped before the change was made.
     #[error("the turn was stopped before the patch was applied")]
     Stopped,
@@ -52,16 +61,24 @@ impl ApplyPatchError {
 /// What one file operation did, with paths as the patch named them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileOutcome {
+    /// The file was created (`A`).
     Added(PathBuf),
+    /// The file was removed (`D`).
     Deleted(PathBuf),
+    /// The file was changed in place (`M`).
     Modified {
+        /// The file.
         path: PathBuf,
         /// (1-based hunk, level) for hunks that needed fuzz.
         fuzz: Vec<(usize, Fuzz)>,
     },
+    /// The file was updated and moved (`R`).
     Moved {
+        /// Where it was.
         from: PathBuf,
+        /// Where it is now.
         to: PathBuf,
+        /// (1-based hunk, level) for hunks that needed fuzz.
         fuzz: Vec<(usize, Fuzz)>,
     },
 }
@@ -70,6 +87,7 @@ pub enum FileOutcome {
 /// note for every hunk that needed fuzzy matching.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchReport {
+    /// One outcome per file operation, in patch order.
     pub files: Vec<FileOutcome>,
 }
 

@@ -9,6 +9,7 @@ use std::ops::Range;
 /// loose; each level is tried only when the stricter ones found nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Fuzz {
+    /// Byte-for-byte equal lines.
     Exact,
     /// Trailing whitespace ignored.
     TrailingWhitespace,

@@ -28,19 +28,38 @@ pub const SCRIPT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadLimitError {
+    /// Opening or reading the file failed (missing, no permission, ...).
     #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The path is not a regular file (a directory, a FIFO, a device, ...).
     #[error("{} is {kind}, not a regular file", path.display())]
-    NotRegular { path: PathBuf, kind: &'static str },
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead (`a directory`, `a FIFO (named pipe)`, ...).
+        kind: &'static str,
+    },
+    /// The file is larger than the reader's limit.
     #[error("{} is larger than the limit of {limit} bytes{}", path.display(), raise(setting))]
     TooLarge {
+        /// The file.
         path: PathBuf,
+        /// The limit, in bytes.
         limit: u64,
         /// The setting that raises the limit, where there is one.
         setting: Option<&'static str>,
     },
+    /// The file is not UTF-8 text.
     #[error("{} is not UTF-8 text", path.display())]
-    NotUtf8 { path: PathBuf },
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 fn raise(setting: &Option<&'static str>) -> String {
@@ -75,7 +94,9 @@ impl ReadLimitError {
 /// followed.
 #[derive(Debug)]
 pub struct Head {
+    /// The bytes read, at most the limit.
     pub bytes: Vec<u8>,
+    /// True when the file had more bytes than the limit.
     pub cut: bool,
 }
 

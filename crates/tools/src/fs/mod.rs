@@ -95,7 +95,9 @@ pub fn stopped_before_commit() -> io::Error {
 /// What [`write_atomic`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
+    /// Nothing was at the path: a new file was created.
     Created,
+    /// A file (or symlink) at the path was replaced.
     Replaced,
 }
 

@@ -34,10 +34,18 @@ pub enum FinalLink {
 /// Why a path could not be walked.
 #[derive(Debug, thiserror::Error)]
 pub enum WalkError {
+    /// The path goes up (`..`) from a directory that does not exist, so
+    /// where it leads cannot be known.
     #[error("`..` after a directory that does not exist")]
     DotDotInMissingPart,
+    /// Opening or reading a directory on the way failed.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The path as far as it was walked.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
 }
 
 /// A file to write: the deepest directory of its path that exists, held
@@ -90,6 +98,7 @@ impl Target {
 /// A walked path: the target and the pinned root it lies in.
 #[derive(Debug)]
 pub struct Walked {
+    /// Where the file goes.
     pub target: Target,
     /// Index of the root (in the slice given) holding the target's
     /// directory; `None` when it lies outside all of them.

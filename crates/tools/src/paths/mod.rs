@@ -37,24 +37,52 @@ pub use cogni_sandbox::protected::{PROTECTED_DIRS, PROTECTED_FILES};
 /// Why a path may not be written (or used as a workdir).
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
+    /// The sandbox is `read-only`: no file tool may write.
     #[error("the sandbox is read-only: no file may be written")]
     ReadOnly,
+    /// The path resolves outside cwd and the writable roots.
     #[error("`{shown}` is outside the workspace: it resolves to {}, outside the writable roots ({roots})", real.display())]
     Outside {
+        /// The path as the model gave it.
         shown: String,
+        /// Where it resolves to, symlinks followed.
         real: PathBuf,
+        /// The writable roots, for the message.
         roots: String,
     },
+    /// The path is or lies under a protected name (`.git`, `.cogni`,
+    /// `cogni.toml`, `AGENTS.md`).
     #[error("`{shown}` is protected by the sandbox ({}): .git, .cogni, cogni.toml and AGENTS.md stay read-only in workspace-write mode; ask the user to make this change", part.display())]
-    Protected { shown: String, part: PathBuf },
+    Protected {
+        /// The path as the model gave it.
+        shown: String,
+        /// The protected part it runs into.
+        part: PathBuf,
+    },
+    /// The file is pinned: one of the user's own commands runs it (the
+    /// field is the path as the model gave it).
     #[error("`{0}` is run by one of the user's own commands (a hook, a guardrail, an MCP server or the test command), so it stays read-only for this session; ask the user to make this change")]
     Pinned(String),
+    /// The path goes up (`..`) from a directory that does not exist.
     #[error("`{0}` has `..` after a directory that does not exist")]
     DotDotInMissingPart(PathBuf),
+    /// The working directory could not be opened.
     #[error("cannot open the working directory {cwd}: {source}")]
-    Cwd { cwd: PathBuf, source: io::Error },
+    Cwd {
+        /// The working directory.
+        cwd: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Resolving the path failed on the file system.
     #[error("`{path}`: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The path in question.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The blocking task that resolves the path was cancelled or panicked.
     #[error("path resolution was interrupted")]
     Interrupted,
 }

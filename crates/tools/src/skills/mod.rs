@@ -45,6 +45,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The scope's name in listings and warnings (`project`, `user`).
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Project => "project",
@@ -56,7 +57,10 @@ impl Scope {
 /// A directory skills are looked for in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
+    /// The directory (`.cogni/skills`, `$COGNI_HOME/skills`, ...), one
+    /// skill folder per subdirectory.
     pub dir: PathBuf,
+    /// Whether it is the project's or the user's.
     pub scope: Scope,
 }
 
@@ -140,7 +144,9 @@ fn skill_dirs(root: &Path) -> Vec<PathBuf> {
 pub struct Skipped {
     /// The skill's folder.
     pub dir: PathBuf,
+    /// The scope of the root it was found in.
     pub scope: Scope,
+    /// Why it was not loaded.
     pub reason: Reason,
 }
 
@@ -237,10 +243,12 @@ impl Skills {
         &self.skills
     }
 
+    /// True when no skill was loaded.
     pub fn is_empty(&self) -> bool {
         self.skills.is_empty()
     }
 
+    /// The loaded skill named `name`, if any.
     pub fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.name == name)
     }
@@ -266,6 +274,7 @@ impl Skills {
         &self.left_out
     }
 
+    /// The listing's budget in bytes (`[skills] max_listing_bytes`).
     pub fn max_listing_bytes(&self) -> usize {
         self.max_listing_bytes
     }

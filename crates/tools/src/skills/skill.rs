@@ -32,9 +32,15 @@ pub struct Skill {
     pub description: String,
     /// The skill's folder (SKILL.md's directory).
     pub dir: PathBuf,
+    /// Whether it is the project's or the user's.
     pub scope: Scope,
+    /// The front matter's `license`, as written.
     pub license: Option<String>,
+    /// The front matter's `compatibility` (what the skill needs of its
+    /// environment), as written.
     pub compatibility: Option<String>,
+    /// The front matter's `metadata` table: free key-value pairs, kept as
+    /// written.
     pub metadata: BTreeMap<String, String>,
     /// `allowed-tools`, as written (shown, not enforced).
     pub allowed_tools: Vec<String>,

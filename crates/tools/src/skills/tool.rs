@@ -14,6 +14,7 @@ pub struct SkillTool {
 }
 
 impl SkillTool {
+    /// The tool, loading from `skills`.
     pub fn new(skills: Arc<Skills>) -> Self {
         SkillTool { skills }
     }
