@@ -71,9 +71,9 @@ impl PendingInputs {
 /// A conversation. Its state has one owner per concern, each keeping its
 /// own invariants, in two parts. What lasts as long as the session: the
 /// history (items, checkpoints, observer, tokens), the meter (metrics,
-/// budgets, the stop handle) and the [`Conversation`] (plan, test runs,
+/// budgets, the stop handle) and the conversation (plan, test runs,
 /// approvals, jobs, delegation, what the embedding program added). What
-/// is derived from the configuration ([`Derived`]), which
+/// is derived from the configuration (`Derived`), which
 /// [`Session::reconfigure`] replaces as a whole: the turn context (model,
 /// tools offered, policies, prompt), the tool set (registry, tool
 /// context), the provider and the extensions (effects, middleware
