@@ -31,8 +31,9 @@ pub struct ModelFamily {
     /// True when `context_window` is the generic family's default rather
     /// than a value the catalog or the config gives for this model.
     pub context_window_is_default: bool,
-    /// Largest output the model produces; also the default `max_tokens`
-    /// when `default_max_tokens` is set.
+    /// Largest output the model produces, as the catalog knows it (`cogni
+    /// models` shows it; requests send `default_max_tokens` or the
+    /// configured `max_tokens`, not this).
     pub max_output_tokens: Option<u32>,
     /// Sampling defaults of the model, used when the agent config sets none.
     pub temperature: Option<f32>,

@@ -268,7 +268,7 @@ pub struct AttemptResult {
     pub failure_reason: Option<FailureReason>,
     /// The budget that ran out, with `budget_exceeded`.
     pub limit: Option<Limit>,
-    /// The engine's turn outcome (`done`, `limit_reached`, ...); `null`
+    /// The engine's turn outcome (`done`, `max_steps`, ...); `null`
     /// when the agent did not run or failed with an error.
     pub outcome: Option<String>,
     /// What went wrong, in words, when the status is not `passed`.
