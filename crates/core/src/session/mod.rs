@@ -1,6 +1,7 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
 use super::context::EnvironmentContext;
+use super::context_strategy::{ContextStrategy, Strategies};
 use super::delegate::{self, AgentRegistry, Delegation, DelegationLimits};
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
@@ -20,7 +21,6 @@ use super::run::config::RunConfig;
 use super::run::Middleware;
 use super::toolset::Toolset;
 use super::turn_context::{Features, Sampling, TurnContext};
-use super::window::SlidingWindow;
 use cogni_metrics::tokens::Estimator;
 use cogni_metrics::{Ledger, Metrics};
 use cogni_protocol::{
@@ -119,8 +119,9 @@ pub(crate) struct Extensions {
     pub(crate) compaction: Threshold,
     /// Whether the session started and ended (its lifecycle effects ran).
     pub(crate) lifecycle: Lifecycle,
-    /// Where the sliding window starts (the `sliding_window` strategy).
-    pub(crate) window: SlidingWindow,
+    /// The context strategy: the embedding program's
+    /// ([`Session::set_context_strategy`]) or the configured built-in.
+    pub(crate) context: Strategies,
     /// The plan `update_plan` keeps (with `enable_plan`).
     pub(crate) plan: PlanStore,
     /// The test command's runs (with `enable_test_run`).
@@ -297,7 +298,7 @@ pub fn start_session_with_provider(
             run: config.run,
             compaction,
             lifecycle: Default::default(),
-            window: SlidingWindow::default(),
+            context: Strategies::default(),
             fixed_tokens: None,
             plan,
             first_plan: config.enable_plan,
@@ -542,6 +543,9 @@ impl Session {
         fresh_extensions
             .effects
             .keep_added(&mut self.extensions.effects);
+        fresh_extensions
+            .context
+            .keep_set(&mut self.extensions.context);
         // Another card: another agent, which may delegate to the one it was.
         self.agent = fresh.agent;
         self.meter.metrics.rename(&self.agent);
@@ -647,6 +651,14 @@ impl Session {
     /// names, and stays when the session is reconfigured.
     pub fn add_effect(&mut self, effect: Box<dyn Effect>) {
         self.extensions.effects.add(effect);
+    }
+
+    /// Choose what each request sends of history, and what happens at the
+    /// compaction limit, with `strategy` ([`ContextStrategy`]) instead of
+    /// the configured built-in (`context_strategy`). It stays when the
+    /// session is reconfigured.
+    pub fn set_context_strategy(&mut self, strategy: Box<dyn ContextStrategy>) {
+        self.extensions.context.set(strategy);
     }
 
     /// Add a middleware around each turn: inside the built-in chain
