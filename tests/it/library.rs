@@ -124,3 +124,67 @@ fn the_delegating_example_runs_the_reviewer_as_a_child_session() {
     let offered = server.requests()[0].body_json().to_string();
     assert!(offered.contains("delegate_to_agent"), "{offered}");
 }
+
+#[test]
+fn the_custom_strategy_example_leaves_old_items_out_of_its_requests() {
+    let server = MockServer::start();
+    server.enqueue(chat::tool_calls_response(&[(
+        "call_1",
+        "read_file",
+        r#"{"path":"notes.txt"}"#,
+    )]));
+    server.enqueue(chat::text_response("It lists three tasks."));
+    server.enqueue(chat::text_response("Tests come first."));
+    server.enqueue(chat::text_response("The release is last."));
+    server.enqueue(chat::text_response("There are three."));
+    let stdout = run("custom_strategy", &server);
+    assert!(
+        stdout.contains("context window: 3 items left out"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("context window: 5 items left out"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("answer: There are three."), "{stdout}");
+    assert!(
+        stdout.contains("strategy newest_items (acts at")
+            && stdout.contains("5 earlier items left out of requests"),
+        "{stdout}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let lines: Vec<Vec<String>> = requests.iter().map(|r| r.message_lines()).collect();
+    let sent = |n: usize| lines[n].join("\n");
+    // The first turns fit: everything is sent, the file read with its call.
+    assert!(sent(2).contains("user: Read notes.txt."), "{}", sent(2));
+    assert!(sent(2).contains("1. tests"), "{}", sent(2));
+    assert!(!sent(2).contains("left out"), "{}", sent(2));
+    // Then the first prompt, the call and its output are left out
+    // together, a note stands for them, and the rest is sent.
+    for n in [3, 4] {
+        assert!(!sent(n).contains("Read notes.txt."), "{}", sent(n));
+        assert!(!sent(n).contains("1. tests"), "{}", sent(n));
+        assert!(
+            requests[n]
+                .messages()
+                .iter()
+                .all(|m| m["role"] != "tool" && m["tool_calls"].is_null()),
+            "{}",
+            sent(n)
+        );
+    }
+    assert!(sent(3).contains("[3 earlier items"), "{}", sent(3));
+    assert!(
+        sent(3).contains("assistant: It lists three tasks."),
+        "{}",
+        sent(3)
+    );
+    assert!(sent(4).contains("[5 earlier items"), "{}", sent(4));
+    assert!(!sent(4).contains("Which task comes first?"), "{}", sent(4));
+    assert!(sent(4).contains("user: How many are there?"), "{}", sent(4));
+    // The instructions, the initial context, the note and four items:
+    // the first request's messages (its prompt the one item) and four.
+    assert_eq!(lines[3].len(), lines[0].len() + 4, "{:#?}", lines[3]);
+    assert_eq!(lines[4].len(), lines[0].len() + 4, "{:#?}", lines[4]);
+}

@@ -5,6 +5,7 @@
 pub(crate) mod approval;
 pub mod compact;
 pub mod context;
+pub mod context_strategy;
 pub mod delegate;
 mod dispatch;
 mod early;
@@ -34,6 +35,7 @@ pub use cogni_provider as provider;
 pub use cogni_tools as tools;
 
 pub use context::EnvironmentContext;
+pub use context_strategy::{AtLimit, ContextStrategy, Conversation, View};
 pub use effects::{effect_fn, Decision, Effect, EffectFn, EndReason, IterationContext, Phase};
 pub use limits::{Limit, StopHandle, TurnLimits};
 pub use outcome::{AgentError, ToolCallRecord, TurnResult};

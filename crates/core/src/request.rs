@@ -1,18 +1,19 @@
 //! One model request: which items of history it sends (the session's
-//! context strategy, [`super::window`]), the stream collected into a
+//! context strategy, [`super::context_strategy`]), the stream collected into a
 //! response, usage recorded, and the local token estimate calibrated
 //! against what the provider counted.
 
+use super::context_strategy::{note, AtLimit, Conversation, View};
 use super::early::EarlyCalls;
 use super::effects::reflect::place_front;
 use super::effects::Reply;
 use super::prompt::build_prompt;
 use super::session::Session;
 use super::turn::TurnRun;
-use super::window::View;
+use super::turn_context::TurnContext;
+use cogni_metrics::tokens::Estimator;
 use cogni_protocol::{
-    AgentEvent, ContextStrategyKind, EventSink, HistoryItem, Item, Reasoning, Role, StopReason,
-    Usage,
+    AgentEvent, EventSink, HistoryItem, Item, Reasoning, Role, StopReason, Usage,
 };
 use cogni_provider::{ModelRequest, Provider, ProviderError, ResponseEvent};
 use futures::StreamExt;
@@ -126,7 +127,7 @@ impl Session {
         let mut stream = {
             let mut items = view.items(&self.history);
             if self.ctx.reflection_front {
-                if let Some(moved) = place_front(&self.history, &items, view.initial) {
+                if let Some(moved) = place_front(&self.history, &items, view.initial()) {
                     items = moved.into();
                 }
             }
@@ -221,14 +222,13 @@ impl Session {
             });
         }
         message.close(sink);
-        // Summarized requests are estimated only when the provider counted
-        // nothing: for OpenAI models that would load the tokenizer.
-        let sent = match view.strategy {
-            ContextStrategyKind::SlidingWindow => self.fixed_tokens() + view.estimate,
-            ContextStrategyKind::Summarize if !response.reported => {
-                self.fixed_tokens() + self.estimate_history()
-            }
-            ContextStrategyKind::Summarize => 0,
+        // A view its strategy did not estimate (summarize's) is counted
+        // only when the provider counted nothing: for OpenAI models that
+        // would load the tokenizer.
+        let sent = if view.estimate().is_some() || !response.reported {
+            self.fixed_tokens() + self.estimate_view(&view)
+        } else {
+            0
         };
         if !response.reported {
             response.reply.usage = self.estimate_usage(&response, sent);
@@ -288,84 +288,83 @@ impl Session {
     }
 
     /// Which items of history the next request sends, by the session's
-    /// context strategy. A window that moves is reported as a
-    /// `context_window` event.
+    /// context strategy. A view that leaves out other items than the one
+    /// before (the window moved) is reported as a `context_window` event.
     pub(crate) fn request_view(&mut self, sink: &dyn EventSink) -> View {
         self.history.set_estimator(self.ctx.estimator());
-        match self.ctx.strategy() {
-            ContextStrategyKind::Summarize => {
-                let initial = self.history.initial_len();
-                View {
-                    strategy: ContextStrategyKind::Summarize,
-                    initial,
-                    start: initial,
-                    // Estimated when needed: `estimate_history`.
-                    estimate: 0,
-                }
-            }
-            ContextStrategyKind::SlidingWindow => {
-                let limit = self.compaction_limit() as f64 / self.history.tokens.calibration;
-                let budget = (limit as u64).saturating_sub(self.fixed_tokens());
-                let before = self.extensions.window.dropped();
-                let view = self.extensions.window.view(&mut self.history, budget);
-                if view.dropped() != before && view.dropped() > 0 {
-                    sink.emit(AgentEvent::ContextWindow {
-                        dropped_items: view.dropped(),
-                        kept_items: self.history.len() - view.dropped(),
-                        estimated_tokens: (view.estimate as f64 * self.history.tokens.calibration)
-                            as u64,
-                    });
-                }
-                view
-            }
+        let configured = self.ctx.strategy();
+        let limit = (self.compaction_limit() as f64 / self.history.tokens.calibration) as u64;
+        let (view, before) = {
+            let (ctx, fixed) = (&self.ctx, &mut self.extensions.fixed_tokens);
+            // Counted only when the strategy asks: summarize never does.
+            let mut budget = || limit.saturating_sub(fixed_tokens(ctx, fixed));
+            let (initial, generation) = (self.history.initial_len(), self.history.generation());
+            let estimator = self.history.estimator();
+            let (items, mut size) = self.history.sized();
+            let mut conversation = Conversation::new(
+                items,
+                initial,
+                generation,
+                estimator,
+                &mut size,
+                &mut budget,
+            );
+            self.extensions.context.view(configured, &mut conversation)
+        };
+        if view.dropped() != before && view.dropped() > 0 {
+            let estimate = self.estimate_view(&view);
+            sink.emit(AgentEvent::ContextWindow {
+                dropped_items: view.dropped(),
+                kept_items: self.history.len() - view.dropped(),
+                estimated_tokens: (estimate as f64 * self.history.tokens.calibration) as u64,
+            });
         }
+        view
     }
 
-    /// Estimated tokens of all of history (each item counted once).
-    fn estimate_history(&mut self) -> u64 {
+    /// Estimated tokens of the items `view` sends: its strategy's
+    /// estimate, else each item's (counted once) and the note's.
+    fn estimate_view(&mut self, view: &View) -> u64 {
+        if let Some(estimate) = view.estimate() {
+            return estimate;
+        }
+        let note = match view.dropped() {
+            0 => 0,
+            dropped => self.history.estimator().count_item(&note(dropped)),
+        };
         let (items, mut size) = self.history.sized();
-        (0..items.len()).map(&mut size).sum()
+        let sent = (0..view.initial()).chain(view.start()..items.len());
+        note + sent.map(&mut size).sum::<u64>()
     }
 
     /// Estimated tokens of what every request sends besides history: the
     /// instructions and the tools (counted again only when they change).
     pub(crate) fn fixed_tokens(&mut self) -> u64 {
-        let estimator = self.ctx.estimator();
-        let key = (
-            self.ctx.system_prompt.text().len(),
-            self.ctx.tools.len(),
-            estimator,
-        );
-        match self.extensions.fixed_tokens {
-            Some((k, n)) if k == key => n,
-            _ => {
-                let tools = serde_json::to_string(&self.ctx.tools).unwrap_or_default();
-                let n = estimator.count(self.ctx.system_prompt.text()) + estimator.count(&tools);
-                self.extensions.fixed_tokens = Some((key, n));
-                n
-            }
-        }
+        fixed_tokens(&self.ctx, &mut self.extensions.fixed_tokens)
     }
 
-    /// The last request did not fit, or the conversation passed the
-    /// compaction limit, under the sliding window: estimate higher after an
-    /// overflow, and move the window at the next request.
-    pub(crate) fn tighten_window(&mut self, overflow: bool) {
-        if overflow {
+    /// The conversation passed the compaction limit, or (`overflow`) the
+    /// last request did not fit: the context strategy makes room (and
+    /// estimates are raised after an overflow), or history is to be
+    /// summarized.
+    pub(crate) fn at_context_limit(&mut self, overflow: bool) -> AtLimit {
+        let at = self
+            .extensions
+            .context
+            .current(self.ctx.strategy())
+            .at_limit(overflow);
+        if overflow && at == AtLimit::Handled {
             let c = &mut self.history.tokens.calibration;
             *c = (*c * OVERFLOW_CALIBRATION).min(CALIBRATION_RANGE.1);
         }
-        self.extensions.window.tighten(overflow);
+        at
     }
 
     /// The conversation's size as the next request would send it, estimated
     /// and calibrated (history changed without a request).
     pub(crate) fn estimate_context(&mut self, sink: &dyn EventSink) -> u64 {
         let view = self.request_view(sink);
-        let items = match view.strategy {
-            ContextStrategyKind::SlidingWindow => view.estimate,
-            ContextStrategyKind::Summarize => self.estimate_history(),
-        };
+        let items = self.estimate_view(&view);
         ((self.fixed_tokens() + items) as f64 * self.history.tokens.calibration) as u64
     }
 
@@ -377,15 +376,33 @@ impl Session {
             (self.estimate_context(&|_: AgentEvent| {}), true)
         };
         ContextUsage {
-            strategy: self.ctx.strategy(),
+            strategy: self
+                .extensions
+                .context
+                .current(self.ctx.strategy())
+                .name()
+                .to_string(),
             window: self.ctx.model_family.context_window,
             limit: self.compaction_limit(),
             used,
             estimated,
-            dropped: match self.ctx.strategy() {
-                ContextStrategyKind::SlidingWindow => self.extensions.window.dropped(),
-                ContextStrategyKind::Summarize => 0,
-            },
+            dropped: self.extensions.context.dropped(),
+        }
+    }
+}
+
+/// Estimated tokens of `ctx`'s instructions and tools, counted again only
+/// when they change (`cache` holds the last count and what it counted).
+fn fixed_tokens(ctx: &TurnContext, cache: &mut Option<((usize, usize, Estimator), u64)>) -> u64 {
+    let estimator = ctx.estimator();
+    let key = (ctx.system_prompt.text().len(), ctx.tools.len(), estimator);
+    match cache {
+        Some((k, n)) if *k == key => *n,
+        _ => {
+            let tools = serde_json::to_string(&ctx.tools).unwrap_or_default();
+            let n = estimator.count(ctx.system_prompt.text()) + estimator.count(&tools);
+            *cache = Some((key, n));
+            n
         }
     }
 }
@@ -393,7 +410,8 @@ impl Session {
 /// How a session uses the model's context window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextUsage {
-    pub strategy: ContextStrategyKind,
+    /// The name of the context strategy in force.
+    pub strategy: String,
     /// The model's window in tokens.
     pub window: u64,
     /// Where the strategy acts (the compaction limit).
@@ -402,7 +420,7 @@ pub struct ContextUsage {
     /// them, or the next request's calibrated estimate (`estimated`).
     pub used: u64,
     pub estimated: bool,
-    /// Items the sliding window leaves out.
+    /// Items the last request's view left out.
     pub dropped: usize,
 }
 
@@ -415,7 +433,7 @@ impl std::fmt::Display for ContextUsage {
             self.window,
             self.used as f64 * 100.0 / self.window.max(1) as f64,
             if self.estimated { ", estimated" } else { "" },
-            self.strategy.as_str(),
+            self.strategy,
             self.limit,
         )?;
         if self.dropped > 0 {

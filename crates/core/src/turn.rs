@@ -18,14 +18,15 @@
 //! history together, and every call gets exactly one output, also when it
 //! was blocked, stopped or interrupted.
 
+use super::context_strategy::AtLimit;
 use super::effects::{Decision, HistoryEdit, IterationContext, Phase, Point, Spent, Stop};
 use super::limits::{Halt, Watch};
 use super::outcome::{AgentError, ToolCallRecord, TurnResult};
 use super::request::ModelResponse;
 use super::session::Session;
 use cogni_protocol::{
-    AgentEvent, Content, ContextStrategyKind, EventSink, HistoryItem, MessageTag, Role, StopReason,
-    ToolCall, TurnOutcome,
+    AgentEvent, Content, EventSink, HistoryItem, MessageTag, Role, StopReason, ToolCall,
+    TurnOutcome,
 };
 use cogni_tools::ToolResult;
 use std::time::Instant;
@@ -593,13 +594,11 @@ impl Session {
         sink: &dyn EventSink,
     ) -> Result<(), AgentError> {
         match edit {
-            HistoryEdit::Compact { overflow }
-                if self.ctx.strategy() == ContextStrategyKind::SlidingWindow =>
-            {
-                // History stays whole; the next request's window moves.
-                self.tighten_window(overflow);
-            }
             HistoryEdit::Compact { overflow } => {
+                if self.at_context_limit(overflow) == AtLimit::Handled {
+                    // The strategy made room: history stays whole.
+                    return Ok(());
+                }
                 if self.extensions.effects.wants(Phase::BeforeCompact) {
                     self.at_point(
                         Point::BeforeCompact {

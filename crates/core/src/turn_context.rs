@@ -117,8 +117,11 @@ impl TurnContext {
         items
     }
 
-    /// How requests stay within the window: the configured strategy, the
-    /// model family's, or the default for the window's size.
+    /// The built-in context strategy the configuration chooses: the
+    /// configured one, the model family's, or the default for the
+    /// window's size. A strategy set with
+    /// [`Session::set_context_strategy`](crate::Session::set_context_strategy)
+    /// wins over it.
     pub fn strategy(&self) -> ContextStrategyKind {
         self.context_strategy
             .or(self.model_family.context_strategy)

@@ -1,12 +1,8 @@
-//! Context strategies: which items of history go into each request
-//! (docs/context.md).
-//!
-//! - `summarize`: every item, and when the conversation passes the
-//!   compaction limit, older history is summarised (`agent/compact.rs`).
-//! - `sliding_window`: the initial context, one short note saying how many
-//!   items are left out, and the newest items that fit. History itself
-//!   stays whole (the session file, `/context`, a later switch of
-//!   strategy); only the request is cut.
+//! The `sliding_window` context strategy (docs/context.md): each request
+//! sends the initial context, one short note saying how many items are
+//! left out, and the newest items that fit. History itself stays whole
+//! (the session file, `/context`, a later switch of strategy); only the
+//! request is cut.
 //!
 //! The window's start moves in steps, not item by item: it stays put while
 //! what follows it fits the limit, and when it no longer does it moves so
@@ -15,15 +11,15 @@
 //! cache keeps working. The start never separates a tool call from its
 //! output, nor a reasoning item from the item it precedes.
 
-use super::history::History;
-use cogni_protocol::{Content, ContextStrategyKind, HistoryItem, Role};
-use std::borrow::Cow;
+use super::context_strategy::{note, AtLimit, ContextStrategy, Conversation, View};
+use cogni_protocol::{Content, ContextStrategyKind, HistoryItem};
 use std::collections::HashSet;
 
 /// After a move, what is kept fills this much of the limit.
 pub const SLIDE_TO_PERCENT: u64 = 60;
 
-/// Where a sliding window starts, and when that was decided.
+/// The `sliding_window` strategy: where the window starts, and when that
+/// was decided.
 #[derive(Debug, Default)]
 pub struct SlidingWindow {
     /// Items of history before this one (after the initial context) are
@@ -32,10 +28,9 @@ pub struct SlidingWindow {
     /// The history generation `start` refers to.
     generation: u64,
     /// Move at the next request even if the kept items seem to fit (the
-    /// last request overflowed: the estimate was too low).
+    /// conversation passed the limit, or the last request overflowed: the
+    /// estimate was too low).
     force: bool,
-    /// Items the last view left out.
-    dropped: usize,
     /// Estimated tokens of the last view.
     last_estimate: u64,
     /// The last request did not fit: the next one may take at most this
@@ -47,104 +42,55 @@ pub struct SlidingWindow {
 /// of it (in percent).
 const AFTER_OVERFLOW_PERCENT: u64 = 75;
 
-/// What one request sends of history.
-#[derive(Debug, Clone, PartialEq)]
-pub struct View {
-    /// The strategy that chose it.
-    pub strategy: ContextStrategyKind,
-    /// Items of the initial context (always sent).
-    pub initial: usize,
-    /// First item sent after the initial context.
-    pub start: usize,
-    /// Estimated tokens of the items sent (before calibration; the sliding
-    /// window only: summarized views are estimated when needed).
-    pub estimate: u64,
-}
-
-impl View {
-    /// Items left out of the request.
-    pub fn dropped(&self) -> usize {
-        self.start - self.initial
+impl ContextStrategy for SlidingWindow {
+    fn name(&self) -> &str {
+        ContextStrategyKind::SlidingWindow.as_str()
     }
 
-    /// The request's items: all of history, or the initial context, the
-    /// note and the newest items.
-    pub fn items<'a>(&self, history: &'a [HistoryItem]) -> Cow<'a, [HistoryItem]> {
-        if self.dropped() == 0 {
-            return Cow::Borrowed(history);
-        }
-        let mut items = Vec::with_capacity(self.initial + 1 + history.len() - self.start);
-        items.extend_from_slice(&history[..self.initial]);
-        items.push(note(self.dropped()));
-        items.extend_from_slice(&history[self.start..]);
-        Cow::Owned(items)
-    }
-}
-
-/// The note that stands for the items left out.
-pub fn note(dropped: usize) -> HistoryItem {
-    HistoryItem::text(
-        Role::User,
-        format!(
-            "[{dropped} earlier items of this conversation are left out of this request to fit the model's context window. What they showed of files and commands may be out of date: read or run again what you need.]"
-        ),
-    )
-}
-
-impl SlidingWindow {
-    /// The view for the next request of `history`, whose items may take
-    /// `budget` estimated tokens (the initial context and the note
-    /// included).
-    pub(crate) fn view(&mut self, history: &mut History, budget: u64) -> View {
-        let initial = history.initial_len();
-        if history.generation() != self.generation {
-            self.generation = history.generation();
+    /// The initial context, the note and the newest items that fit the
+    /// conversation's budget (the initial context and the note included).
+    fn view(&mut self, conversation: &mut Conversation<'_>) -> View {
+        let initial = conversation.initial();
+        if conversation.generation() != self.generation {
+            self.generation = conversation.generation();
             self.start = initial;
         }
         let force = std::mem::take(&mut self.force);
         let budget = match self.cap.take() {
-            Some(cap) => budget.min(cap),
-            None => budget,
+            Some(cap) => conversation.budget().min(cap),
+            None => conversation.budget(),
         };
-        let note_tokens = history.estimator().count_item(&note(history.len()));
-        let (items, mut size) = history.sized();
-        let fixed = (0..initial).map(&mut size).sum::<u64>();
+        let items = conversation.items();
+        let note_tokens = conversation.count(&note(items.len()));
+        let fixed = (0..initial).map(|i| conversation.size(i)).sum::<u64>();
         let from = self.start.clamp(initial, items.len());
         let start = slide(
             items,
-            &mut size,
+            &mut |i| conversation.size(i),
             from,
             budget.saturating_sub(fixed + note_tokens),
             force,
         );
         self.start = start;
-        self.dropped = start - initial;
-        let mut estimate = fixed + (start..items.len()).map(&mut size).sum::<u64>();
+        let mut estimate = fixed
+            + (start..items.len())
+                .map(|i| conversation.size(i))
+                .sum::<u64>();
         if start > initial {
             estimate += note_tokens;
         }
         self.last_estimate = estimate;
-        View {
-            strategy: ContextStrategyKind::SlidingWindow,
-            initial,
-            start,
-            estimate,
-        }
+        View::starting_at(conversation, start).with_estimate(estimate)
     }
 
-    /// Items the last view left out.
-    pub(crate) fn dropped(&self) -> usize {
-        self.dropped
-    }
-
-    /// The conversation passed the limit (`overflow`: the last request
-    /// did not fit, so the next one also takes less than it did): move at
-    /// the next request.
-    pub(crate) fn tighten(&mut self, overflow: bool) {
+    /// Move at the next request (`overflow`: the last request did not
+    /// fit, so the next one also takes less than it did).
+    fn at_limit(&mut self, overflow: bool) -> AtLimit {
         self.force = true;
         if overflow {
             self.cap = Some(self.last_estimate / 100 * AFTER_OVERFLOW_PERCENT);
         }
+        AtLimit::Handled
     }
 }
 
@@ -206,7 +152,8 @@ pub fn slide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cogni_protocol::{ToolCall, ToolOutput};
+    use cogni_protocol::{Role, ToolCall, ToolOutput};
+    use std::borrow::Cow;
 
     fn call(id: &str) -> HistoryItem {
         HistoryItem::tool_call(ToolCall {
@@ -396,10 +343,9 @@ mod tests {
         let mut items = vec![HistoryItem::text(Role::User, "env")];
         items.extend(history(2));
         let view = View {
-            strategy: ContextStrategyKind::SlidingWindow,
             initial: 1,
             start: 7,
-            estimate: 0,
+            estimate: None,
         };
         let sent = view.items(&items);
         assert_eq!(sent.len(), 1 + 1 + 6);

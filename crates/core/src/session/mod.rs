@@ -1,6 +1,7 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
 use super::context::EnvironmentContext;
+use super::context_strategy::{ContextStrategy, Strategies};
 use super::delegate::{self, AgentRegistry, Delegation, DelegationLimits};
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
@@ -20,7 +21,6 @@ use super::run::config::RunConfig;
 use super::run::Middleware;
 use super::toolset::Toolset;
 use super::turn_context::{Features, Sampling, TurnContext};
-use super::window::SlidingWindow;
 use cogni_metrics::tokens::Estimator;
 use cogni_metrics::{Ledger, Metrics};
 use cogni_protocol::{
@@ -125,8 +125,9 @@ pub(crate) struct Extensions {
     /// When history is compacted (the `compact` effect's threshold; also
     /// the target of `/compact`).
     pub(crate) compaction: Threshold,
-    /// Where the sliding window starts (the `sliding_window` strategy).
-    pub(crate) window: SlidingWindow,
+    /// The context strategy: the embedding program's
+    /// ([`Session::set_context_strategy`]) or the configured built-in.
+    pub(crate) context: Strategies,
     /// `enable_plan`: the model writes a plan before the first step.
     pub(crate) first_plan: bool,
     /// Estimated tokens of the instructions and tools, with what they were
@@ -401,7 +402,7 @@ fn derive(
             effects,
             run: config.run,
             compaction,
-            window: SlidingWindow::default(),
+            context: Strategies::default(),
             fixed_tokens: None,
             first_plan: config.enable_plan,
         },
@@ -632,6 +633,7 @@ impl Session {
         self.toolset.registry.set_found(&found);
         // What the embedding program added belongs to the session.
         extensions.effects.keep_added(&mut self.extensions.effects);
+        extensions.context.keep_set(&mut self.extensions.context);
         self.extensions = extensions;
         // Another card: another agent, which may delegate to the one it was.
         self.agent = agent;
@@ -715,6 +717,14 @@ impl Session {
     /// names, and stays when the session is reconfigured.
     pub fn add_effect(&mut self, effect: Box<dyn Effect>) {
         self.extensions.effects.add(effect);
+    }
+
+    /// Choose what each request sends of history, and what happens at the
+    /// compaction limit, with `strategy` ([`ContextStrategy`]) instead of
+    /// the configured built-in (`context_strategy`). It stays when the
+    /// session is reconfigured.
+    pub fn set_context_strategy(&mut self, strategy: Box<dyn ContextStrategy>) {
+        self.extensions.context.set(strategy);
     }
 
     /// Add a middleware around each turn: inside the built-in chain

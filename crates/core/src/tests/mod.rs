@@ -2446,3 +2446,62 @@ fn auth_mode_decides_which_credentials_are_sent() {
     };
     assert!(e.contains("auth_command"), "{e}");
 }
+
+/// A strategy of the embedding program's: the initial context and the
+/// latest user message on; at the limit it makes room itself, noting each
+/// time it was asked.
+struct LatestPrompt(Arc<Mutex<Vec<bool>>>);
+
+impl ContextStrategy for LatestPrompt {
+    fn name(&self) -> &str {
+        "latest_prompt"
+    }
+
+    fn view(&mut self, conversation: &mut Conversation<'_>) -> View {
+        let start = conversation
+            .items()
+            .iter()
+            .rposition(|i| i.role == Role::User && i.as_text().is_some())
+            .unwrap_or(0);
+        View::starting_at(conversation, start)
+    }
+
+    fn at_limit(&mut self, overflow: bool) -> AtLimit {
+        self.0.lock().unwrap().push(overflow);
+        AtLimit::Handled
+    }
+}
+
+#[tokio::test]
+async fn a_strategy_the_program_sets_wins_makes_room_at_the_limit_and_stays_when_reconfigured() {
+    // The first response reports more than the limit: the strategy is
+    // asked at the next request, and history is not summarized.
+    let script =
+        over_the_limit("echo", "a") + "[[turns]]\ntext = \"one\"\n[[turns]]\ntext = \"two\"\n";
+    let mut h = limited(&script);
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    h.session
+        .set_context_strategy(Box::new(LatestPrompt(asked.clone())));
+    assert_eq!(h.run("first task").await.unwrap().final_text, "one");
+    assert_eq!(*asked.lock().unwrap(), [false]);
+    h.session.reconfigure(config()).unwrap();
+    assert_eq!(h.run("second task").await.unwrap().final_text, "two");
+    let seen = h.fake.seen();
+    assert_eq!(seen.len(), 3, "no summary request");
+    let sent: Vec<String> = seen[2]
+        .input
+        .iter()
+        .filter_map(|i| i.as_text().map(str::to_string))
+        .collect();
+    assert!(
+        sent.iter().any(|t| t.contains("[4 earlier items")),
+        "{sent:#?}"
+    );
+    assert!(!sent.iter().any(|t| t.contains("first task")), "{sent:#?}");
+    assert_eq!(sent.last().map(String::as_str), Some("second task"));
+    let usage = h.session.context_usage();
+    assert_eq!(
+        (usage.strategy.as_str(), usage.dropped),
+        ("latest_prompt", 4)
+    );
+}
