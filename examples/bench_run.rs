@@ -6,7 +6,8 @@
 //! peak RSS of the cogni process (wait4), the time from spawn to the first
 //! request, the gaps between the end of a response and the next request
 //! (running the command included; the same commands spawned bare are timed
-//! in the same run for reference), and the size of the first request.
+//! in the same run for reference), the time from the end of the last
+//! response to the process's end, and the size of the first request.
 //! It also times `cogni --version`.
 //!
 //! cargo build --release && cargo run --release --example bench_run -- [--runs N] [--cogni PATH]
@@ -37,6 +38,9 @@ struct Run {
     max_rss_kib: i64,
     first_request: Duration,
     gaps: Vec<Duration>,
+    /// From the last byte of the last response to the process's end
+    /// (wait4 returning).
+    to_exit: Duration,
     first_request_bytes: usize,
 }
 
@@ -86,7 +90,8 @@ fn one_run(cogni: &PathBuf, extra: &[String]) -> Run {
         .spawn()
         .expect("spawn cogni");
     let (status, max_rss_kib) = wait_with_rusage(&child);
-    let wall = start.elapsed();
+    let ended = Instant::now();
+    let wall = ended.duration_since(start);
     assert_eq!(status, 0, "cogni failed (wait status {status})");
     assert_eq!(
         std::fs::read_to_string(work.join("out.txt")).expect("out.txt"),
@@ -104,6 +109,7 @@ fn one_run(cogni: &PathBuf, extra: &[String]) -> Run {
         max_rss_kib,
         first_request: requests[0].received_at.duration_since(start),
         gaps,
+        to_exit: ended.duration_since(finished[finished.len() - 1]),
         first_request_bytes: requests[0].body.len(),
     }
 }
@@ -183,6 +189,12 @@ fn main() {
         "response -> next request: {} ({}) (command included)",
         ms(median(gaps.clone())),
         ms(*gaps.iter().min().expect("runs"))
+    );
+    let to_exit: Vec<Duration> = results.iter().map(|r| r.to_exit).collect();
+    println!(
+        "last response -> exit:    {} ({})",
+        ms(median(to_exit.clone())),
+        ms(*to_exit.iter().min().expect("runs"))
     );
     // The same commands spawned bare, measured in the same run: what the
     // gap costs beyond the command itself is cogni's own work.
