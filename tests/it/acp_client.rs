@@ -425,6 +425,88 @@ fn the_exit_code_follows_the_agents_stop_reason() {
 }
 
 #[test]
+fn the_configured_mcp_servers_go_to_the_agent_in_session_new() {
+    let config = r#"
+[mcp_servers.files]
+command = "files-server"
+args = ["--root", "."]
+env = { MODE = "ro" }
+env_vars = ["FILES_TOKEN", "NOT_SET_ANYWHERE"]
+
+[mcp_servers.web]
+url = "http://127.0.0.1:9/mcp"
+http_headers = { "X-Team" = "core" }
+bearer_token_env_var = "WEB_TOKEN"
+
+[mcp_servers.off]
+command = "never-started"
+enabled = false
+"#;
+    let scenario = |http: bool| {
+        json!({
+            "agentCapabilities": { "mcpCapabilities": { "http": http } },
+            "turns": [[{ "stop": "end_turn" }]],
+        })
+    };
+    for http in [true, false] {
+        let env = Env::new();
+        std::fs::write(env.dir.path().join("home/config.toml"), config).unwrap();
+        let Some(agent) = scripted(&env, "acp_client_mcp_servers", scenario(http)) else {
+            return;
+        };
+        let out = env
+            .cmd()
+            .env("FILES_TOKEN", "files-secret")
+            .env("WEB_TOKEN", "web-secret")
+            .args(["run", "--acp", &agent, "go"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        let new = agent_log(&env)
+            .into_iter()
+            .find(|m| m["method"] == "session/new")
+            .expect("session/new was sent");
+        let servers = new["params"]["mcpServers"].as_array().unwrap().clone();
+        let files = json!({
+            "name": "files",
+            "command": "files-server",
+            "args": ["--root", "."],
+            "env": [
+                { "name": "MODE", "value": "ro" },
+                { "name": "FILES_TOKEN", "value": "files-secret" },
+            ],
+        });
+        if http {
+            assert_eq!(
+                servers,
+                [
+                    files,
+                    json!({
+                        "type": "http",
+                        "name": "web",
+                        "url": "http://127.0.0.1:9/mcp",
+                        "headers": [
+                            { "name": "X-Team", "value": "core" },
+                            { "name": "Authorization", "value": "Bearer web-secret" },
+                        ],
+                    }),
+                ],
+                "{new}"
+            );
+        } else {
+            assert_eq!(servers, [files], "{new}");
+            assert!(
+                stderr_of(&out).contains(
+                    "MCP server `web` is left out: the agent does not take MCP servers over HTTP"
+                ),
+                "{}",
+                stderr_of(&out)
+            );
+        }
+    }
+}
+
+#[test]
 fn an_agent_that_dies_mid_turn_is_an_error() {
     let env = Env::new();
     let script = env.script_file(

@@ -29,6 +29,7 @@ use super::builder::SessionBuilder;
 use super::render::strip_terminal_controls;
 use super::{exit, setup, ConfigArgs};
 use crate::cli::PolicyArgs;
+use crate::mcp::McpConfig;
 use crate::process::truncate::Limits;
 use crate::process::{Service, Termination};
 use crate::store::Redactor;
@@ -71,6 +72,9 @@ pub(super) struct Launch {
     pub cwd: PathBuf,
     /// How long it may take to answer `initialize` and `session/new`.
     pub timeout: Duration,
+    /// The MCP servers of cogni's configuration, for `session/new`: the
+    /// agent starts them.
+    pub mcp: McpConfig,
 }
 
 /// What `--acp` takes from the configuration (cogni.toml, flags): where
@@ -82,6 +86,8 @@ pub(super) struct Setup {
     pub verbose_max_bytes: usize,
     /// `$COGNI_HOME`.
     pub home: PathBuf,
+    /// `[mcp_servers.NAME]`: passed on to the agent.
+    pub mcp: McpConfig,
 }
 
 /// Load the configuration for an agent working in `-C DIR` (or here):
@@ -105,6 +111,7 @@ pub(super) fn configure(common: &ConfigArgs, policy: &PolicyArgs) -> Result<Setu
         redact: configured.redact,
         verbose_max_bytes: configured.verbose_max_bytes,
         home: configured.home,
+        mcp: configured.mcp,
     })
 }
 

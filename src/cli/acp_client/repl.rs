@@ -72,6 +72,7 @@ pub fn run(args: ReplArgs) -> u8 {
         command: args.acp.clone().unwrap_or_default(),
         cwd: setup.cwd.clone(),
         timeout: Duration::from_secs(args.acp_timeout),
+        mcp: setup.mcp.clone(),
     };
     let ended = runtime.block_on(async {
         let quit = match listen_for_signals(stop) {

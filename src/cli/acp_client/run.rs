@@ -38,6 +38,7 @@ pub fn run(args: &RunArgs) -> u8 {
         command: args.acp.clone().unwrap_or_default(),
         cwd: setup.cwd.clone(),
         timeout: Duration::from_secs(args.acp_timeout),
+        mcp: setup.mcp.clone(),
     };
     let files = setup.files.clone();
     let received = Arc::new(OnceLock::new());

@@ -9,6 +9,7 @@
 use super::events::{Noted, Translate};
 use super::files::Files;
 use super::{Control, Cx, Failure, Launch, CANCEL_WAIT};
+use crate::mcp::{McpConfig, Transport};
 use crate::protocol::{
     AgentEvent, ApprovalDecision, ApprovalStatus, Approver, EventSink, TurnOutcome,
 };
@@ -98,8 +99,9 @@ impl Remote {
             None => "an ACP agent".into(),
         };
         let what = "open a session";
+        let servers = mcp_servers(&launch.mcp, &init.agent_capabilities.mcp_capabilities);
         let sent = cx
-            .send_request(acp::NewSessionRequest::new(launch.cwd.clone()))
+            .send_request(acp::NewSessionRequest::new(launch.cwd.clone()).mcp_servers(servers))
             .block_task();
         let session = match within(&cx, launch.timeout, what, sent).await? {
             Ok(session) => session,
@@ -383,4 +385,91 @@ async fn within<T>(
 
 fn failed(what: &str, e: &Error) -> Failure {
     Failure::Agent(format!("the agent could not {what}: {}", e.message))
+}
+
+/// The enabled servers of `config` as `session/new` gives them, for the
+/// agent to start: values cogni takes from its environment (`env_vars`,
+/// `env_headers`, `bearer_token_env_var`) are filled in. What the agent
+/// cannot honour is said on stderr: an HTTP server to an agent without
+/// `mcpCapabilities.http` is left out; a server's own `cwd` and its tool
+/// filters are cogni's settings, which the protocol cannot carry.
+fn mcp_servers(config: &McpConfig, can: &acp::McpCapabilities) -> Vec<acp::McpServer> {
+    let env = |name: &str| std::env::var(name).ok();
+    let mut servers = Vec::new();
+    for server in config.enabled() {
+        let name = &server.name;
+        if server.enabled_tools.is_some()
+            || !server.disabled_tools.is_empty()
+            || !server.trusted_tools.is_empty()
+        {
+            eprintln!(
+                "cogni: warning: MCP server `{name}`: the agent offers all its tools; \
+                 enabled_tools, disabled_tools and trusted_tools apply only when cogni starts it"
+            );
+        }
+        match &server.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env: set,
+                env_vars,
+                cwd,
+            } => {
+                if let Some(cwd) = cwd {
+                    eprintln!(
+                        "cogni: warning: MCP server `{name}`: the agent starts it in its own \
+                         directory, not in {}",
+                        cwd.display()
+                    );
+                }
+                let mut vars: Vec<acp::EnvVariable> = set
+                    .iter()
+                    .map(|(k, v)| acp::EnvVariable::new(k, v))
+                    .collect();
+                vars.extend(
+                    env_vars
+                        .iter()
+                        .filter_map(|k| env(k).map(|v| acp::EnvVariable::new(k, v))),
+                );
+                servers.push(acp::McpServer::Stdio(
+                    acp::McpServerStdio::new(name, command)
+                        .args(args.clone())
+                        .env(vars),
+                ));
+            }
+            Transport::Http {
+                url,
+                headers,
+                env_headers,
+                bearer_token_env_var,
+            } => {
+                if !can.http {
+                    eprintln!(
+                        "cogni: warning: MCP server `{name}` is left out: the agent does not \
+                         take MCP servers over HTTP"
+                    );
+                    continue;
+                }
+                let mut sent: Vec<acp::HttpHeader> = headers
+                    .iter()
+                    .map(|(k, v)| acp::HttpHeader::new(k, v))
+                    .collect();
+                sent.extend(
+                    env_headers
+                        .iter()
+                        .filter_map(|(k, var)| env(var).map(|v| acp::HttpHeader::new(k, v))),
+                );
+                if let Some(token) = bearer_token_env_var.as_deref().and_then(env) {
+                    sent.push(acp::HttpHeader::new(
+                        "Authorization",
+                        format!("Bearer {token}"),
+                    ));
+                }
+                servers.push(acp::McpServer::Http(
+                    acp::McpServerHttp::new(name, url).headers(sent),
+                ));
+            }
+        }
+    }
+    servers
 }
