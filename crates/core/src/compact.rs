@@ -545,7 +545,7 @@ impl Session {
             let prompt = build_prompt(&self.ctx, &self.history);
             let (tools, shell) = (
                 &self.toolset.registry,
-                self.toolset.ctx.sandbox.shell.as_str(),
+                self.ctx.sandbox_policy.shell.as_str(),
             );
             let only_reads =
                 |call: &ToolCall| approval::only_reads(call, tools.is_read_only(&call.name), shell);

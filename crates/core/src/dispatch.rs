@@ -205,7 +205,7 @@ impl Session {
                 break;
             }
             // File changes of this batch are made through a gate its stop closes.
-            self.toolset.ctx.commits = CommitGate::default();
+            self.toolset.shared.commits = CommitGate::default();
             let outcomes = {
                 let this = &*self;
                 let mut outcomes = Vec::with_capacity(prepared.len());
@@ -220,7 +220,7 @@ impl Session {
                         Ok(None) => break,
                         Err(stop) => {
                             ended = Some(Ended::Halt(stop));
-                            if self.toolset.ctx.commits.close() {
+                            if self.toolset.shared.commits.close() {
                                 // A change was let through before the stop: wait
                                 // for it (a few writes and renames) and keep
                                 // what it reports.
@@ -432,12 +432,12 @@ impl Session {
             return self
                 .toolset
                 .registry
-                .dispatch(call, &self.toolset.ctx)
+                .dispatch(call, &self.toolset.context(&self.ctx))
                 .await;
         }
         let policy = self.ctx.approval_policy;
         let read_only = self.toolset.registry.is_read_only(&call.name);
-        match approval::precheck(policy, call, read_only, &self.toolset.ctx.sandbox.shell) {
+        match approval::precheck(policy, call, read_only, &self.ctx.sandbox_policy.shell) {
             Precheck::Run => {}
             Precheck::AutoApprove => {
                 self.report(
@@ -465,7 +465,7 @@ impl Session {
         let result = self
             .toolset
             .registry
-            .dispatch(call, &self.toolset.ctx)
+            .dispatch(call, &self.toolset.context(&self.ctx))
             .await;
         self.offer_unsandboxed(call, result, sink, approvals).await
     }
@@ -484,7 +484,7 @@ impl Session {
         if result.is_error
             && approval::on_failure_retry(
                 policy,
-                self.toolset.ctx.sandbox.mode,
+                self.ctx.sandbox_policy.mode,
                 self.conversation.approver.is_interactive(),
                 &result.content,
             )
@@ -512,7 +512,7 @@ impl Session {
 
     /// The tool context with the sandbox lifted, for approved escalations.
     fn unsandboxed(&self) -> ToolContext {
-        let mut ctx = self.toolset.ctx.clone();
+        let mut ctx = self.toolset.context(&self.ctx);
         ctx.sandbox.mode = SandboxMode::DangerFullAccess;
         ctx
     }

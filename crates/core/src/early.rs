@@ -248,7 +248,7 @@ impl Session {
             self.ctx.approval_policy,
             call,
             true,
-            &self.toolset.ctx.sandbox.shell,
+            &self.ctx.sandbox_policy.shell,
         ) {
             Precheck::Run => Some(false),
             Precheck::AutoApprove => Some(true),
@@ -279,7 +279,7 @@ impl Session {
             .registry
             .get_or_insert_with(|| Arc::new(self.toolset.registry.clone()))
             .clone();
-        let ctx = self.toolset.ctx.clone();
+        let ctx = self.toolset.context(&self.ctx);
         let running = call.clone();
         let task = tokio::spawn(async move {
             let started = Instant::now();

@@ -37,7 +37,7 @@ impl Session {
         for message in std::mem::take(&mut self.start_warnings) {
             sink.emit(AgentEvent::Warning { message });
         }
-        if let Some(skills) = &self.toolset.ctx.config.skills {
+        if let Some(skills) = &self.toolset.shared.config.skills {
             for message in skills.warnings() {
                 sink.emit(AgentEvent::Warning { message });
             }

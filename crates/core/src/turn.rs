@@ -134,7 +134,7 @@ impl Session {
     /// text"; with skills on), each announced by a `skill` event.
     fn user_message(&self, text: &str, sink: &dyn EventSink) -> Vec<HistoryItem> {
         let mut items = vec![HistoryItem::text(Role::User, text)];
-        if let Some(skills) = &self.toolset.ctx.config.skills {
+        if let Some(skills) = &self.toolset.shared.config.skills {
             for skill in skills.mentioned(text) {
                 sink.emit(AgentEvent::Skill {
                     name: skill.name.clone(),
@@ -645,7 +645,7 @@ impl Session {
             agent: &self.agent,
             session_id: &self.id,
             cwd: &self.ctx.cwd,
-            workspace: &self.toolset.ctx.workspace,
+            workspace: &self.toolset.shared.workspace,
             ctx: &self.ctx,
             history: &self.history,
             provider: &self.provider,

@@ -15,6 +15,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One root, held open.
 #[derive(Debug)]
@@ -109,6 +110,18 @@ impl Workspace {
     /// the caller pins again: the user changed them).
     pub fn is_for(&self, cwd: &Path, writable_roots: &[PathBuf]) -> bool {
         self.cwd == cwd && self.writable_roots == writable_roots
+    }
+
+    /// The workspace for `cwd` and `writable_roots` after a change of
+    /// environment: `current` when it was pinned for them (the roots stay
+    /// those of the start, whatever commands did to them since), else
+    /// pinned now (the user changed them).
+    pub fn repin(current: &Arc<Workspace>, cwd: &Path, writable_roots: &[PathBuf]) -> Arc<Self> {
+        if current.is_for(cwd, writable_roots) {
+            current.clone()
+        } else {
+            Arc::new(Workspace::pin(cwd, writable_roots))
+        }
     }
 
     /// What the user should know: the roots left out and why.

@@ -169,17 +169,6 @@ impl ToolContext {
             workspace,
         }
     }
-
-    /// Change cwd and the sandbox policy. The workspace is pinned again
-    /// only when the user changed cwd or the writable roots; otherwise the
-    /// roots stay those of the start, whatever commands did to them since.
-    pub fn set_environment(&mut self, cwd: PathBuf, sandbox: SandboxPolicy) {
-        if !self.workspace.is_for(&cwd, &sandbox.writable_roots) {
-            self.workspace = Arc::new(Workspace::pin(&cwd, &sandbox.writable_roots));
-        }
-        self.cwd = cwd;
-        self.sandbox = sandbox;
-    }
 }
 
 /// The input of one call, already decoded.

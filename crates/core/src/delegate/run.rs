@@ -306,7 +306,7 @@ impl Session {
             },
             None => (None, None),
         };
-        let limits = self.toolset.ctx.config.output_limits();
+        let limits = self.toolset.shared.config.output_limits();
         let report = match result {
             Ok(turn) => Report {
                 agent: run.agent.clone(),
@@ -391,7 +391,7 @@ impl Session {
         config.approval_policy = self.ctx.approval_policy;
         config.cwd = cwd.unwrap_or_else(|| self.ctx.cwd.clone());
         // In the same directory, the parent's roots: resolved once.
-        config.workspace = Some(self.toolset.ctx.workspace.clone());
+        config.workspace = Some(self.toolset.shared.workspace.clone());
         config.output_schema = None;
         config.verbose = self.ctx.verbose;
         config.delegated = true;

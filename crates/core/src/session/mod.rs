@@ -19,7 +19,7 @@ use super::output::OutputSchema;
 use super::prompt::system::{PromptConfig, SystemPrompt};
 use super::run::config::RunConfig;
 use super::run::Middleware;
-use super::toolset::Toolset;
+use super::toolset::{Shared, Toolset};
 use super::turn_context::{Features, Sampling, TurnContext};
 use cogni_metrics::tokens::Estimator;
 use cogni_metrics::{Ledger, Metrics};
@@ -36,11 +36,12 @@ use cogni_sandbox::Workspace;
 use cogni_spec::effects::EffectSpec;
 use cogni_spec::hooks::HookSpec;
 use cogni_tools::editor::Files;
+use cogni_tools::fs::CommitGate;
 use cogni_tools::jobs::JobTable;
 use cogni_tools::memory::RememberTool;
 use cogni_tools::plan::{PlanStore, UpdatePlanTool};
 use cogni_tools::shell::ShellTool;
-use cogni_tools::{ExtraTools, ToolBox, ToolConfig, ToolConfigError, ToolContext, ToolRegistry};
+use cogni_tools::{ExtraTools, ToolBox, ToolConfig, ToolConfigError, ToolRegistry};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -378,15 +379,12 @@ fn derive(
             (Arc::new(pinned), warnings)
         }
     };
-    let tool_ctx = ToolContext {
+    let shared = Shared {
+        config: tool_config,
         jobs: conversation.jobs.clone(),
+        commits: CommitGate::default(),
         files: conversation.files.clone(),
-        ..ToolContext::in_workspace(
-            ctx.cwd.clone(),
-            ctx.sandbox_policy.clone(),
-            tool_config,
-            workspace,
-        )
+        workspace,
     };
     tools.add_extra(&conversation.extra);
     Ok(Derived {
@@ -394,7 +392,7 @@ fn derive(
         ctx,
         toolset: Toolset {
             registry: tools,
-            ctx: tool_ctx,
+            shared,
             found_shown: 0,
         },
         provider,
@@ -537,7 +535,7 @@ impl Session {
     /// Set where the file tools read and write text (an editor's buffers
     /// instead of the disk; kept when the session is reconfigured).
     pub fn set_files(&mut self, files: Files) {
-        self.toolset.ctx.files = files.clone();
+        self.toolset.shared.files = files.clone();
         self.conversation.files = files;
     }
 
@@ -598,7 +596,7 @@ impl Session {
     /// observer and checkpoints are kept; what follows is priced at the new model's price (a cost
     /// budget on a model without one is refused, as in [`Session::set_limits`]).
     pub fn reconfigure(&mut self, mut config: SessionConfig) -> Result<(), SessionError> {
-        config.workspace = Some(self.toolset.ctx.workspace.clone());
+        config.workspace = Some(self.toolset.shared.workspace.clone());
         // The session keeps its place in a tree of delegating agents.
         config.delegation = None;
         let Derived {
@@ -675,7 +673,7 @@ impl Session {
 
     /// The environment policy of the processes the session starts.
     pub fn shell_env(&self) -> &cogni_tools::env::ShellEnvPolicy {
-        &self.toolset.ctx.config.shell_env
+        &self.toolset.shared.config.shell_env
     }
 
     /// The session's background shell jobs.
@@ -787,9 +785,12 @@ impl Session {
         if let Some(s) = sandbox {
             self.ctx.sandbox_policy = s;
         }
-        self.toolset
-            .ctx
-            .set_environment(self.ctx.cwd.clone(), self.ctx.sandbox_policy.clone());
+        let shared = &mut self.toolset.shared;
+        shared.workspace = Workspace::repin(
+            &shared.workspace,
+            &self.ctx.cwd,
+            &self.ctx.sandbox_policy.writable_roots,
+        );
         self.ctx.rebuild_system_prompt();
         let now = self.ctx.environment();
         match now.diff(&self.environment) {

@@ -2396,7 +2396,7 @@ fn reconfiguration_replaces_what_config_derives_and_keeps_the_conversation() {
         .contains("shell:ls"));
     assert!(Arc::ptr_eq(session.jobs(), &jobs));
     assert!(
-        Arc::ptr_eq(&session.toolset.ctx.jobs, &jobs),
+        Arc::ptr_eq(&session.toolset.shared.jobs, &jobs),
         "the tools run the session's jobs"
     );
     assert!(session.context().tools.iter().any(|t| t.name == "echo"));

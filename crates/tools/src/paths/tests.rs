@@ -84,7 +84,8 @@ async fn writable_roots_and_full_access_allow_outside() {
     let mut c = ctx(&root.join("p"), SandboxMode::WorkspaceWrite);
     let mut sandbox = c.sandbox.clone();
     sandbox.writable_roots = vec![root.join("p-evil")];
-    c.set_environment(c.cwd.clone(), sandbox);
+    c.workspace = Workspace::repin(&c.workspace, &c.cwd, &sandbox.writable_roots);
+    c.sandbox = sandbox;
     assert!(writable_target(&c, "../p-evil/x").await.is_ok());
     let c = ctx(&root.join("p"), SandboxMode::DangerFullAccess);
     assert!(writable_target(&c, "../p-evil/x").await.is_ok());
