@@ -93,6 +93,7 @@ pub struct Compaction<'a> {
     /// sampling, and the history as it is sent): the summary request is
     /// this one with [`SUMMARY_REQUEST`] appended.
     pub request: ModelRequest<'a>,
+    /// How large the summary request and the compacted history may be.
     pub limits: CompactionLimits,
     /// Whether a call only reads (it is dropped; the summary describes it).
     pub only_reads: &'a (dyn Fn(&ToolCall) -> bool + Sync),
@@ -103,6 +104,9 @@ pub struct Compaction<'a> {
 /// The outcome of [`compact`].
 #[derive(Debug)]
 pub struct Compacted {
+    /// The history that replaces the old one: instructions, a fresh
+    /// environment block, the summary, the latest request and the calls
+    /// that may have changed state.
     pub history: Vec<HistoryItem>,
     /// Estimated tokens of a request with the compacted history
     /// (instructions and tools included).
@@ -117,7 +121,11 @@ pub struct Compacted {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("compaction cannot bring the history under {limit} tokens: the instructions, tools, environment, summary and latest request alone take about {needed}")]
 pub struct DoesNotFit {
+    /// Estimated tokens of a request with only what must stay
+    /// (instructions and tools included), scaled like every estimate of
+    /// the compaction.
     pub needed: u64,
+    /// The limit it had to fit under ([`CompactionLimits::hard`]).
     pub limit: u64,
 }
 

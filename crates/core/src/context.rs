@@ -7,12 +7,18 @@ use std::path::{Path, PathBuf};
 /// What the model is told about where and how it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvironmentContext {
+    /// The session's working directory (`<cwd>`).
     pub cwd: PathBuf,
+    /// When the model's calls need approval (`<approval_policy>`).
     pub approval_policy: ApprovalPolicy,
+    /// The sandbox: its mode, writable roots, network access and shell
+    /// (`<sandbox_mode>`, `<writable_roots>`, `<network_access>`,
+    /// `<shell>`).
     pub sandbox_policy: SandboxPolicy,
 }
 
 impl EnvironmentContext {
+    /// The environment of a session in `cwd` under these policies.
     pub fn from_policy(cwd: &Path, approval: ApprovalPolicy, sandbox: &SandboxPolicy) -> Self {
         EnvironmentContext {
             cwd: cwd.to_path_buf(),

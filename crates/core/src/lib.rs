@@ -2,6 +2,8 @@
 //! compaction. It reports through [`cogni_protocol::EventSink`] and never
 //! prints.
 
+#![deny(missing_docs)]
+
 pub(crate) mod approval;
 pub mod compact;
 pub mod context;

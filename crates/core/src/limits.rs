@@ -26,10 +26,15 @@ pub(crate) struct Meter {
 pub struct TurnLimits {
     /// Input + output tokens.
     pub max_tokens: Option<u64>,
+    /// US dollars at the model's price; a session refuses it for a model
+    /// without a price.
     pub max_cost_usd: Option<f64>,
+    /// Wall-clock time from the turn's start; whatever runs when it passes
+    /// is stopped.
     pub max_duration: Option<Duration>,
     /// Model requests.
     pub max_steps: Option<u32>,
+    /// Tool calls run (or answered) in the turn.
     pub max_tool_calls: Option<u32>,
 }
 
@@ -61,6 +66,8 @@ pub struct StopHandle {
 }
 
 impl StopHandle {
+    /// Stop the running turn (Ctrl-C): it ends as interrupted, every call
+    /// of the response being handled answered. Does nothing between turns.
     pub fn stop(&self) {
         if let Ok(current) = self.current.lock() {
             current.0.cancel();

@@ -7,6 +7,8 @@ use serde_json::Value;
 /// Most validation errors listed in a mismatch message.
 const MAX_ERRORS: usize = 5;
 
+/// A compiled JSON Schema the final answer is checked against
+/// (`--output-schema`, an output guardrail's `schema`).
 pub struct OutputSchema {
     validator: jsonschema::Validator,
 }
@@ -18,6 +20,7 @@ impl std::fmt::Debug for OutputSchema {
 }
 
 impl OutputSchema {
+    /// Compile `schema`; `Err` says why it is not a valid JSON Schema.
     pub fn compile(schema: &Value) -> Result<Self, String> {
         jsonschema::validator_for(schema)
             .map(|validator| OutputSchema { validator })

@@ -419,6 +419,9 @@ pub struct ContextUsage {
     /// Tokens of the last request and its answer as the provider counted
     /// them, or the next request's calibrated estimate (`estimated`).
     pub used: u64,
+    /// `used` is the local estimate (calibrated against what the provider
+    /// counted), not the provider's count: no request yet, or history
+    /// changed since the last one.
     pub estimated: bool,
     /// Items the last request's view left out.
     pub dropped: usize,

@@ -17,12 +17,17 @@ use cogni_provider::ProviderError;
 use std::collections::HashSet;
 use std::time::Instant;
 
+/// Why a context-stack operation did nothing (history is unchanged).
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
+    /// A rollback to a checkpoint that was never made (the name given).
     #[error("no checkpoint named `{0}`")]
     NoCheckpoint(String),
+    /// History holds only the initial context: there is no exchange to
+    /// replace.
     #[error("there is nothing above the initial context")]
     Empty,
+    /// The summary request failed.
     #[error("the model could not write a summary: {0}")]
     Summary(#[from] ProviderError),
 }

@@ -42,7 +42,9 @@ impl Default for Features {
 /// to the model family, then to the provider's defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Sampling {
+    /// `temperature`: the sampling temperature sent with each request.
     pub temperature: Option<f32>,
+    /// `max_tokens`: the most tokens the model may write in one reply.
     pub max_tokens: Option<u32>,
     /// `minimal`, `low`, `medium` or `high`; only sent to models that reason.
     pub reasoning_effort: Option<&'static str>,
@@ -51,20 +53,39 @@ pub struct Sampling {
 /// Runtime context of a session (the spec's `TurnContext`).
 #[derive(Debug, Clone)]
 pub struct TurnContext {
+    /// The model requests go to (an alias resolved to its model).
     pub model: String,
+    /// What cogni knows of the model: its context window, how it calls
+    /// tools, its instructions template, what it supports.
     pub model_family: ModelFamily,
+    /// The tools offered to the model, as every request sends them.
     pub tools: Vec<ToolSpec>,
+    /// Which of the model's calls need the user's approval.
     pub approval_policy: ApprovalPolicy,
+    /// The sandbox the model's commands and file tools run in.
     pub sandbox_policy: SandboxPolicy,
+    /// The working directory.
     pub cwd: PathBuf,
+    /// The developer message that opens history
+    /// ([`SessionConfig::developer_instructions`](crate::SessionConfig::developer_instructions)).
     pub developer_instructions: Option<String>,
+    /// AGENTS.md, sent after the developer instructions
+    /// ([`SessionConfig::user_instructions`](crate::SessionConfig::user_instructions)).
     pub user_instructions: Option<String>,
+    /// `base_instructions`: the system prompt's identity section instead
+    /// of SOUL.md or the model family's template.
     pub base_instructions_override: Option<String>,
+    /// `--output-schema`: the JSON Schema the final answer must satisfy,
+    /// sent with each request.
     pub output_schema: Option<serde_json::Value>,
+    /// `--verbose`: `model_request` events carry the whole request.
     pub verbose: bool,
+    /// Feature flags in force.
     pub features: Features,
     /// Resolved sampling: config, then model family, then unset.
     pub sampling: Sampling,
+    /// Most model requests in one turn; the turn ends with `max_steps`
+    /// when the model still asks for tools.
     pub max_iterations: u32,
     /// The system prompt sent as every request's instructions.
     pub system_prompt: SystemPrompt,
@@ -137,10 +158,13 @@ impl TurnContext {
         }
     }
 
+    /// The environment the model is told about: this context's cwd and
+    /// policies.
     pub fn environment(&self) -> EnvironmentContext {
         EnvironmentContext::from_policy(&self.cwd, self.approval_policy, &self.sandbox_policy)
     }
 
+    /// True when a tool named `name` is offered to the model.
     pub fn has_tool(&self, name: &str) -> bool {
         self.tools.iter().any(|t| t.name == name)
     }

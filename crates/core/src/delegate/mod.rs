@@ -21,9 +21,13 @@ use cogni_protocol::{ToolFormat, ToolSpec};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-pub const LIST_AGENTS: &str = "list_agents";
-pub const DELEGATE: &str = "delegate_to_agent";
-pub const SPAWN: &str = "spawn_agents";
+/// The tool that lists the agents the model may delegate to.
+pub(crate) const LIST_AGENTS: &str = "list_agents";
+/// The tool that runs one agent as a child session and returns its answer.
+pub(crate) const DELEGATE: &str = "delegate_to_agent";
+/// The tool that runs several agents at once (at most
+/// `max_concurrent_agents`) and returns each one's answer.
+pub(crate) const SPAWN: &str = "spawn_agents";
 
 /// `[delegation]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

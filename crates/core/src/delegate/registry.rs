@@ -13,10 +13,14 @@ pub type Factory = Arc<dyn Fn() -> Result<SessionConfig, String> + Send + Sync>;
 /// One registered agent.
 #[derive(Clone)]
 pub struct AgentEntry {
+    /// What the model calls it (`agent` in `delegate_to_agent`).
     pub name: String,
+    /// What `list_agents` tells the model it is for.
     pub description: String,
     /// Where it came from: a card's path, or `config [agents.NAME]`.
     pub source: String,
+    /// Its card's options: what it inherits from the parent, its
+    /// isolation, its own budgets and delegation limits.
     pub options: AgentOptions,
     factory: Factory,
 }
@@ -32,7 +36,10 @@ impl std::fmt::Debug for AgentEntry {
 
 /// A fresh agent from [`AgentRegistry::spawn`].
 pub struct Spawned {
+    /// The config its factory made, before the parent's policies are
+    /// applied to it.
     pub config: SessionConfig,
+    /// The registered agent's options (see [`AgentEntry::options`]).
     pub options: AgentOptions,
     /// Its depth in the tree (the root is 0).
     pub depth: u32,
@@ -76,6 +83,7 @@ impl AgentRegistry {
             .unwrap_or_default()
     }
 
+    /// The agent registered as `name`, if any.
     pub fn get(&self, name: &str) -> Option<AgentEntry> {
         self.entries.read().ok()?.get(name).cloned()
     }

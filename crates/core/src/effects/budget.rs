@@ -15,14 +15,21 @@ use std::time::Duration;
 pub enum Budget {
     /// Input + output tokens.
     Tokens(u64),
+    /// US dollars, from the model's price (a model without one cannot
+    /// have this budget).
     CostUsd(f64),
+    /// Wall-clock time from the turn's start; also a deadline that stops
+    /// whatever runs when it passes.
     Time(Duration),
     /// Model requests.
     Steps(u32),
+    /// Tool calls run (or answered) in the turn.
     ToolCalls(u32),
 }
 
 impl Budget {
+    /// Which limit it is, as a stopped turn reports it
+    /// ([`TurnResult::limit`](crate::TurnResult::limit)).
     pub fn limit(self) -> Limit {
         match self {
             Budget::Tokens(_) => Limit::Tokens,

@@ -19,9 +19,16 @@ const CAPTURE_BYTES: usize = 64 * 1024;
 pub struct Ran {
     /// `None` when it timed out or was killed by a signal.
     pub exit_code: Option<i32>,
+    /// It ran past its timeout and was killed (with everything it
+    /// started).
     pub timed_out: bool,
+    /// What it printed on stdout: its first and last 32 KiB when longer
+    /// (the middle dropped), lossy UTF-8, trailing whitespace trimmed.
     pub stdout: String,
+    /// What it printed on stderr: its first and last 32 KiB when longer
+    /// (the middle dropped), lossy UTF-8, trailing whitespace trimmed.
     pub stderr: String,
+    /// Wall-clock time from start to exit (or kill).
     pub duration: Duration,
 }
 

@@ -19,14 +19,14 @@
 
 pub mod budget;
 pub mod command;
-pub mod compact;
-pub mod config;
-pub mod guardrail;
-pub mod hooks;
-pub mod output;
-pub mod plan;
+pub(crate) mod compact;
+pub(crate) mod config;
+pub(crate) mod guardrail;
+pub(crate) mod hooks;
+pub(crate) mod output;
+pub(crate) mod plan;
 pub mod reflect;
-pub mod repeat;
+pub(crate) mod repeat;
 pub mod test_run;
 
 use super::outcome::ToolCallRecord;
@@ -71,6 +71,8 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// The phase's name in `snake_case` (`before_tool`, `turn_end`, ...),
+    /// as configuration, events and error messages spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::SessionStart => "session_start",
@@ -90,47 +92,74 @@ impl Phase {
 /// What happened at the point an effect is called, with its data.
 #[derive(Debug, Clone, Copy)]
 pub enum Point<'a> {
-    /// `resumed`: the session continues a saved one.
+    /// The session's first turn is about to start ([`Phase::SessionStart`]).
     SessionStart {
+        /// The session continues a saved one (`--resume`, `/resume`)
+        /// rather than starting empty.
         resumed: bool,
     },
-    /// The user's prompt.
+    /// A user prompt arrived ([`Phase::TurnStart`]).
     TurnStart {
+        /// The prompt as the user wrote it, before it joins history.
         prompt: &'a str,
     },
+    /// A model request is about to be made ([`Phase::BeforeModel`]); the
+    /// request is built from [`IterationContext::history`] after the
+    /// decisions of this point are applied.
     BeforeModel,
-    /// The model's reply.
+    /// The model's reply arrived ([`Phase::AfterModel`]).
     AfterModel {
+        /// The whole reply: its text, tool calls, usage and stop reason.
         reply: &'a Reply,
     },
     /// The request failed (a context overflow, say). An effect that edits
-    /// history here has the request made again.
+    /// history here has the request made again. Runs with the effects of
+    /// [`Phase::AfterModel`].
     ModelFailed {
+        /// Why the provider failed the request.
         error: &'a ProviderError,
     },
+    /// A tool call of the reply is about to run ([`Phase::BeforeTool`]);
+    /// a [`Decision::Block`] or [`Decision::ReplaceArgs`] applies to it.
     BeforeTool {
+        /// The call as the model sent it (or as an earlier effect's
+        /// [`Decision::ReplaceArgs`] left it).
         call: &'a ToolCall,
     },
+    /// A tool call ran ([`Phase::AfterTool`]); a
+    /// [`Decision::ReplaceOutput`] changes what the model sees of it.
     AfterTool {
+        /// The call that ran.
         call: &'a ToolCall,
+        /// Its result, before it enters history.
         result: &'a ToolResult,
     },
     /// A step ended: the reply, and its calls as they ran.
     StepEnd {
+        /// The reply that opened the step.
         reply: &'a Reply,
+        /// Each of its calls as it ran (or was blocked), in order.
         calls: &'a [ToolCallRecord],
     },
-    /// Compaction is about to run (`overflow`: after the request did not
-    /// fit; `manual`: the user asked for it, `/compact`).
+    /// Compaction is about to run ([`Phase::BeforeCompact`]).
     BeforeCompact {
+        /// The last request did not fit the context window (the
+        /// provider's context overflow), rather than history passing the
+        /// compaction limit.
         overflow: bool,
+        /// The user asked for it (`/compact`); `PreCompact` hooks see the
+        /// trigger `manual` rather than `auto`.
         manual: bool,
     },
-    /// The model's final answer for now.
+    /// The model answered without asking for tools ([`Phase::TurnEnd`]).
     TurnEnd {
+        /// The model's final answer for now (the turn may still go on if
+        /// an effect adds items).
         text: &'a str,
     },
+    /// The session is over ([`Phase::SessionEnd`]).
     SessionEnd {
+        /// Why it ended.
         reason: EndReason,
     },
 }
@@ -153,6 +182,8 @@ pub enum EndReason {
 }
 
 impl EndReason {
+    /// The reason as `SessionEnd` hooks get it in `reason` (`done`,
+    /// `exit`, `signal`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             EndReason::Done => "done",
@@ -166,6 +197,8 @@ impl EndReason {
 }
 
 impl Point<'_> {
+    /// The phase this point belongs to ([`Point::ModelFailed`] is
+    /// [`Phase::AfterModel`]).
     pub fn phase(&self) -> Phase {
         match self {
             Point::SessionStart { .. } => Phase::SessionStart,
@@ -185,9 +218,15 @@ impl Point<'_> {
 /// A model reply, as effects see it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reply {
+    /// The assistant text of the reply (may be empty when it only calls
+    /// tools).
     pub text: String,
+    /// The tool calls it asks for, in the order the model sent them.
     pub tool_calls: Vec<ToolCall>,
+    /// Tokens the request and its reply took, as the provider reported
+    /// them.
     pub usage: Usage,
+    /// Why the model stopped (`None` when the stream did not say).
     pub stop_reason: Option<StopReason>,
 }
 
@@ -216,13 +255,19 @@ pub struct Tokens {
 
 /// What an effect sees at one point: never the session itself.
 pub struct IterationContext<'a> {
+    /// Where the effect is called, with what happened there.
     pub point: Point<'a>,
-    /// The turn (1-based) and the model requests made in it so far.
+    /// The turn of the session (1-based).
     pub turn: u32,
+    /// Model requests made in this turn so far (0 at the first
+    /// `before_model`: the request about to be made is not counted).
     pub iteration: u32,
     /// The agent running the loop (`main` for the top-level one).
     pub agent: &'a str,
+    /// The session's id (the name of its session file; hooks get it as
+    /// `session_id`).
     pub session_id: &'a str,
+    /// The session's working directory (where commands of effects run).
     pub cwd: &'a Path,
     /// The session's pinned cwd and writable roots (commands an effect
     /// runs in the sandbox are confined to them).
@@ -234,7 +279,9 @@ pub struct IterationContext<'a> {
     /// The model client, for effects that ask the model (compaction,
     /// reflection). What they spend comes back in [`Decision`]s' usage.
     pub provider: &'a Arc<dyn Provider>,
+    /// What this turn has spent so far (the budgets read it).
     pub spent: Spent,
+    /// The conversation's size in tokens (compaction reads it).
     pub tokens: Tokens,
     /// For an effect's own events (warnings, plans, reflections).
     pub sink: &'a dyn EventSink,
@@ -245,6 +292,7 @@ pub struct IterationContext<'a> {
 }
 
 impl IterationContext<'_> {
+    /// The phase of [`IterationContext::point`].
     pub fn phase(&self) -> Phase {
         self.point.phase()
     }
@@ -253,6 +301,7 @@ impl IterationContext<'_> {
 /// How a turn ends when an effect stops it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stop {
+    /// The turn's outcome ([`TurnResult::outcome`](crate::TurnResult::outcome)).
     pub outcome: TurnOutcome,
     /// Shown to the user (a warning) and recorded with the outcome.
     pub reason: String,
@@ -301,7 +350,11 @@ pub enum HistoryEdit {
     /// Compact history with the session's context strategy (`overflow`:
     /// the last request did not fit). Runs the `before_compact` effects
     /// first.
-    Compact { overflow: bool },
+    Compact {
+        /// The last request did not fit (the provider's context
+        /// overflow): compaction leaves at most half of that history.
+        overflow: bool,
+    },
     /// Remove the newest `n` items (a call goes with its output).
     Pop(usize),
 }
@@ -333,6 +386,7 @@ pub enum Decision {
 /// An effect's result, with what it spent asking the model.
 #[derive(Debug)]
 pub struct Outcome {
+    /// What the effect decided.
     pub decision: Decision,
     /// Model requests the effect made (counted like any request).
     pub usage: Vec<Usage>,
@@ -351,7 +405,10 @@ impl From<Decision> for Outcome {
 /// guard, blocks).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
-pub struct EffectError(pub String);
+pub struct EffectError(
+    /// What went wrong, for the warning event and the turn's reason.
+    pub String,
+);
 
 /// One effect.
 pub trait Effect: Send + Sync {
@@ -362,6 +419,10 @@ pub trait Effect: Send + Sync {
     /// The phases it runs at; it is not called at others.
     fn phases(&self) -> &'static [Phase];
 
+    /// Decide at `cx.point` (one of [`Effect::phases`]). An effect that
+    /// asks the model (through `cx.provider`) returns what it spent in the
+    /// [`Outcome`]. An `Err` (or a panic) is reported as a warning and then
+    /// handled as [`Effect::guards`] and [`Effect::advisory`] say.
     fn eval<'a>(
         &'a mut self,
         cx: &'a IterationContext<'a>,
@@ -442,7 +503,7 @@ where
 /// the engine added ([`Session::add_effect`](crate::Session::add_effect)),
 /// which a reconfiguration keeps.
 #[derive(Default)]
-pub struct Effects {
+pub(crate) struct Effects {
     list: Vec<Box<dyn Effect>>,
     added: Vec<Box<dyn Effect>>,
 }
@@ -486,6 +547,8 @@ impl Effects {
         self.added = std::mem::take(&mut from.added);
     }
 
+    /// Add a built-in or configured effect at the end of those (before
+    /// the embedding program's).
     pub fn push(&mut self, effect: Box<dyn Effect>) {
         self.list.push(effect);
     }
@@ -530,16 +593,14 @@ impl Effects {
         self.get(i).name()
     }
 
+    /// Every effect's name, in the order they run.
     pub fn names(&self) -> Vec<&str> {
         self.all().map(|e| e.name()).collect()
     }
 
+    /// How many effects there are, the embedding program's included.
     pub fn len(&self) -> usize {
         self.list.len() + self.added.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Indexes of the effects that run at `phase`, in order.

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use std::fmt::Write as _;
 
-pub const KIND: &str = "reflect";
+pub(crate) const KIND: &str = "reflect";
 
 /// Bytes of each tool output in the reflection prompt (head and tail).
 const OUTPUT_BYTES: usize = 2 * 1024;
@@ -30,9 +30,13 @@ const RAW_BYTES: usize = 2 * 1024;
 /// `[agent]` reflection settings, resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReflectConfig {
+    /// `[agent] reflection_policy`: what a critique that sets
+    /// `block_apply` does.
     pub policy: ReflectionPolicy,
     /// Show the model a diff of its previous and current response.
     pub self_diff: bool,
+    /// `[agent] reflection_placement`: where the latest critique sits in
+    /// the next request.
     pub placement: ReflectionPlacement,
 }
 
@@ -63,7 +67,7 @@ pub fn place_front(
 /// What the model is asked, after the step.
 pub const REFLECT_REQUEST: &str = "Critique the step above as a strict reviewer of your own work: is it correct, complete, safe? Reply with one JSON object only, no prose: {\"quality\": \"good\" | \"fair\" | \"poor\", \"issues\": [\"...\"], \"recommendations\": [\"...\"], \"block_apply\": false, \"notes\": \"...\"}. Set block_apply to true only when the step did something wrong or harmful that must not stand.";
 
-pub struct ReflectEffect {
+pub(crate) struct ReflectEffect {
     config: ReflectConfig,
     tests: Option<TestLog>,
     /// The previous response reflected on (for the self-diff).

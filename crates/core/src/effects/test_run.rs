@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub const KIND: &str = "test_run";
+pub(crate) const KIND: &str = "test_run";
 
 /// Default of `test_timeout_seconds`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -47,7 +47,7 @@ pub struct TestRunConfig {
 /// The session's test runs, in order (for reflection and results.json).
 pub type TestLog = Arc<Mutex<Vec<TestRun>>>;
 
-pub struct TestRunEffect {
+pub(crate) struct TestRunEffect {
     config: TestRunConfig,
     /// The session's `shell` tool (its sandbox is prepared once for both).
     shell: Arc<ShellTool>,

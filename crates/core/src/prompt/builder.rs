@@ -67,18 +67,29 @@ pub struct Identity<'a> {
 /// Every input of the system prompt.
 #[derive(Debug, Clone, Copy)]
 pub struct SystemPromptBuilder<'a> {
+    /// The identity section's inputs.
     pub identity: Identity<'a>,
     /// `Some` when the model family reads its tools from the prompt.
     pub tools: Option<&'a [ToolSpec]>,
     /// The skills' listing, `- name: description` lines (docs/skills.md).
     pub skills: Option<&'a str>,
+    /// `[model_aliases]`, alias -> model (a section only with two or
+    /// more).
     pub model_aliases: &'a BTreeMap<String, String>,
+    /// The working directory (the workspace section).
     pub cwd: &'a Path,
+    /// The root of the git repository `cwd` is in, if it is in one.
     pub repo_root: Option<&'a Path>,
+    /// The sandbox policy the sandbox section describes (relative
+    /// writable roots are taken from `cwd`).
     pub sandbox: &'a SandboxPolicy,
+    /// The model's name (the runtime section).
     pub model: &'a str,
+    /// The provider's id (the runtime section).
     pub provider: &'a str,
+    /// The date and time zone the runtime section shows.
     pub today: &'a Today,
+    /// The memory notes shown (docs/memory.md); none: no section.
     pub memory: Option<&'a str>,
     /// `[agent] done_token`.
     pub done_token: Option<&'a str>,

@@ -15,6 +15,7 @@ pub struct Today {
 }
 
 impl Today {
+    /// A day from its `YYYY-MM-DD` date and its time zone's description.
     pub fn new(date: impl Into<String>, timezone: impl Into<String>) -> Self {
         Today {
             date: date.into(),
@@ -25,6 +26,9 @@ impl Today {
 
 /// Where "today" comes from.
 pub trait Clock: fmt::Debug + Send + Sync {
+    /// The local date and time zone now. A session asks at its start and
+    /// at the start of every turn, and rebuilds the system prompt when the
+    /// answer changed.
     fn today(&self) -> Today;
 }
 
@@ -47,6 +51,7 @@ impl Clock for SystemClock {
 pub struct FixedClock(Arc<Mutex<Today>>);
 
 impl FixedClock {
+    /// A clock that reports `today` until [`FixedClock::set`] changes it.
     pub fn new(today: Today) -> Self {
         FixedClock(Arc::new(Mutex::new(today)))
     }

@@ -20,10 +20,17 @@ use std::collections::HashSet;
 /// the session so building it costs nothing per history item.
 #[derive(Debug, Clone)]
 pub struct Prompt<'a> {
+    /// The system prompt, sent as the request's instructions.
     pub instructions: Cow<'a, str>,
+    /// The history items sent (borrowed, or a copy with shell outputs
+    /// rewritten for a freeform `apply_patch`).
     pub input_items: Cow<'a, [HistoryItem]>,
+    /// The tools offered to the model.
     pub tools: &'a [ToolSpec],
+    /// The model may ask for several calls in one reply: the family
+    /// supports it and `features.parallel_tools` is on.
     pub parallel_tool_calls: bool,
+    /// `--output-schema`, for providers that can enforce it.
     pub output_schema: Option<&'a serde_json::Value>,
 }
 

@@ -9,6 +9,8 @@ use std::time::Duration;
 /// `[run]`: middleware settings.
 #[derive(Debug, Clone, Default)]
 pub struct RunConfig {
+    /// `[run] timeout_secs`: how long a whole run may take; past it, it
+    /// ends with `budget_exceeded` (seconds). `None`: no limit.
     pub timeout: Option<Duration>,
     /// Each layer's `[run.output_guardrail]`, in order: the answer must
     /// satisfy all of them.
@@ -18,10 +20,15 @@ pub struct RunConfig {
 /// What the final answer must satisfy.
 #[derive(Clone)]
 pub struct OutputGuardrail {
+    /// `schema_file`: the answer must be JSON (bare or in a `json` code
+    /// fence) valid against it.
     pub schema: Option<Arc<OutputSchema>>,
+    /// `regex`: the answer must match it (anywhere, unless anchored).
     pub regex: Option<regex::Regex>,
-    /// Gets the answer on stdin; exit 0 accepts it.
+    /// Gets `{"answer": ...}` on stdin; exit 0 accepts it.
     pub command: Option<String>,
+    /// `timeout_ms`: how long `command` may run before it is killed (and
+    /// the answer rejected).
     pub timeout: Duration,
 }
 

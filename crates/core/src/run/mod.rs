@@ -39,6 +39,7 @@ use std::time::Duration;
 
 /// One middleware.
 pub trait Middleware: Send + Sync {
+    /// What logs and errors call it.
     fn name(&self) -> &str;
 
     /// Run `input` on `session` through `next` (the rest of the chain),
@@ -59,7 +60,7 @@ pub struct Next<'a> {
 }
 
 impl<'a> Next<'a> {
-    pub fn new(chain: &'a [Arc<dyn Middleware>]) -> Self {
+    pub(crate) fn new(chain: &'a [Arc<dyn Middleware>]) -> Self {
         Next { chain }
     }
 

@@ -56,7 +56,10 @@ impl Default for CompactionConfig {
 /// session.
 #[derive(Debug, Clone)]
 pub struct Delegating {
+    /// The agents the model may delegate to, shared with every child.
     pub registry: Arc<AgentRegistry>,
+    /// `[delegation]`: depth, concurrency and the number of agents of the
+    /// whole tree.
     pub limits: DelegationLimits,
 }
 
@@ -65,24 +68,54 @@ pub struct Delegating {
 pub struct SessionConfig {
     /// The model from the config files; `model_override` wins over it.
     pub model: Option<String>,
+    /// A model chosen over the config files' (`--model`, `/model`, an
+    /// agent card's `model`, a resumed session's model).
     pub model_override: Option<String>,
+    /// The model provider: its id, base URL, wire API, credentials and
+    /// default model.
     pub provider: ProviderInfo,
+    /// `approval_policy`: which of the model's calls need the user's
+    /// approval.
     pub approval_policy: ApprovalPolicy,
+    /// The sandbox the model's commands and file tools run in: its mode,
+    /// writable roots, network access and shell.
     pub sandbox_policy: SandboxPolicy,
+    /// The working directory; must be absolute.
     pub cwd: PathBuf,
+    /// `developer_instructions` (or an agent's instructions): the first
+    /// item of history, as a developer message.
     pub developer_instructions: Option<String>,
+    /// The AGENTS.md files found (the global one, then the repository's
+    /// down to `cwd`), sent as a user message after the developer
+    /// instructions.
     pub user_instructions: Option<String>,
+    /// `base_instructions` (or `base_instructions_file`): the identity
+    /// section of the system prompt instead of SOUL.md or the model
+    /// family's template.
     pub base_instructions_override: Option<String>,
+    /// `--output-schema`: a JSON Schema the final answer must satisfy
+    /// (else the turn ends with `invalid_output`); also sent to providers
+    /// that constrain the output. An invalid schema is a
+    /// [`SessionError::Invalid`].
     pub output_schema: Option<serde_json::Value>,
+    /// `[features]`: parallel and early tool calls, skills.
     pub features: Features,
+    /// `--verbose`: each `model_request` event carries the whole request
+    /// as JSON.
     pub verbose: bool,
+    /// `[tools]`: which tools are offered and their settings (timeouts,
+    /// output caps, the shell's environment, skills).
     pub tool_config: ToolConfig,
+    /// Which credentials of `provider` are sent.
     pub auth_mode: AuthMode,
     /// `[model_families.*]` declared in config.
     pub model_families: BTreeMap<String, FamilyOverride>,
+    /// `temperature`, `max_tokens` and `reasoning_effort` from config;
+    /// unset ones come from the model family.
     pub sampling: Sampling,
     /// Most model requests that may ask for tools in one turn.
     pub max_iterations: u32,
+    /// `[compaction]`: the limit at which history is compacted.
     pub compaction: CompactionConfig,
     /// Configured effects (global, then the agent's), after the built-in
     /// ones; a kind that may appear once (`compact`, a budget,
@@ -175,16 +208,26 @@ impl SessionConfig {
     }
 }
 
+/// Default of [`SessionConfig::max_iterations`] (`max_iterations`,
+/// `[agent] max_steps`).
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
 
+/// Why a session cannot start (or be reconfigured) with a config.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
+    /// The model has no model family: neither the catalog nor
+    /// `[model_families]` knows it.
     #[error(transparent)]
     ModelFamily(#[from] FamilyError),
+    /// The tool configuration names a tool that does not exist.
     #[error(transparent)]
     Tools(#[from] ToolConfigError),
+    /// The provider's client could not be made.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// A value is out of range or inconsistent (no model selected, a
+    /// relative `cwd`, a bad output schema, a cost budget without a
+    /// price, ...); the message names the setting.
     #[error("invalid config: {0}")]
     Invalid(String),
     /// The provider needs a key and has none: says the three ways to get
@@ -195,7 +238,12 @@ pub enum SessionError {
          `--script FILE`, a scripted model that runs offline (the README's first command). \
          `cogni config example` shows every setting"
     )]
-    NoKey { provider: String, var: String },
+    NoKey {
+        /// The provider's id.
+        provider: String,
+        /// The environment variable the key is read from (its `env_key`).
+        var: String,
+    },
 }
 
 /// The error when `config`'s provider needs a key and has none.
@@ -341,4 +389,5 @@ pub fn effort_name(effort: &str) -> Option<&'static str> {
     REASONING_EFFORTS.iter().copied().find(|e| *e == effort)
 }
 
+/// The values `reasoning_effort` may take, from least to most.
 pub const REASONING_EFFORTS: &[&str] = &["minimal", "low", "medium", "high"];

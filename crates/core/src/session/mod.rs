@@ -55,6 +55,8 @@ pub use config::*;
 pub struct PendingInputs(Arc<Mutex<VecDeque<String>>>);
 
 impl PendingInputs {
+    /// Queue `text` as a user message: the running turn sends it with its
+    /// next model request (or the next turn does, when none runs).
     pub fn push(&self, text: impl Into<String>) {
         if let Ok(mut q) = self.0.lock() {
             q.push_back(text.into());
@@ -100,6 +102,9 @@ pub struct Session {
     pub(crate) turns: u32,
     /// The agent this session runs.
     pub(crate) agent: String,
+    /// The session's id: its session file's name, `session_id` for hooks
+    /// and effects. A new session's is made from the time and the process
+    /// id; a program resuming a saved session sets the saved one.
     pub id: String,
     /// What the user is told when the first turn starts (writable roots
     /// left out of the workspace this session pinned).
@@ -491,18 +496,25 @@ fn new_session_id() -> String {
 }
 
 impl Session {
+    /// What the session runs with now: model, tools, policies,
+    /// instructions and the system prompt.
     pub fn context(&self) -> &TurnContext {
         &self.ctx
     }
 
+    /// The id of the provider requests go to (`openai`, `ollama`, ...).
     pub fn provider_id(&self) -> &str {
         self.provider.id()
     }
 
+    /// The whole conversation, initial context first (every item, also
+    /// those a context strategy leaves out of requests).
     pub fn history(&self) -> &[HistoryItem] {
         &self.history
     }
 
+    /// What the session has spent and done: tokens, cost, requests, tool
+    /// calls, approvals, timings.
     pub fn metrics(&self) -> &Metrics {
         &self.meter.metrics
     }

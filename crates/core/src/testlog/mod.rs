@@ -37,12 +37,19 @@ use std::borrow::Cow;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Framework {
+    /// `cargo test` (libtest's `test result:` lines).
     Cargo,
+    /// `cargo nextest run`.
     Nextest,
+    /// `pytest`.
     Pytest,
+    /// `go test`.
     Go,
+    /// `jest`.
     Jest,
+    /// `vitest`.
     Vitest,
+    /// No known tool, but a line counting tests ("3 passed, 1 failed").
     Generic,
 }
 
@@ -74,7 +81,10 @@ impl Framework {
 pub struct TestReport {
     /// None: nothing recognisable (only the exit code and tail are known).
     pub framework: Option<Framework>,
+    /// Tests that passed (`None`: the output does not say).
     pub passed: Option<u64>,
+    /// Tests that failed, errors included (`None`: the output does not
+    /// say).
     pub failed: Option<u64>,
     /// ignored/skipped/todo
     pub skipped: Option<u64>,
