@@ -62,9 +62,11 @@ pub struct TurnContext {
     pub tools: Vec<ToolSpec>,
     /// Which of the model's calls need the user's approval.
     pub approval_policy: ApprovalPolicy,
-    /// The sandbox the model's commands and file tools run in.
+    /// The sandbox the model's commands and file tools run in: its one
+    /// owner (each tool call's context is built from it; change it with
+    /// `Session::update_environment`).
     pub sandbox_policy: SandboxPolicy,
-    /// The working directory.
+    /// The working directory (one owner, as `sandbox_policy`).
     pub cwd: PathBuf,
     /// The developer message that opens history
     /// ([`SessionConfig::developer_instructions`](crate::SessionConfig::developer_instructions)).
