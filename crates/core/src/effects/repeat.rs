@@ -11,8 +11,13 @@ use futures::future::BoxFuture;
 /// Identical failing calls in a row before the model is told to change approach.
 pub const DEFAULT_LIMIT: u32 = 3;
 
-/// What the model is told instead of running a call it keeps repeating.
-pub const REPEATED_CALL_REFUSAL: &str = "Not run: this exact call already failed 3 times in a row. The turn ends here; try a different approach next time.";
+/// What the model is told instead of running a call that already failed
+/// `limit` times in a row.
+pub fn refusal(limit: u32) -> String {
+    format!(
+        "Not run: this exact call already failed {limit} times in a row. The turn ends here; try a different approach next time."
+    )
+}
 
 /// The kind in config.
 pub const KIND: &str = "repeated_failure";
@@ -67,7 +72,7 @@ impl Effect for RepeatEffect {
                             self.limit
                         ),
                         limit: None,
-                        call_output: REPEATED_CALL_REFUSAL.into(),
+                        call_output: refusal(self.limit),
                         now: false,
                     })
                 }

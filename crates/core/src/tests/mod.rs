@@ -1986,6 +1986,23 @@ async fn three_identical_failures_warn_then_a_fourth_ends_the_turn() {
 }
 
 #[tokio::test]
+async fn the_refusal_names_the_configured_limit() {
+    let failing = "[[turns]]\n[[turns.tool_calls]]\nname = \"echo\"\narguments = { text = \"x\", fail = true }\n";
+    let mut c = config();
+    c.effects = vec![cogni_spec::effects::EffectSpec::RepeatedFailure { limit: 2 }];
+    let mut h = harness_with(&failing.repeat(4), c);
+    let r = h.run("x").await.unwrap();
+    assert_eq!(r.outcome, TurnOutcome::RepeatedFailure);
+    assert!(
+        r.tool_calls[2]
+            .result
+            .contains("already failed 2 times in a row"),
+        "{}",
+        r.tool_calls[2].result
+    );
+}
+
+#[tokio::test]
 async fn a_different_call_or_a_success_resets_the_failure_count() {
     let fail = "[[turns]]\n[[turns.tool_calls]]\nname = \"echo\"\narguments = { text = \"x\", fail = true }\n";
     let other = "[[turns]]\n[[turns.tool_calls]]\nname = \"echo\"\narguments = { text = \"y\", fail = true }\n";
