@@ -297,6 +297,34 @@ fn ctrl_c_twice_at_an_empty_prompt_leaves() {
 }
 
 #[test]
+fn esc_at_the_prompt_clears_the_line_and_never_changes_the_next_one() {
+    let env = Env::new();
+    let server = MockServer::start();
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    // Esc, then a command typed as a person types it: still a command
+    // (it was sent to the model as "status" when Esc began an Alt-key).
+    pty.send("\x1b");
+    std::thread::sleep(Duration::from_millis(200));
+    pty.send("/status\r");
+    pty.expect("cwd:", WAIT);
+    pty.expect("› ", WAIT);
+    // Text, Esc: the line is gone; what follows is a line of its own.
+    pty.send("tell the model this");
+    std::thread::sleep(Duration::from_millis(200));
+    pty.send("\x1b");
+    std::thread::sleep(Duration::from_millis(200));
+    pty.send("/status\r");
+    pty.expect("cwd:", WAIT);
+    pty.expect("› ", WAIT);
+    // Arrow keys still work: their bytes come together.
+    pty.send("\x1b[A\x1b[B");
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    assert_eq!(server.request_count(), 0, "nothing reached the model");
+}
+
+#[test]
 fn no_color_and_narrow_terminals_are_respected() {
     let env = Env::new();
     let server = MockServer::start();

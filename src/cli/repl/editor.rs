@@ -2,7 +2,7 @@
 //! never blocked on the keyboard: history persisted under `$COGNI_HOME`,
 //! multi-line input (a trailing backslash, or a paste), Tab completion of
 //! slash commands and `@path` mentions. Ctrl-C clears a line that has
-//! text and reports an interrupt on an empty one.
+//! text and reports an interrupt on an empty one; Esc clears the line.
 
 use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
@@ -11,11 +11,15 @@ use rustyline::hint::Hinter;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{
     Cmd, CompletionType, ConditionalEventHandler, Config, Context, Editor as Rl, Event,
-    EventContext, EventHandler, KeyEvent, Movement, RepeatCount,
+    EventContext, EventHandler, KeyCode, KeyEvent, Modifiers, Movement, RepeatCount,
 };
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
+
+/// How long after an Esc the next byte must come to make an escape
+/// sequence with it, in milliseconds.
+const ESC_ALONE_MS: u16 = 30;
 
 /// What the user did at the prompt.
 #[derive(Debug, PartialEq, Eq)]
@@ -56,6 +60,10 @@ impl Editor {
             .history_ignore_space(true)
             .completion_type(CompletionType::List)
             .bracketed_paste(true)
+            // A lone Esc is a key of its own, not the start of Alt-key:
+            // the bytes of an escape sequence (arrows, function keys)
+            // arrive together, a person's next key does not.
+            .keyseq_timeout(Some(ESC_ALONE_MS))
             .build();
         let mut rl: Rl<Helper, rustyline::history::DefaultHistory> =
             Rl::with_config(config).map_err(|e| format!("cannot start the line editor: {e}"))?;
@@ -63,6 +71,12 @@ impl Editor {
         rl.bind_sequence(
             KeyEvent::ctrl('C'),
             EventHandler::Conditional(Box::new(CtrlC)),
+        );
+        // Esc clears the line, and nothing else: it never changes what the
+        // next line means.
+        rl.bind_sequence(
+            KeyEvent(KeyCode::Esc, Modifiers::NONE),
+            EventHandler::Simple(Cmd::Kill(Movement::WholeBuffer)),
         );
         if let Some(path) = &history {
             // A missing file is a first start.
