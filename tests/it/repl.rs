@@ -325,6 +325,39 @@ fn esc_at_the_prompt_clears_the_line_and_never_changes_the_next_one() {
 }
 
 #[test]
+fn cost_shows_the_sessions_and_the_last_turns_spend() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("first"));
+    server.enqueue(chat::text_response("second"));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("/cost\r");
+    pty.expect("session: 0 requests · 0 tokens in · 0 out · $0.0000", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("one\r");
+    pty.expect("first", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("two\r");
+    pty.expect("second", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/cost\r");
+    // Each mock response reports 10 tokens in and 5 out.
+    pty.expect("session: 2 requests · 20 tokens in · 10 out · $", WAIT);
+    pty.expect("last turn: 1 request · 10 tokens in · 5 out · $", WAIT);
+    pty.expect("› ", WAIT);
+    let screen = pty.screen();
+    let line = screen
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("session: 2 requests"))
+        .unwrap();
+    assert!(line.contains(" out · $"), "priced: {line}");
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+}
+
+#[test]
 fn no_color_and_narrow_terminals_are_respected() {
     let env = Env::new();
     let server = MockServer::start();

@@ -110,6 +110,12 @@ fn builtins() -> Vec<Builtin> {
             run: handler!(status),
         },
         Builtin {
+            name: "cost",
+            usage: "",
+            help: "tokens and cost of the session, the last turn and each delegated agent",
+            run: handler!(cost),
+        },
+        Builtin {
             name: "mode",
             usage: "[plan|act|auto]",
             help: "plan: read-only, plan only; act: edit and run in the sandbox, asking as your approval policy says; auto: never ask (/mode shows each)",
@@ -325,13 +331,8 @@ async fn metrics(r: &mut Repl, _: &str) -> Flow {
         for (path, a) in &snapshot.agents {
             let _ = write!(
                 text,
-                "\n  {path}: {} in · {} out · {} requests{}",
-                a.usage.input_tokens,
-                a.usage.output_tokens,
-                a.model_requests,
-                a.cost_usd
-                    .map(|c| format!(" · ${c:.4}"))
-                    .unwrap_or_default()
+                "\n  {}",
+                spend(path, &a.usage, a.model_requests, a.cost_usd)
             );
         }
     }
@@ -371,6 +372,63 @@ async fn status(r: &mut Repl, _: &str) -> Flow {
         r.session.id,
     ));
     Flow::Continue
+}
+
+async fn cost(r: &mut Repl, _: &str) -> Flow {
+    let snapshot = r.session.metrics().snapshot();
+    let mut lines = vec![
+        spend(
+            "session",
+            &snapshot.session.usage,
+            snapshot.session.model_requests,
+            snapshot.session.cost_usd,
+        ),
+        spend(
+            "last turn",
+            &snapshot.turn.usage,
+            snapshot.turn.model_requests,
+            snapshot.turn.cost_usd,
+        ),
+    ];
+    if snapshot.agents.len() > 1 {
+        for (agent, totals) in &snapshot.agents {
+            lines.push(spend(
+                agent,
+                &totals.usage,
+                totals.model_requests,
+                totals.cost_usd,
+            ));
+        }
+    }
+    r.sink.say(&lines.join("\n"));
+    Flow::Continue
+}
+
+/// `NAME: N requests · IN tokens in (CACHED cached) · OUT out · $COST`.
+fn spend(name: &str, usage: &crate::protocol::Usage, requests: u32, cost: Option<f64>) -> String {
+    use crate::runner::report::{format_cost, format_count};
+    let cached = match usage.cached_input_tokens {
+        0 => String::new(),
+        n => format!(" ({} cached)", format_count(n)),
+    };
+    format!(
+        "{name}: {requests} request{} · {} tokens in{cached} · {} out · {}{}",
+        if requests == 1 { "" } else { "s" },
+        format_count(usage.input_tokens),
+        format_count(usage.output_tokens),
+        match cost {
+            Some(_) => format_cost(cost),
+            None if usage.total() == 0 => format_cost(Some(0.0)),
+            None =>
+                "cost unknown (the model has no price: [model_families] input_price, output_price)"
+                    .into(),
+        },
+        if usage.estimated {
+            " (tokens estimated)"
+        } else {
+            ""
+        },
+    )
 }
 
 async fn mode(r: &mut Repl, args: &str) -> Flow {
