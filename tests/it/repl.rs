@@ -58,6 +58,18 @@ fn a_streamed_answer_appears_and_ctrl_d_leaves_with_the_terminal_restored() {
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
     assert_eq!(pty.modes(), before, "terminal modes restored");
+    // Leaving says how to come back.
+    let sessions: Vec<_> = std::fs::read_dir(env.dir.path().join("home/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let id = sessions[0].trim_end_matches(".jsonl");
+    assert!(
+        pty.screen()
+            .contains(&format!("resume this session: cogni resume {id}")),
+        "{}",
+        pty.screen()
+    );
     server.assert_invariants();
     let body = server.requests()[0].body_text();
     assert!(body.contains(r"say \nhello"), "{body}");

@@ -186,6 +186,7 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
         if let Some(servers) = &repl.mcp {
             servers.shut_down().await;
         }
+        repl.say_how_to_resume();
         Ok(quit)
     });
     drop(editor);
@@ -381,6 +382,21 @@ impl Repl {
             if turn.outcome == TurnOutcome::Interrupted {
                 self.sink.note("(interrupted; back at the prompt)");
             }
+        }
+    }
+
+    /// On leaving: the command that continues this session, when it was
+    /// saved (and something was said in it).
+    fn say_how_to_resume(&self) {
+        let saved = self
+            .file
+            .as_ref()
+            .is_some_and(|f| f.failure().is_none() && f.path().is_file());
+        if saved && self.session.history().len() > self.session.initial_len() {
+            self.sink.note(&format!(
+                "resume this session: cogni resume {}",
+                self.session.id
+            ));
         }
     }
 
