@@ -1,14 +1,29 @@
 //! User instructions from AGENTS.md files: the global one in COGNI_HOME,
 //! then every AGENTS.md from the repository root down to cwd, in that
-//! order, capped in total size (`project_doc_max_bytes`). No more than the
-//! cap is read of any file; one that is not a regular file (a FIFO, a
-//! symlink to `/dev/zero`) or not UTF-8 is left out with a warning.
+//! order, capped in total size (`project_doc_max_bytes`). In a directory
+//! without an AGENTS.md, its CLAUDE.md stands in (Claude Code's name for
+//! the same file); where both exist AGENTS.md wins. No more than the cap
+//! is read of any file; one that is not a regular file (a FIFO, a symlink
+//! to `/dev/zero`) or not UTF-8 is left out with a warning.
 
 use cogni_tools::fs::read_head;
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
 const FILE_NAME: &str = "AGENTS.md";
+/// Read in a directory that has no [`FILE_NAME`].
+const CLAUDE_NAME: &str = "CLAUDE.md";
+
+/// The instructions file of `dir`: its AGENTS.md when there is one (of
+/// any kind: a bad one is reported, not passed over), else its CLAUDE.md.
+fn instructions_file(dir: &Path) -> PathBuf {
+    let agents = dir.join(FILE_NAME);
+    if agents.symlink_metadata().is_ok() {
+        agents
+    } else {
+        dir.join(CLAUDE_NAME)
+    }
+}
 
 /// Directories from the repository root (the nearest ancestor holding
 /// `.git`) down to `cwd`; just `cwd` outside a repository.
@@ -31,8 +46,8 @@ pub fn load_user_instructions(
     max_bytes: usize,
     warnings: &mut Vec<String>,
 ) -> Option<String> {
-    let mut files = vec![home.join(FILE_NAME)];
-    files.extend(repo_chain(cwd).into_iter().map(|d| d.join(FILE_NAME)));
+    let mut files = vec![instructions_file(home)];
+    files.extend(repo_chain(cwd).iter().map(|d| instructions_file(d)));
     let mut out = String::new();
     let mut truncated = false;
     for path in files {
@@ -77,7 +92,7 @@ pub fn load_user_instructions(
     }
     if truncated {
         out.push_str(&format!(
-            "\n[AGENTS.md content truncated at {max_bytes} bytes]"
+            "\n[AGENTS.md and CLAUDE.md content truncated at {max_bytes} bytes]"
         ));
     }
     (!out.trim().is_empty()).then_some(out)
@@ -108,6 +123,12 @@ mod tests {
         let capped = load_user_instructions(&home, &sub, 10, &mut Vec::new()).unwrap();
         assert!(capped.starts_with("global\n\nro"), "{capped}");
         assert!(capped.contains("truncated at 10 bytes"), "{capped}");
+
+        // CLAUDE.md where there is no AGENTS.md; AGENTS.md where both are.
+        std::fs::write(repo.join("a/CLAUDE.md"), "claude middle").unwrap();
+        std::fs::write(repo.join("CLAUDE.md"), "claude root").unwrap();
+        let text = load_user_instructions(&home, &sub, 1000, &mut Vec::new()).unwrap();
+        assert_eq!(text, "global\n\nroot\n\nclaude middle\n\nleaf");
 
         assert_eq!(
             load_user_instructions(

@@ -39,7 +39,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Directories protected with everything inside them.
 pub const PROTECTED_DIRS: &[&str] = &[".git", ".cogni"];
 /// Files protected wherever they are.
-pub const PROTECTED_FILES: &[&str] = &["cogni.toml", "AGENTS.md"];
+pub const PROTECTED_FILES: &[&str] = &["cogni.toml", "AGENTS.md", "CLAUDE.md"];
 
 /// What a refused name is renamed to (then `-2`, `-3`, ...).
 pub const REFUSED_SUFFIX: &str = ".cogni-refused";

@@ -15,7 +15,7 @@
 //! workspace pointing inside it is written through. The part that does not
 //! exist yet may not contain `..`. In workspace-write mode the directory the
 //! walk ends in must lie in a root, and the real path must not be a
-//! protected path (`.git`, `.cogni`, `cogni.toml`, `AGENTS.md`: see
+//! protected path (`.git`, `.cogni`, `cogni.toml`, `AGENTS.md`, `CLAUDE.md`: see
 //! `cogni_sandbox::protected`). The result is a [`Target`] holding that
 //! directory open, which the write then uses: nothing is looked up by path
 //! again. The shell's `workdir` must be an existing directory inside the
@@ -51,7 +51,7 @@ pub enum PathError {
         roots: String,
     },
     /// The path is or lies under a protected name (`.git`, `.cogni`,
-    /// `cogni.toml`, `AGENTS.md`).
+    /// `cogni.toml`, `AGENTS.md`, `CLAUDE.md`).
     #[error("`{shown}` is protected by the sandbox ({}): .git, .cogni, cogni.toml and AGENTS.md stay read-only in workspace-write mode; ask the user to make this change", part.display())]
     Protected {
         /// The path as the model gave it.
