@@ -54,6 +54,11 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
+    /// Without a command: the REPL, with PROMPT as its first message
+    /// (`cogni "fix the failing test"`).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
     /// Without a command on a terminal: the interactive REPL.
     #[command(flatten)]
     pub repl: ReplArgs,
@@ -61,7 +66,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run one task non-interactively and exit with a code that says how it went.
+    /// Run one task non-interactively and exit with a code that says how it went (also: `cogni exec`, `cogni -p "TASK"`).
+    #[command(alias = "exec")]
     Run(Box<RunArgs>),
     /// The interactive REPL (also: `cogni` with no command on a terminal).
     Repl(ReplArgs),
@@ -327,9 +333,32 @@ fn parse_approval(s: &str) -> Result<crate::protocol::ApprovalPolicy, String> {
     crate::config::parse_approval(s)
 }
 
+/// `cogni -p TASK ...` (`--print`, Claude Code's habit) is `cogni run TASK
+/// ...`: the flag goes and `run` comes first, the rest as given. Only
+/// before a command name: `cogni run -p` is run's own business.
+fn print_is_run(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let is_command = |a: &std::ffi::OsString| {
+        a.to_str()
+            .is_some_and(|a| cli.find_subcommand(a).is_some() || a == "--")
+    };
+    let Some(at) = args
+        .iter()
+        .skip(1)
+        .take_while(|a| !is_command(a))
+        .position(|a| a == "-p" || a == "--print")
+    else {
+        return args;
+    };
+    args.remove(at + 1);
+    args.insert(1, "run".into());
+    args
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(print_is_run(std::env::args_os().collect()));
     if matches!(
         cli.command,
         None | Some(
@@ -345,13 +374,13 @@ pub fn main() -> ExitCode {
     }
     match cli.command {
         Some(Command::Run(args)) => ExitCode::from(run::run(*args)),
-        Some(Command::Repl(args)) => ExitCode::from(repl::run(args, None, false)),
+        Some(Command::Repl(args)) => ExitCode::from(repl::run(args, None, false, None)),
         Some(Command::Resume(args)) => {
             let resume = match args.id {
                 Some(id) => persist::Resume::Id(id),
                 None => persist::Resume::Last,
             };
-            ExitCode::from(repl::run(args.repl, Some(resume), args.fork))
+            ExitCode::from(repl::run(args.repl, Some(resume), args.fork, None))
         }
         Some(Command::Sessions(SessionsArgs {
             action: Some(SessionsCommand::Export(args)),
@@ -375,7 +404,7 @@ pub fn main() -> ExitCode {
         None => {
             use std::io::IsTerminal;
             if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
-                ExitCode::from(repl::run(cli.repl, None, false))
+                ExitCode::from(repl::run(cli.repl, None, false, cli.prompt))
             } else {
                 eprintln!("cogni: no command given and no terminal for the REPL: use `cogni run \"<task>\"` (see `cogni --help`), or `cogni repl` to read input from a pipe");
                 ExitCode::from(exit::USAGE)

@@ -156,6 +156,34 @@ fn scripted_task_runs_tools_for_real_and_prints_only_the_answer() {
 }
 
 #[test]
+fn print_and_exec_are_run_for_other_agents_habits() {
+    // `cogni -p TASK` (Claude Code's) and `cogni exec TASK` (Codex's),
+    // options before and after.
+    for args in [
+        vec!["-p", "write hello", "--script", "SCRIPT"],
+        vec!["--script", "SCRIPT", "--print", "write hello"],
+        vec!["exec", "--script", "SCRIPT", "write hello"],
+    ] {
+        let env = Env::new();
+        let script = env.write("script.toml", HELLO);
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| match *a {
+                "SCRIPT" => script.display().to_string(),
+                a => a.to_string(),
+            })
+            .collect();
+        let out = env.cmd().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+        assert_eq!(stdout_of(&out), "Done: out.txt says hello.\n", "{args:?}");
+    }
+    // After a command name, -p is that command's business.
+    let env = Env::new();
+    let out = env.cmd().args(["sessions", "-p"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+}
+
+#[test]
 fn the_fork_servers_mode_started_by_hand_exits_2_saying_it_is_internal() {
     let env = Env::new();
     let out = env.cmd().arg("__fork-server").output().unwrap();

@@ -428,6 +428,21 @@ fn without_a_terminal_there_is_no_ansi_and_no_prompt_hang() {
 }
 
 #[test]
+fn a_bare_prompt_starts_the_repl_with_it_as_the_first_message() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("Fixed it."));
+    let mut pty = Pty::spawn(cogni(&env, Some(&server), &["fix the failing test"]), 100);
+    pty.expect("fix the failing test", WAIT);
+    pty.expect("Fixed it.", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    let body = server.requests()[0].body_text();
+    assert!(body.contains("fix the failing test"), "{body}");
+}
+
+#[test]
 fn cogni_without_a_command_and_without_a_terminal_is_a_usage_error() {
     let env = Env::new();
     let out = cogni(&env, None, &[])

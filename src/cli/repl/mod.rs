@@ -68,11 +68,18 @@ pub(super) struct Repl {
     mcp_config: McpConfig,
     /// The started servers (their tools go to every session it opens).
     mcp: Option<Servers>,
+    /// `cogni "PROMPT"`: sent as if typed at the first prompt.
+    first: Option<String>,
 }
 
-/// Run the REPL; returns the exit code.
-pub fn run(args: ReplArgs, resume: Option<Resume>, fork: bool) -> u8 {
+/// Run the REPL, sending `first` as its first input if given; returns the
+/// exit code.
+pub fn run(args: ReplArgs, resume: Option<Resume>, fork: bool, first: Option<String>) -> u8 {
     if args.acp.is_some() {
+        if first.is_some() {
+            eprintln!("cogni: with --acp, type the first message at the prompt");
+            return exit::USAGE;
+        }
         if resume.is_some() {
             eprintln!(
                 "cogni: --acp starts a new session of the agent; it cannot resume a saved one"
@@ -82,7 +89,10 @@ pub fn run(args: ReplArgs, resume: Option<Resume>, fork: bool) -> u8 {
         return super::acp_client::repl(args);
     }
     match prepare(args, resume, fork) {
-        Ok((repl, completions)) => interact(repl, completions),
+        Ok((mut repl, completions)) => {
+            repl.first = first;
+            interact(repl, completions)
+        }
         Err(message) => {
             eprintln!("cogni: {message}");
             exit::USAGE
@@ -140,6 +150,7 @@ fn prepare(
         agents: opened.agents,
         mcp_config: opened.mcp,
         mcp: None,
+        first: None,
     };
     Ok((repl, completions))
 }
@@ -299,10 +310,16 @@ impl Repl {
     async fn main_loop(&mut self, editor: &Editor, quit: &Quit) {
         let mut last_interrupt: Option<Instant> = None;
         loop {
-            let input = tokio::select! {
-                biased;
-                () = quit.requested() => break,
-                input = editor.read(self.prompt()) => input,
+            let input = match self.first.take() {
+                Some(text) => {
+                    self.sink.say(&format!("{}{text}", self.prompt().styled));
+                    Input::Line(text)
+                }
+                None => tokio::select! {
+                    biased;
+                    () = quit.requested() => break,
+                    input = editor.read(self.prompt()) => input,
+                },
             };
             let text = match input {
                 Input::Eof => break,
