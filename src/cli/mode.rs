@@ -63,6 +63,12 @@ impl Mode {
     /// Every mode, in the order they are offered.
     pub const ALL: [Mode; 3] = [Mode::Plan, Mode::Act, Mode::Auto];
 
+    /// The mode Shift-Tab switches to: plan, act, auto, then plan again.
+    pub fn next(self) -> Mode {
+        let at = Mode::ALL.iter().position(|m| *m == self).unwrap_or(0);
+        Mode::ALL[(at + 1) % Mode::ALL.len()]
+    }
+
     pub fn parse(s: &str) -> Option<Mode> {
         Mode::ALL.into_iter().find(|m| m.name() == s)
     }

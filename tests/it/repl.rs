@@ -337,6 +337,32 @@ fn esc_at_the_prompt_clears_the_line_and_never_changes_the_next_one() {
 }
 
 #[test]
+fn shift_tab_cycles_the_modes_and_keeps_the_line() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("planned"));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("act › ", WAIT);
+    pty.send("look at the parser");
+    std::thread::sleep(Duration::from_millis(200));
+    // Shift-Tab: act -> auto -> plan, the text typed stays on the line.
+    pty.send("\x1b[Z");
+    pty.expect("mode: auto (", WAIT);
+    pty.expect("auto › look at the parser", WAIT);
+    pty.send("\x1b[Z");
+    pty.expect("mode: plan (", WAIT);
+    pty.expect("plan › look at the parser", WAIT);
+    pty.send("\r");
+    pty.expect("planned", WAIT);
+    pty.expect("plan › ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    let request = server.requests()[0].body_text();
+    assert!(request.contains("look at the parser"), "{request}");
+    assert!(request.contains("read-only"), "plan mode's sandbox: {request}");
+}
+
+#[test]
 fn cost_shows_the_sessions_and_the_last_turns_spend() {
     let env = Env::new();
     let server = MockServer::start();

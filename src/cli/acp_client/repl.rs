@@ -144,15 +144,21 @@ impl Front<'_> {
             "/help lists commands · /mode the agent's modes · Ctrl-C stops a turn · Ctrl-D quits",
         );
         let mut last_interrupt: Option<Instant> = None;
+        // What was typed before a Shift-Tab, back on the line.
+        let mut typed = String::new();
         loop {
             remote.drain(self.sink, self.approver).await;
             if let Ok(mut known) = self.names.lock() {
                 *known = names(remote.commands());
             }
+            let shown = Prompt {
+                initial: std::mem::take(&mut typed),
+                ..prompt(&remote, self.sink.caps().color)
+            };
             let input = tokio::select! {
                 biased;
                 () = quit.requested() => break,
-                input = editor.read(prompt(&remote, self.sink.caps().color)) => input,
+                input = editor.read(shown) => input,
             };
             let text = match input {
                 Input::Eof => break,
@@ -162,6 +168,12 @@ impl Front<'_> {
                     }
                     last_interrupt = Some(Instant::now());
                     self.sink.note("(Ctrl-C again to quit, or /exit)");
+                    continue;
+                }
+                // The agent's modes are switched with /mode; the line stays.
+                Input::NextMode(line) => {
+                    self.sink.note("(the agent's modes: /mode)");
+                    typed = line;
                     continue;
                 }
                 Input::Line(text) => text,
@@ -330,7 +342,11 @@ fn prompt(remote: &Remote, color: bool) -> Prompt {
     } else {
         raw.clone()
     };
-    Prompt { raw, styled }
+    Prompt {
+        raw,
+        styled,
+        initial: String::new(),
+    }
 }
 
 /// Tab's names: the built-ins and the agent's commands.

@@ -29,12 +29,17 @@ pub enum Input {
     Interrupted,
     /// Ctrl-D, end of input, or the terminal is gone.
     Eof,
+    /// Shift-Tab: switch to the next mode; the line typed so far is kept
+    /// for the next prompt.
+    NextMode(String),
 }
 
 /// A prompt: plain, and styled (same width).
 pub struct Prompt {
     pub raw: String,
     pub styled: String,
+    /// Text already on the line (what was typed before a Shift-Tab).
+    pub initial: String,
 }
 
 type Request = (Prompt, oneshot::Sender<Input>);
@@ -72,6 +77,11 @@ impl Editor {
             KeyEvent::ctrl('C'),
             EventHandler::Conditional(Box::new(CtrlC)),
         );
+        let shift_tab = Arc::new(Mutex::new(None));
+        rl.bind_sequence(
+            KeyEvent(KeyCode::BackTab, Modifiers::NONE),
+            EventHandler::Conditional(Box::new(ShiftTab(shift_tab.clone()))),
+        );
         // Esc clears the line, and nothing else: it never changes what the
         // next line means.
         rl.bind_sequence(
@@ -85,7 +95,7 @@ impl Editor {
         let (requests, incoming) = mpsc::channel::<Request>();
         std::thread::Builder::new()
             .name("cogni-editor".into())
-            .spawn(move || editor_thread(rl, incoming, history))
+            .spawn(move || editor_thread(rl, incoming, history, shift_tab))
             .map_err(|e| format!("cannot start the line editor: {e}"))?;
         Ok(Editor { requests })
     }
@@ -104,10 +114,13 @@ fn editor_thread(
     mut rl: Rl<Helper, rustyline::history::DefaultHistory>,
     incoming: mpsc::Receiver<Request>,
     history: Option<PathBuf>,
+    shift_tab: Arc<Mutex<Option<String>>>,
 ) {
     // Ends when the REPL drops its handle.
     while let Ok((prompt, reply)) = incoming.recv() {
-        let input = match rl.readline(&(prompt.raw.as_str(), prompt.styled.as_str())) {
+        let shown = (prompt.raw.as_str(), prompt.styled.as_str());
+        let read = rl.readline_with_initial(&shown, (prompt.initial.as_str(), ""));
+        let input = match read {
             Ok(line) => {
                 if !line.trim().is_empty() && rl.add_history_entry(line.as_str()).unwrap_or(false) {
                     if let Some(path) = &history {
@@ -116,7 +129,12 @@ fn editor_thread(
                 }
                 Input::Line(join_continuations(&line))
             }
-            Err(ReadlineError::Interrupted) => Input::Interrupted,
+            Err(ReadlineError::Interrupted) => {
+                match shift_tab.lock().ok().and_then(|mut s| s.take()) {
+                    Some(line) => Input::NextMode(line),
+                    None => Input::Interrupted,
+                }
+            }
             Err(_) => Input::Eof,
         };
         if reply.send(input).is_err() {
@@ -128,6 +146,19 @@ fn editor_thread(
 /// Lines ending with a backslash continue on the next one.
 fn join_continuations(text: &str) -> String {
     text.replace("\\\n", "\n")
+}
+
+/// Shift-Tab: leave the line (kept in the slot) so the REPL can switch
+/// mode and prompt again with it.
+struct ShiftTab(Arc<Mutex<Option<String>>>);
+
+impl ConditionalEventHandler for ShiftTab {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(ctx.line().to_string());
+        }
+        Some(Cmd::Interrupt)
+    }
 }
 
 /// Ctrl-C: clear the line when it has text, else report an interrupt.

@@ -304,22 +304,34 @@ impl Repl {
         } else {
             raw.clone()
         };
-        Prompt { raw, styled }
+        Prompt {
+            raw,
+            styled,
+            initial: String::new(),
+        }
     }
 
     async fn main_loop(&mut self, editor: &Editor, quit: &Quit) {
         let mut last_interrupt: Option<Instant> = None;
+        // What was typed before a Shift-Tab, back on the line.
+        let mut typed = String::new();
         loop {
             let input = match self.first.take() {
                 Some(text) => {
                     self.sink.say(&format!("{}{text}", self.prompt().styled));
                     Input::Line(text)
                 }
-                None => tokio::select! {
-                    biased;
-                    () = quit.requested() => break,
-                    input = editor.read(self.prompt()) => input,
-                },
+                None => {
+                    let prompt = Prompt {
+                        initial: std::mem::take(&mut typed),
+                        ..self.prompt()
+                    };
+                    tokio::select! {
+                        biased;
+                        () = quit.requested() => break,
+                        input = editor.read(prompt) => input,
+                    }
+                }
             };
             let text = match input {
                 Input::Eof => break,
@@ -329,6 +341,14 @@ impl Repl {
                     }
                     last_interrupt = Some(Instant::now());
                     self.sink.note("(Ctrl-C again to quit, or /exit)");
+                    continue;
+                }
+                Input::NextMode(line) => {
+                    let next = self.mode.next();
+                    self.set_mode(next);
+                    self.sink
+                        .note(&crate::cli::mode::switched(next, self.modes));
+                    typed = line;
                     continue;
                 }
                 Input::Line(text) => text,
