@@ -359,7 +359,10 @@ fn shift_tab_cycles_the_modes_and_keeps_the_line() {
     assert_eq!(pty.wait(WAIT).code(), Some(0));
     let request = server.requests()[0].body_text();
     assert!(request.contains("look at the parser"), "{request}");
-    assert!(request.contains("read-only"), "plan mode's sandbox: {request}");
+    assert!(
+        request.contains("read-only"),
+        "plan mode's sandbox: {request}"
+    );
 }
 
 #[test]
