@@ -214,6 +214,10 @@ pub struct ConfigArgs {
     /// Work in this directory.
     #[arg(short = 'C', long = "cd", value_name = "DIR")]
     pub cd: Option<PathBuf>,
+
+    /// Use the keys of `[profiles.NAME]` of config over the files' own.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 /// The policy flags of every front door that runs the agent (`run`, the

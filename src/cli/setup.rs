@@ -45,6 +45,7 @@ pub fn load(
 ) -> Result<Loaded, String> {
     flags.model = args.model.clone();
     flags.provider = args.provider.clone();
+    flags.profile = args.profile.clone();
     if let Some(script) = &args.script {
         if args.provider.as_deref().is_some_and(|p| p != "scripted") {
             return Err(

@@ -235,6 +235,7 @@ fn agent_config(
         script: args.common.script.clone(),
         config: args.common.config.clone(),
         cd: args.common.cd.clone(),
+        profile: args.common.profile.clone(),
     };
     let flags = ConfigFile {
         sandbox_mode: agent.sandbox,

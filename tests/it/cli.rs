@@ -156,6 +156,38 @@ fn scripted_task_runs_tools_for_real_and_prints_only_the_answer() {
 }
 
 #[test]
+fn profile_chooses_a_profile_of_config_and_an_unknown_one_is_a_usage_error() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        "[profiles.short]\nmax_iterations = 1\n",
+    )
+    .unwrap();
+    let out = env
+        .run_script(HELLO, "write hello")
+        .args(["--profile", "short"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("reached the limit of 1 steps"),
+        "{}",
+        stderr_of(&out)
+    );
+    let out = env
+        .run_script(HELLO, "write hello")
+        .args(["--profile", "shrot"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("no profile is named `shrot`; the profiles are: short"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
 fn print_and_exec_are_run_for_other_agents_habits() {
     // `cogni -p TASK` (Claude Code's) and `cogni exec TASK` (Codex's),
     // options before and after.

@@ -49,6 +49,7 @@ pub fn known_keys() -> Vec<String> {
 
 /// Tables whose second name is the user's own.
 const NAMED: &[&str] = &[
+    "profiles",
     "model_providers",
     "model_families",
     "mcp_servers",

@@ -243,6 +243,13 @@ cogni_protocol::layered! {
         pub mcp_servers: BTreeMap<String, mcp::McpServerFile>,
         /// `[mcp]`: how MCP tools are offered.
         pub mcp: Option<mcp::McpFile>,
+        /// `profile`: the profile used when `--profile` names none.
+        pub profile: Option<String>,
+        /// `[profiles.NAME]`: keys of this file that `--profile NAME` (or
+        /// `profile = "NAME"`) puts over the files' own, below the
+        /// environment and the command line.
+        #[serde(default)]
+        pub profiles: BTreeMap<String, ConfigFile>,
     }
 }
 
@@ -338,8 +345,10 @@ impl ConfigFile {
                 lines.join("\n")
             ));
         }
-        if let Some(effects) = &file.effects {
-            run::check_effects(path, &effects.0)?;
+        for layer in std::iter::once(&file).chain(file.profiles.values()) {
+            if let Some(effects) = &layer.effects {
+                run::check_effects(path, &effects.0)?;
+            }
         }
         if let Some(dir) = path.parent() {
             file.resolve_paths(dir);
@@ -377,6 +386,9 @@ impl ConfigFile {
         }
         for server in self.mcp_servers.values_mut() {
             server.resolve_paths(dir);
+        }
+        for profile in self.profiles.values_mut() {
+            profile.resolve_paths(dir);
         }
     }
 

@@ -126,7 +126,8 @@ pub struct Layers {
 
 /// Step 1: read and merge the layers (`$COGNI_HOME/config.toml`,
 /// `./cogni.toml` as far as the project is trusted, `--config FILE`, the
-/// environment, the flags).
+/// profile chosen by `--profile` or `profile`, the environment, the
+/// flags).
 pub fn read_layers(sources: &Sources<'_>) -> Result<Layers, ConfigError> {
     let mut merged = ConfigFile::default();
     let home_file = sources.home.join("config.toml");
@@ -166,6 +167,25 @@ pub fn read_layers(sources: &Sources<'_>) -> Result<Layers, ConfigError> {
     }
     if let Some(explicit) = &sources.explicit {
         merged.merge(ConfigFile::load(explicit)?);
+    }
+    if let Some(name) = sources.flags.profile.as_ref().or(merged.profile.as_ref()) {
+        let profile = merged.profiles.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = merged.profiles.keys().map(String::as_str).collect();
+            ConfigError(if known.is_empty() {
+                format!("no profile is named `{name}`: no config file has a [profiles.NAME] table")
+            } else {
+                format!(
+                    "no profile is named `{name}`; the profiles are: {}",
+                    known.join(", ")
+                )
+            })
+        })?;
+        if profile.profile.is_some() || !profile.profiles.is_empty() {
+            return Err(ConfigError(format!(
+                "[profiles.{name}]: a profile cannot choose or hold profiles"
+            )));
+        }
+        merged.merge(profile);
     }
     merged.merge(ConfigFile::from_env(sources.env)?);
     merged.merge(sources.flags.clone());

@@ -688,3 +688,89 @@ fn resolve_takes_what_discovery_read_and_reads_nothing_itself() {
         .is_some_and(|u| u.contains("global rules")));
     assert_eq!(c.session.provider.api_key.as_deref(), Some("k"));
 }
+
+#[test]
+fn a_profile_goes_over_the_files_and_under_env_and_flags() {
+    let d = dirs();
+    std::fs::write(
+        d.home.join("config.toml"),
+        "model = \"gpt-4.1\"\nmax_iterations = 9\n\n[profiles.fast]\nmodel = \"gpt-4.1-mini\"\nmax_iterations = 3\nbase_instructions_file = \"fast.md\"\n\n[profiles.careful]\napproval_policy = \"untrusted\"\n",
+    )
+    .unwrap();
+    std::fs::write(d.home.join("fast.md"), "be quick").unwrap();
+    let env = env_of(&[("OPENAI_API_KEY", "k")]);
+    let with = |profile: Option<&str>, flags: ConfigFile| {
+        load_with(
+            &d,
+            ConfigFile {
+                profile: profile.map(String::from),
+                ..flags
+            },
+            &env,
+        )
+    };
+    let c = with(Some("fast"), ConfigFile::default()).unwrap();
+    assert_eq!(c.session.model.as_deref(), Some("gpt-4.1-mini"));
+    assert_eq!(c.session.max_iterations, 3);
+    // A profile's relative path is relative to its file.
+    assert_eq!(
+        c.session.base_instructions_override.as_deref(),
+        Some("be quick")
+    );
+    // Flags win over the profile.
+    let flags = ConfigFile {
+        max_iterations: Some(7),
+        ..Default::default()
+    };
+    assert_eq!(with(Some("fast"), flags).unwrap().session.max_iterations, 7);
+    // Without one: the files alone.
+    let c = with(None, ConfigFile::default()).unwrap();
+    assert_eq!(
+        (c.session.model.as_deref(), c.session.max_iterations),
+        (Some("gpt-4.1"), 9)
+    );
+    // `profile = "NAME"` in a file chooses one; --profile another.
+    std::fs::write(d.cwd.join("c.toml"), "profile = \"careful\"\n").unwrap();
+    let c = load(Sources {
+        home: d.home.clone(),
+        cwd: d.cwd.clone(),
+        explicit: Some(d.cwd.join("c.toml")),
+        flags: ConfigFile::default(),
+        env: &env,
+    })
+    .unwrap();
+    assert_eq!(c.session.approval_policy, ApprovalPolicy::Untrusted);
+    // An unknown name lists the known ones.
+    let err = with(Some("fsat"), ConfigFile::default()).unwrap_err();
+    assert_eq!(
+        err.0,
+        "no profile is named `fsat`; the profiles are: careful, fast"
+    );
+}
+
+#[test]
+fn an_untrusted_project_cannot_define_or_choose_a_profile() {
+    let d = dirs();
+    std::fs::write(
+        d.home.join("config.toml"),
+        "[profiles.loose]\nsandbox_mode = \"danger-full-access\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.cwd.join("cogni.toml"),
+        "profile = \"loose\"\n[profiles.mine]\napproval_policy = \"never\"\n",
+    )
+    .unwrap();
+    let c = load_with(
+        &d,
+        ConfigFile::default(),
+        &env_of(&[("OPENAI_API_KEY", "k")]),
+    )
+    .unwrap();
+    assert_ne!(c.session.sandbox_policy.mode, SandboxMode::DangerFullAccess);
+    assert!(
+        c.warnings.iter().any(|w| w.contains("profile")),
+        "{:?}",
+        c.warnings
+    );
+}
