@@ -1,8 +1,9 @@
 //! Slash commands shared by the REPL and `cogni acp`: a front door's
 //! built-ins beside user commands (markdown files in `$COGNI_HOME/commands/`
-//! and, once the directory is trusted, `.cogni/commands/`; the file is the
-//! prompt with `$ARGUMENTS` replaced) and, in `cogni acp`, the session's
-//! skills (`/name ARGS` is `$name ARGS`).
+//! and, once the directory is trusted, `.cogni/commands/` and Claude
+//! Code's `.claude/commands/`; the file is the prompt with `$ARGUMENTS`
+//! and `$1`..`$9` replaced, its YAML front matter read, not sent) and, in
+//! `cogni acp`, the session's skills (`/name ARGS` is `$name ARGS`).
 //!
 //! The reserved commands (`/exit`, `/quit`, `/help`, `/clear`) cannot be
 //! taken. Any other built-in can be taken by one of your own commands: it
@@ -39,8 +40,12 @@ pub struct UserCommand {
 
 #[derive(Debug, Clone)]
 enum Source {
-    /// A prompt file.
-    Prompt { path: PathBuf, template: String },
+    /// A prompt file: its body, and its front matter's description.
+    Prompt {
+        path: PathBuf,
+        template: String,
+        description: Option<String>,
+    },
     /// A skill (`$name`), with its description.
     Skill { description: String },
 }
@@ -51,8 +56,8 @@ impl UserCommand {
     /// or a skill's `$name` with the arguments.
     pub fn expand(&self, args: &str) -> String {
         match &self.source {
-            Source::Prompt { template, .. } if template.contains("$ARGUMENTS") => {
-                template.replace("$ARGUMENTS", args)
+            Source::Prompt { template, .. } if mentions_arguments(template) => {
+                substitute(template, args)
             }
             Source::Prompt { template, .. } if args.is_empty() => template.clone(),
             Source::Prompt { template, .. } => format!("{}\n\n{args}", template.trim_end()),
@@ -63,7 +68,12 @@ impl UserCommand {
     /// One line: what it does and where it comes from.
     pub fn summary(&self) -> String {
         match &self.source {
-            Source::Prompt { path, template } => {
+            Source::Prompt {
+                path,
+                description: Some(description),
+                ..
+            } => format!("{}  [{}]", one_line(description), path.display()),
+            Source::Prompt { path, template, .. } => {
                 let first = template
                     .lines()
                     .find(|l| !l.trim().is_empty())
@@ -83,6 +93,64 @@ impl UserCommand {
             Source::Skill { description } => format!("{description}  [skill]"),
         }
     }
+}
+
+/// The `description:` of a command file's front matter. Claude Code's
+/// files are read leniently, as Claude Code reads them (`argument-hint:
+/// [number] [priority]` is not valid YAML): one `key: value` a line; the
+/// other keys (`argument-hint`, `allowed-tools`, `model`) never reach the
+/// model, and cogni does not apply them.
+fn description(front: &str) -> Option<String> {
+    front.lines().find_map(|line| {
+        let value = line.strip_prefix("description:")?.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        (!value.is_empty()).then(|| value.to_string())
+    })
+}
+
+/// Whether `template` takes its arguments in place (`$ARGUMENTS`, `$1`..`$9`).
+fn mentions_arguments(template: &str) -> bool {
+    template.contains("$ARGUMENTS") || (1..=9).any(|n| positional(template, n).next().is_some())
+}
+
+/// Where `$n` stands in `template` (not as the start of `$10`).
+fn positional(template: &str, n: usize) -> std::vec::IntoIter<usize> {
+    let token = format!("${n}");
+    let at: Vec<usize> = template
+        .match_indices(&token)
+        .map(|(i, _)| i)
+        .filter(|&i| !template[i + token.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    at.into_iter()
+}
+
+/// `template` with `$ARGUMENTS` as all of `args` and `$1`..`$9` as its
+/// words (empty when there are fewer).
+fn substitute(template: &str, args: &str) -> String {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let mut out = template.replace("$ARGUMENTS", args);
+    for n in (1..=9).rev() {
+        let word = words.get(n - 1).copied().unwrap_or("");
+        for i in positional(&out, n).rev() {
+            out.replace_range(i..i + 2, word);
+        }
+    }
+    out
+}
+
+/// The first line of `text`, at most 60 characters.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(60)
+        .collect()
 }
 
 pub enum Found<'a, H> {
@@ -120,7 +188,20 @@ impl<H> Registry<H> {
             }
             registry.add_prompt(name, path, &mut problems);
         }
-        let project = agents::markdown_files(&[cwd.join(".cogni/commands")]);
+        // Claude Code's commands after cogni's own: a name in both is
+        // `.cogni/commands/`'s.
+        let mut project = agents::markdown_files(&[cwd.join(".cogni/commands")]);
+        let mut shadowed = Vec::new();
+        for (name, path) in agents::markdown_files(&[cwd.join(".claude/commands")]) {
+            if project.iter().any(|(n, _)| *n == name) {
+                shadowed.push(format!(
+                    "{}: /{name} is .cogni/commands/'s; this one is ignored",
+                    path.display()
+                ));
+            } else {
+                project.push((name, path));
+            }
+        }
         if !project_trusted {
             if let Some((_, first)) = project.first() {
                 problems.push(format!(
@@ -132,6 +213,7 @@ impl<H> Registry<H> {
             }
             return (registry, problems);
         }
+        problems.append(&mut shadowed);
         for (name, path) in project {
             let taken = RESERVED.contains(&name.as_str())
                 || registry.builtin(&name).is_some()
@@ -150,14 +232,24 @@ impl<H> Registry<H> {
         (registry, problems)
     }
 
-    /// Add the prompt file `path` as `/name`.
+    /// Add the prompt file `path` as `/name`: its body, with YAML front
+    /// matter (Claude Code's `description`, `argument-hint`,
+    /// `allowed-tools`, `model`) read and left out of the prompt.
     fn add_prompt(&mut self, name: String, path: PathBuf, problems: &mut Vec<String>) {
-        match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
-            Ok(template) => self.user.push(UserCommand {
+        let text = match read_text_limited(&path, SPEC_FILE_MAX_BYTES) {
+            Ok(text) => text,
+            Err(e) => return problems.push(e.to_string()),
+        };
+        match crate::tools::front_matter::split(&text) {
+            Ok((front, body)) => self.user.push(UserCommand {
                 name,
-                source: Source::Prompt { path, template },
+                source: Source::Prompt {
+                    path,
+                    template: body.to_string(),
+                    description: description(front),
+                },
             }),
-            Err(e) => problems.push(e.to_string()),
+            Err(e) => problems.push(format!("{}: {e}; the command is ignored", path.display())),
         }
     }
 
@@ -399,6 +491,69 @@ mod tests {
         assert_eq!(expand("project:exit"), "x");
         assert_eq!(reg.builtin_name(&reg.builtins()[0]), "mode");
         assert_eq!(problems.len(), 3, "{problems:?}");
+    }
+
+    #[test]
+    fn claude_code_commands_load_with_their_front_matter_and_positional_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let claude = dir.path().join(".claude/commands");
+        let cogni = dir.path().join(".cogni/commands");
+        std::fs::create_dir_all(&claude).unwrap();
+        std::fs::create_dir_all(&cogni).unwrap();
+        std::fs::write(
+            claude.join("fix-issue.md"),
+            "---\ndescription: Fix a GitHub issue\nargument-hint: [number] [priority]\nallowed-tools: Bash(git add:*)\nmodel: claude-3-5-haiku\n---\nFix issue #$1 with priority $2 ($ARGUMENTS); not $10.\n",
+        )
+        .unwrap();
+        std::fs::write(claude.join("plain.md"), "Review the diff.").unwrap();
+        std::fs::write(claude.join("deploy.md"), "Theirs.").unwrap();
+        std::fs::write(cogni.join("deploy.md"), "Ours.").unwrap();
+        std::fs::write(
+            claude.join("broken.md"),
+            "---\ndescription: never closed\nx",
+        )
+        .unwrap();
+
+        let (reg, problems) = Registry::load(vec![builtin("mode")], dir.path(), &home, false);
+        assert!(reg.find("fix-issue").is_none(), "untrusted: not loaded");
+        assert!(problems[0].contains("not trusted"), "{problems:?}");
+
+        let (reg, problems) = Registry::load(vec![builtin("mode")], dir.path(), &home, true);
+        let Some(Found::User(fix)) = reg.find("fix-issue") else {
+            panic!("/fix-issue is not a command")
+        };
+        assert_eq!(
+            fix.expand("123 high"),
+            "Fix issue #123 with priority high (123 high); not $10.\n",
+            "front matter left out, $1 $2 and $ARGUMENTS replaced"
+        );
+        assert!(
+            fix.summary().starts_with("Fix a GitHub issue  ["),
+            "{}",
+            fix.summary()
+        );
+        let Some(Found::User(plain)) = reg.find("plain") else {
+            panic!("/plain is not a command")
+        };
+        assert_eq!(plain.expand("src/"), "Review the diff.\n\nsrc/");
+        let Some(Found::User(deploy)) = reg.find("deploy") else {
+            panic!("/deploy is not a command")
+        };
+        assert_eq!(deploy.expand(""), "Ours.", ".cogni/commands wins");
+        assert!(reg.find("broken").is_none());
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("broken.md") && p.contains("ignored")),
+            "{problems:?}"
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("deploy.md") && p.contains(".cogni/commands")),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -139,7 +139,8 @@ pub fn read_layers(sources: &Sources<'_>) -> Result<Layers, ConfigError> {
     // Trust is read only when the project has something to gate.
     let gated = project_file.is_file()
         || sources.cwd.join(".cogni/agents").is_dir()
-        || sources.cwd.join(".cogni/commands").is_dir();
+        || sources.cwd.join(".cogni/commands").is_dir()
+        || sources.cwd.join(".claude/commands").is_dir();
     let project_trusted = gated && trust::is_trusted(&sources.home, &merged, &sources.cwd)?;
     if project_file.is_file() {
         let source = super::read_config(&project_file)?;
