@@ -37,7 +37,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Directories protected with everything inside them.
-pub const PROTECTED_DIRS: &[&str] = &[".git", ".cogni"];
+pub const PROTECTED_DIRS: &[&str] = &[".git", ".cogni", ".claude"];
 /// Files protected wherever they are.
 pub const PROTECTED_FILES: &[&str] = &["cogni.toml", "AGENTS.md", "CLAUDE.md"];
 

@@ -457,7 +457,7 @@ mod tests {
             "{ww}"
         );
         assert!(
-            ww.contains(": .git, .cogni (directories, with everything in them), cogni.toml, AGENTS.md, CLAUDE.md (files"),
+            ww.contains(": .git, .cogni, .claude (directories, with everything in them), cogni.toml, AGENTS.md, CLAUDE.md (files"),
             "{ww}"
         );
         assert!(ww.ends_with("\nNetwork: off"), "{ww}");
