@@ -123,12 +123,162 @@ pub async fn remove_dir(dir: std::path::PathBuf) -> Result<(), String> {
 /// `git ARGS` in `dir`, neutralised (see the module's documentation); its
 /// trimmed stdout, or what went wrong.
 pub async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let program = git_program()?;
-    let mut config = neutral();
-    config.extend(repository_filters(&program, dir).await?);
-    let args = with_diff_flags(args);
-    let out = run(&program, dir, &args, &config).await?;
-    stdout_of(&args, out)
+    Git::open(dir, &[]).await?.run(args).await
+}
+
+/// git in one directory, neutralised, with the filter drivers the
+/// repository defined when it was opened emptied: for several commands in
+/// a row (one config read for all of them).
+pub struct Git {
+    program: PathBuf,
+    dir: PathBuf,
+    /// `GIT_*` variables of cogni's choosing (`GIT_INDEX_FILE`, `GIT_DIR`,
+    /// `GIT_WORK_TREE`), set after the neutral environment.
+    vars: Vec<(String, String)>,
+    config: Vec<(String, String)>,
+    capture: usize,
+}
+
+impl Git {
+    /// git in `dir` with `vars` set (only `GIT_INDEX_FILE`, `GIT_DIR` and
+    /// `GIT_WORK_TREE` are accepted: they point git at cogni's own files).
+    pub async fn open(dir: &Path, vars: &[(&str, &Path)]) -> Result<Git, String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| {
+                assert!(
+                    matches!(*k, "GIT_INDEX_FILE" | "GIT_DIR" | "GIT_WORK_TREE"),
+                    "git variable {k} is not one cogni sets"
+                );
+                (k.to_string(), v.to_string_lossy().into_owned())
+            })
+            .collect();
+        let mut git = Git {
+            program: git_program()?,
+            dir: dir.to_path_buf(),
+            vars,
+            config: neutral(),
+            capture: CAPTURE_BYTES,
+        };
+        let filters = git.repository_filters().await?;
+        git.config.extend(filters);
+        Ok(git)
+    }
+
+    /// The same git with `key` set to `value` for every command (after
+    /// the neutral settings, which it may not change).
+    pub fn with_config(mut self, key: &str, value: &str) -> Self {
+        assert!(
+            !NEUTRAL.iter().any(|(k, _)| k.eq_ignore_ascii_case(key)),
+            "{key} is one of the neutral settings"
+        );
+        self.config.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// The same git, keeping up to `bytes` of each stream (for output that
+    /// must be whole, such as a list of paths).
+    pub fn with_capture(mut self, bytes: usize) -> Self {
+        self.capture = bytes;
+        self
+    }
+
+    /// `git ARGS`: its trimmed stdout, or what went wrong.
+    pub async fn run(&self, args: &[&str]) -> Result<String, String> {
+        let args = with_diff_flags(args);
+        let out = self.output(&args, None).await?;
+        stdout_of(&args, out)
+    }
+
+    /// `git ARGS` with `input` on its stdin: its stdout as bytes, whole
+    /// (an error if it was longer than the capture), or what went wrong.
+    pub async fn run_bytes(
+        &self,
+        args: &[&str],
+        input: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, String> {
+        let args = with_diff_flags(args);
+        let out = self.output(&args, input).await?;
+        if out.stdout.gap.bytes > 0 {
+            return Err(format!(
+                "git {}: more output than the {} bytes cogni keeps",
+                args.join(" "),
+                self.capture
+            ));
+        }
+        let mut bytes = out.stdout.head.clone();
+        bytes.extend_from_slice(&out.stdout.tail);
+        stdout_of(&args, out).map(|_| bytes)
+    }
+
+    /// `git ARGS`, where a failure that still did part of the work (`add
+    /// --ignore-errors` skipping an unreadable file) is not an error; a
+    /// timeout is. Its stderr, for a warning.
+    pub async fn run_lenient(&self, args: &[&str]) -> Result<String, String> {
+        let out = self.output(args, None).await?;
+        if out.timed_out {
+            return Err(format!("git {}: timed out", args.join(" ")));
+        }
+        Ok(lossy(&out.stderr).trim().to_string())
+    }
+
+    /// Run `git ARGS`, whatever its exit status.
+    async fn output(
+        &self,
+        args: &[&str],
+        stdin: Option<Vec<u8>>,
+    ) -> Result<exec::ExecOutput, String> {
+        let mut argv = vec![self.program.to_string_lossy().into_owned()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        let mut env = environment(vars, &self.config);
+        env.extend(self.vars.iter().cloned());
+        let request = ExecRequest {
+            argv,
+            cwd: self.dir.clone(),
+            env,
+            timeout: GIT_TIMEOUT,
+            capture_limit_bytes: self.capture,
+            kill_grace: DEFAULT_KILL_GRACE,
+            io_drain: DEFAULT_IO_DRAIN,
+            // cogni's own command, neutralised: not the agent's.
+            sandbox: None,
+            stdin,
+        };
+        exec::run(request)
+            .await
+            .map_err(|e| format!("git {}: {e}", args.join(" ")))
+    }
+
+    /// Settings that empty every filter driver defined in the
+    /// repository's own config (any scope but your global file):
+    /// `filter.NAME.clean` and the others of [`FILTER_KEYS`]. Reading
+    /// config runs nothing.
+    async fn repository_filters(&self) -> Result<Vec<(String, String)>, String> {
+        let args = [
+            "config",
+            "--null",
+            "--show-scope",
+            "--get-regexp",
+            r"^filter\.",
+        ];
+        let out = self.output(&args, None).await?;
+        // Exit 1: no such key (also outside a repository).
+        if out.termination == exec::Termination::Exited(1) && !out.timed_out {
+            return Ok(Vec::new());
+        }
+        let listed = stdout_of(&args, out)
+            .map_err(|e| format!("cannot read the repository's git config: {e}"))?;
+        Ok(drivers_not_yours(&listed)
+            .iter()
+            .flat_map(|driver| {
+                FILTER_KEYS
+                    .iter()
+                    .map(move |(key, value)| (format!("filter.{driver}.{key}"), value.to_string()))
+            })
+            .collect())
+    }
 }
 
 /// `git` on cogni's `PATH`.
@@ -158,34 +308,6 @@ fn with_diff_flags<'a>(args: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
-/// Settings that empty every filter driver defined in the repository's own
-/// config at `dir` (any scope but your global file): `filter.NAME.clean`
-/// and the others of [`FILTER_KEYS`]. Reading config runs nothing.
-async fn repository_filters(program: &Path, dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let args = [
-        "config",
-        "--null",
-        "--show-scope",
-        "--get-regexp",
-        r"^filter\.",
-    ];
-    let out = run(program, dir, &args, &neutral()).await?;
-    // Exit 1: no such key (also outside a repository).
-    if out.termination == exec::Termination::Exited(1) && !out.timed_out {
-        return Ok(Vec::new());
-    }
-    let listed = stdout_of(&args, out)
-        .map_err(|e| format!("cannot read the repository's git config: {e}"))?;
-    Ok(drivers_not_yours(&listed)
-        .iter()
-        .flat_map(|driver| {
-            FILTER_KEYS
-                .iter()
-                .map(move |(key, value)| (format!("filter.{driver}.{key}"), value.to_string()))
-        })
-        .collect())
-}
-
 /// The filter drivers that `listed` (`git config --null --show-scope`'s
 /// `SCOPE\0KEY\nVALUE\0` records) defines in any scope but `global`.
 fn drivers_not_yours(listed: &str) -> Vec<&str> {
@@ -202,35 +324,6 @@ fn drivers_not_yours(listed: &str) -> Vec<&str> {
     drivers.sort_unstable();
     drivers.dedup();
     drivers
-}
-
-/// Run `program ARGS` in `dir` with `config` as `GIT_CONFIG_*` variables in
-/// `environment`.
-async fn run(
-    program: &Path,
-    dir: &Path,
-    args: &[&str],
-    config: &[(String, String)],
-) -> Result<exec::ExecOutput, String> {
-    let mut argv = vec![program.to_string_lossy().into_owned()];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let vars = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
-    let request = ExecRequest {
-        argv,
-        cwd: dir.to_path_buf(),
-        env: environment(vars, config),
-        timeout: GIT_TIMEOUT,
-        capture_limit_bytes: CAPTURE_BYTES,
-        kill_grace: DEFAULT_KILL_GRACE,
-        io_drain: DEFAULT_IO_DRAIN,
-        // cogni's own command, neutralised: not the agent's.
-        sandbox: None,
-        stdin: None,
-    };
-    exec::run(request)
-        .await
-        .map_err(|e| format!("git {}: {e}", args.join(" ")))
 }
 
 /// The trimmed stdout of `git ARGS`, or why it failed.

@@ -6,6 +6,7 @@
 
 pub mod apply_patch;
 pub mod attach;
+pub mod checkpoint;
 pub mod edit_file;
 pub mod editor;
 pub mod env;

@@ -1,0 +1,373 @@
+//! Snapshots of a workspace as git objects, for undoing what a turn did.
+//!
+//! In a git repository a snapshot is a commit of the working tree with
+//! its untracked files (not the ignored ones), built in a private index
+//! (a copy of the repository's, so unchanged files are not read again)
+//! and kept under `refs/cogni/checkpoints/SESSION`: never on a branch, in
+//! the user's index or stash, and HEAD does not move. Elsewhere the
+//! workspace gets a shadow repository of its own under cogni's home
+//! (`checkpoints/NAME.git`), which sees the workspace as its work tree.
+//!
+//! Every git command runs through [`crate::git::Git`], neutralised: the
+//! repository (its config, hooks and attributes) cannot make it run a
+//! program. Line endings are stored as they are on disk
+//! (`core.autocrlf=false`); a repository's own `.gitattributes` still
+//! applies as it does to its commits.
+
+use crate::git::Git;
+use std::path::{Component, Path, PathBuf};
+
+/// Bytes kept of a listing of paths or a diff.
+const LISTING_BYTES: usize = 64 * 1024 * 1024;
+
+/// Patterns a shadow repository never snapshots (a plain directory has
+/// no `.gitignore` that names them): dependency trees and build output.
+const SHADOW_EXCLUDES: &str =
+    "node_modules/\ntarget/\n.venv/\nvenv/\n__pycache__/\n.cache/\ndist/\nbuild/\n.DS_Store\n";
+
+/// Settings of every snapshot and restore: bytes as they are on disk, no
+/// advice printed about nested repositories.
+const SNAPSHOT_CONFIG: &[(&str, &str)] = &[
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("advice.addEmbeddedRepo", "false"),
+];
+
+/// Where a workspace's snapshots live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The workspace: what is snapshot and restored (a repository's
+    /// subdirectory limits both to itself).
+    pub workspace: PathBuf,
+    /// The shadow repository's git directory, when the workspace is in
+    /// no repository of its own.
+    pub shadow: Option<PathBuf>,
+    /// The ref that keeps the snapshots, `refs/cogni/checkpoints/ID`.
+    pub reference: String,
+}
+
+/// A path that differs between two snapshots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// `A` added, `D` deleted, `M` modified, `T` type changed (as from the
+    /// first snapshot to the second).
+    pub status: char,
+    /// Relative to the workspace.
+    pub path: String,
+}
+
+/// A workspace's snapshots for one session.
+pub struct Snapshots {
+    location: Location,
+    /// Holds the private index.
+    scratch: tempfile::TempDir,
+    /// The last snapshot: its commit and tree.
+    last: Option<(String, String)>,
+}
+
+impl Snapshots {
+    /// The snapshots of session `id` in `workspace`: its repository's, or
+    /// a shadow repository under `shadow_root` (created when missing).
+    pub async fn open(workspace: &Path, shadow_root: &Path, id: &str) -> Result<Self, String> {
+        let reference = reference(id)?;
+        let probe = Git::open(workspace, &[]).await?;
+        let shadow = match probe.run(&["rev-parse", "--is-inside-work-tree"]).await {
+            Ok(inside) if inside == "true" => None,
+            _ => Some(shadow_repository(workspace, shadow_root).await?),
+        };
+        Self::at(Location {
+            workspace: workspace.to_path_buf(),
+            shadow,
+            reference,
+        })
+        .await
+    }
+
+    /// The snapshots at `location` (an earlier session's, to restore them).
+    pub async fn at(location: Location) -> Result<Self, String> {
+        let scratch = tempfile::Builder::new()
+            .prefix("cogni-checkpoint-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a directory for the checkpoint index: {e}"))?;
+        let snapshots = Snapshots {
+            location,
+            scratch,
+            last: None,
+        };
+        if snapshots.location.shadow.is_none() {
+            // Start from the repository's index: its stat data spares
+            // reading every unchanged file again.
+            let git = snapshots.git(None).await?;
+            let path = git.run(&["rev-parse", "--git-path", "index"]).await?;
+            let index = snapshots.location.workspace.join(path);
+            if index.is_file() {
+                std::fs::copy(&index, snapshots.index())
+                    .map_err(|e| format!("cannot copy {}: {e}", index.display()))?;
+            }
+        }
+        Ok(snapshots)
+    }
+
+    /// Where these snapshots live.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    fn index(&self) -> PathBuf {
+        self.scratch.path().join("index")
+    }
+
+    /// Neutralised git in the workspace, on the shadow repository if there
+    /// is one, with `index` (default: the private one).
+    async fn git(&self, index: Option<&Path>) -> Result<Git, String> {
+        let private = self.index();
+        let mut vars: Vec<(&str, &Path)> = vec![("GIT_INDEX_FILE", index.unwrap_or(&private))];
+        if let Some(dir) = &self.location.shadow {
+            vars.push(("GIT_DIR", dir));
+            vars.push(("GIT_WORK_TREE", &self.location.workspace));
+        }
+        let mut git = Git::open(&self.location.workspace, &vars).await?;
+        for (key, value) in SNAPSHOT_CONFIG {
+            git = git.with_config(key, value);
+        }
+        Ok(git.with_capture(LISTING_BYTES))
+    }
+
+    /// Snapshot the workspace now; `message` describes it. The commit id
+    /// (the last one again when nothing changed).
+    pub async fn take(&mut self, message: &str) -> Result<String, String> {
+        let git = self.git(None).await?;
+        // A file that cannot be read is left out (and stays as it is on
+        // undo); everything else is snapshot.
+        git.run_lenient(&["add", "--all", "--ignore-errors", "--", "."])
+            .await?;
+        let tree = git.run(&["write-tree"]).await?;
+        if let Some((commit, last_tree)) = &self.last {
+            if *last_tree == tree {
+                return Ok(commit.clone());
+            }
+        }
+        let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
+        let parent = self.last.as_ref().map(|(c, _)| c.clone());
+        if let Some(parent) = &parent {
+            args.extend(["-p", parent.as_str()]);
+        }
+        let commit = git.run(&args).await?;
+        git.run(&["update-ref", &self.location.reference, &commit])
+            .await?;
+        self.last = Some((commit.clone(), tree));
+        Ok(commit)
+    }
+
+    /// The paths of the workspace that differ from snapshot `from` to
+    /// snapshot `to`.
+    pub async fn changes(&self, from: &str, to: &str) -> Result<Vec<Change>, String> {
+        let git = self.git(None).await?;
+        let out = git
+            .run_bytes(
+                &[
+                    "diff-tree",
+                    "-r",
+                    "-z",
+                    "--no-renames",
+                    "--name-status",
+                    "--relative",
+                    from,
+                    to,
+                ],
+                None,
+            )
+            .await?;
+        Ok(parse_name_status(&out))
+    }
+
+    /// The unified diff from snapshot `from` to `to` (with a stat above
+    /// it), coloured by git when `color`.
+    pub async fn diff(&self, from: &str, to: &str, color: bool) -> Result<String, String> {
+        let git = self.git(None).await?;
+        let colour = if color {
+            "--color=always"
+        } else {
+            "--no-color"
+        };
+        let out = git
+            .run_bytes(
+                &[
+                    "diff",
+                    colour,
+                    "--no-renames",
+                    "--relative",
+                    "--stat",
+                    "--patch",
+                    from,
+                    to,
+                ],
+                None,
+            )
+            .await?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// Put `paths` of the workspace back as they are in snapshot `to`: a
+    /// path `to` does not have is removed (and directories left empty by
+    /// that), the others are written from `to`.
+    pub async fn restore(&mut self, to: &str, paths: &[String]) -> Result<(), String> {
+        let workspace = self.location.workspace.clone();
+        let target = self.scratch.path().join("restore-index");
+        let _ = std::fs::remove_file(&target);
+        let git = self.git(Some(&target)).await?;
+        git.run(&["read-tree", to]).await?;
+        let listed = git.run_bytes(&["ls-files", "-z", "--", "."], None).await?;
+        let present: std::collections::HashSet<&[u8]> = listed
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let mut write = Vec::new();
+        for path in paths {
+            let relative = safe_relative(path)?;
+            if present.contains(path.as_bytes()) {
+                write.extend_from_slice(path.as_bytes());
+                write.push(0);
+            } else {
+                remove(&workspace, &relative)?;
+            }
+        }
+        if !write.is_empty() {
+            git.run_bytes(&["checkout-index", "-f", "-z", "--stdin"], Some(write))
+                .await?;
+        }
+        self.last = None;
+        Ok(())
+    }
+}
+
+/// `refs/cogni/checkpoints/ID`, for a session id git accepts in a ref.
+fn reference(id: &str) -> Result<String, String> {
+    let valid = !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    if valid {
+        Ok(format!("refs/cogni/checkpoints/{id}"))
+    } else {
+        Err(format!("`{id}` cannot name a checkpoint ref"))
+    }
+}
+
+/// The shadow repository of `workspace` under `root`, made (with its
+/// excludes) when it is not there yet.
+async fn shadow_repository(workspace: &Path, root: &Path) -> Result<PathBuf, String> {
+    let dir = root.join(format!("{}.git", shadow_name(workspace)));
+    if !dir.join("HEAD").is_file() {
+        std::fs::create_dir_all(root)
+            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+        let git = Git::open(root, &[]).await?;
+        let shown = dir.to_string_lossy().into_owned();
+        git.run(&["init", "--quiet", "--bare", &shown]).await?;
+        let info = dir.join("info");
+        std::fs::create_dir_all(&info)
+            .and_then(|()| std::fs::write(info.join("exclude"), SHADOW_EXCLUDES))
+            .map_err(|e| format!("cannot write {}: {e}", info.display()))?;
+    }
+    Ok(dir)
+}
+
+/// A readable, unique name for a workspace's shadow repository: the last
+/// components of its path and a hash of the whole.
+fn shadow_name(workspace: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    workspace.hash(&mut hasher);
+    let tail: Vec<String> = workspace
+        .components()
+        .rev()
+        .take(2)
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(
+                s.to_string_lossy()
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .take(40)
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect();
+    let mut name: Vec<String> = tail.into_iter().rev().collect();
+    name.push(format!("{:016x}", hasher.finish()));
+    name.join("-")
+}
+
+/// `diff-tree -z --name-status` output as changes.
+fn parse_name_status(out: &[u8]) -> Vec<Change> {
+    let fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+    fields
+        .chunks(2)
+        .filter(|pair| pair.len() == 2 && !pair[0].is_empty())
+        .map(|pair| Change {
+            status: pair[0][0] as char,
+            path: String::from_utf8_lossy(pair[1]).into_owned(),
+        })
+        .collect()
+}
+
+/// `path` (from git) as a relative path with only normal components.
+fn safe_relative(path: &str) -> Result<PathBuf, String> {
+    let relative = PathBuf::from(path);
+    if path.is_empty()
+        || !relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+    {
+        return Err(format!(
+            "refusing to restore `{path}`: not a plain relative path"
+        ));
+    }
+    Ok(relative)
+}
+
+/// Remove `relative` from `workspace` (a file or a symbolic link, never
+/// what a link points at; a directory, such as a nested repository, is
+/// left), then the directories that left empty. A parent that is a
+/// symbolic link is refused.
+fn remove(workspace: &Path, relative: &Path) -> Result<(), String> {
+    let mut walked = workspace.to_path_buf();
+    let parents: Vec<&std::ffi::OsStr> = relative
+        .parent()
+        .into_iter()
+        .flat_map(|p| p.iter())
+        .collect();
+    for part in &parents {
+        walked.push(part);
+        match std::fs::symlink_metadata(&walked) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(format!(
+                    "refusing to remove {}: {} is a symbolic link",
+                    relative.display(),
+                    walked.display()
+                ))
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+    }
+    let path = workspace.join(relative);
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => std::fs::remove_file(&path)
+            .map_err(|e| format!("cannot remove {}: {e}", path.display()))?,
+        Err(_) => return Ok(()),
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d == workspace || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
