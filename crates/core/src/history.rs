@@ -85,6 +85,11 @@ impl History {
         self.observer.as_ref().and_then(|o| o.transcript_path())
     }
 
+    /// Who is told about changes (the session file), if anyone.
+    pub(crate) fn observer(&self) -> Option<&Arc<dyn HistoryObserver>> {
+        self.observer.as_ref()
+    }
+
     /// Who is told about changes from now on.
     pub(crate) fn set_observer(&mut self, observer: Arc<dyn HistoryObserver>) {
         self.observer = Some(observer);

@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 
 pub(crate) mod approval;
+pub mod checkpoints;
 pub mod compact;
 pub mod context;
 pub mod context_strategy;
@@ -36,6 +37,7 @@ pub use cogni_protocol as protocol;
 pub use cogni_provider as provider;
 pub use cogni_tools as tools;
 
+pub use checkpoints::{CheckpointError, Rewind, RewindPlan, RewindReport};
 pub use context::EnvironmentContext;
 pub use context_strategy::{AtLimit, ContextStrategy, Conversation, View};
 pub use effects::{effect_fn, Decision, Effect, EffectFn, EndReason, IterationContext, Phase};

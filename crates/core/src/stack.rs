@@ -138,6 +138,16 @@ impl Session {
         Ok(())
     }
 
+    /// Cut history back to its first `len` items (fewer when a call and
+    /// its output would be split; never into the initial context).
+    pub(crate) fn cut_history(&mut self, len: usize) {
+        let floor = self.initial_len();
+        let cut = safe_cut(&self.history, len.min(self.history.len()).max(floor), floor);
+        if cut < self.history.len() {
+            self.set_stack(self.history[..cut].to_vec());
+        }
+    }
+
     /// Drop everything above the initial context.
     pub fn reset(&mut self) {
         let floor = self.initial_len();

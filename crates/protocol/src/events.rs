@@ -3,7 +3,7 @@
 
 use super::{
     ApprovalPolicy, ContextFile, HistoryItem, Plan, Reflection, SandboxMode, StopReason, TestRun,
-    Usage,
+    TurnCheckpoint, Usage,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -315,6 +315,19 @@ pub enum AgentEvent {
         /// Why it was asked, or why it was decided the way it was.
         reason: String,
     },
+    /// The workspace was snapshot after a turn (checkpoints on): the
+    /// turn can be undone.
+    #[serde(rename = "checkpoint")]
+    Checkpoint {
+        /// The turn's number in the session, from 1.
+        turn: u32,
+        /// The snapshot before the turn (a git commit id).
+        before: String,
+        /// The snapshot after it.
+        after: String,
+        /// The paths (relative to the workspace) the turn changed.
+        files: Vec<String>,
+    },
     /// Something the user should know that does not stop the turn.
     #[serde(rename = "warning")]
     Warning {
@@ -544,4 +557,10 @@ pub trait HistoryObserver: Send + Sync {
     fn transcript_path(&self) -> Option<&Path> {
         None
     }
+    /// A turn's checkpoint was taken (or completed with the snapshot after
+    /// the turn: the same turn again, which replaces it).
+    fn checkpoint(&self, _checkpoint: &TurnCheckpoint) {}
+    /// The checkpoints of turns `turn` and later were dropped (the turns
+    /// were taken back).
+    fn rewound(&self, _turn: u32) {}
 }

@@ -5,16 +5,19 @@
 //! types; tools consume and produce them; front doors render [`AgentEvent`]s.
 //! history.rs holds what a conversation is made of (items, calls, outputs,
 //! plans, tool specs, usage and prices), policy.rs what a session may do
-//! (approval and sandbox policies), events.rs what the engine reports
+//! (approval and sandbox policies), checkpoint.rs what is kept of the
+//! workspace around a turn, events.rs what the engine reports
 //! (outcomes, events, approvals, sinks and observers).
 
 #![deny(missing_docs)]
 
+mod checkpoint;
 mod events;
 mod history;
 pub mod layer;
 mod policy;
 
+pub use checkpoint::*;
 pub use events::*;
 pub use history::*;
 pub use policy::*;

@@ -25,7 +25,9 @@
 
 #![deny(missing_docs)]
 
-use cogni_protocol::{Content, HistoryItem, HistoryObserver, Role, ToolOutput, Usage};
+use cogni_protocol::{
+    Content, HistoryItem, HistoryObserver, Role, ToolOutput, TurnCheckpoint, Usage,
+};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -137,6 +139,8 @@ enum Record {
     Item { item: HistoryItem },
     Replace { items: Vec<HistoryItem> },
     Usage { usage: Usage },
+    Checkpoint { checkpoint: TurnCheckpoint },
+    Rewind { turn: u32 },
 }
 
 /// A line as written (borrowing, so nothing is copied).
@@ -147,6 +151,8 @@ enum RecordRef<'a> {
     Item { item: &'a HistoryItem },
     Replace { items: &'a [HistoryItem] },
     Usage { usage: &'a Usage },
+    Checkpoint { checkpoint: &'a TurnCheckpoint },
+    Rewind { turn: u32 },
 }
 
 /// A session read back from disk.
@@ -158,6 +164,9 @@ pub struct Loaded {
     pub history: Vec<HistoryItem>,
     /// Tokens of all turns.
     pub usage: Usage,
+    /// The checkpoints of its turns that were not taken back, oldest
+    /// first (with checkpoints on).
+    pub checkpoints: Vec<TurnCheckpoint>,
     /// What was skipped or repaired, for the user.
     pub warnings: Vec<String>,
     /// Bytes up to the end of the last complete line.
@@ -439,6 +448,7 @@ fn parse(text: &str) -> Result<Loaded, String> {
         header,
         history: Vec::new(),
         usage: Usage::default(),
+        checkpoints: Vec::new(),
         warnings: Vec::new(),
         valid_len: first.len() as u64,
         repaired: false,
@@ -456,8 +466,20 @@ fn parse(text: &str) -> Result<Loaded, String> {
                 loaded.valid_len += line.len() as u64;
                 match record {
                     Record::Item { item } => loaded.history.push(item),
-                    Record::Replace { items } => loaded.history = items,
+                    Record::Replace { items } => {
+                        let kept = cogni_protocol::unchanged_prefix(&loaded.history, &items);
+                        for checkpoint in &mut loaded.checkpoints {
+                            checkpoint.history_replaced(kept);
+                        }
+                        loaded.history = items;
+                    }
                     Record::Usage { usage } => loaded.usage.add(&usage),
+                    Record::Checkpoint { checkpoint } => {
+                        // The snapshot after a turn completes its record.
+                        loaded.checkpoints.retain(|c| c.turn < checkpoint.turn);
+                        loaded.checkpoints.push(checkpoint);
+                    }
+                    Record::Rewind { turn } => loaded.checkpoints.retain(|c| c.turn < turn),
                     Record::Session(_) => {
                         loaded.repaired = true;
                         loaded
@@ -601,8 +623,17 @@ impl SessionFile {
                 let items: Vec<HistoryItem> = items.iter().map(|i| i.map_text(&redact)).collect();
                 serde_json::to_string(&RecordRef::Replace { items: &items })
             }
-            // The header and usage hold no free text.
-            RecordRef::Session(_) | RecordRef::Usage { .. } => serde_json::to_string(record),
+            RecordRef::Checkpoint { checkpoint } => {
+                let mut checkpoint = (*checkpoint).clone();
+                checkpoint.prompt = redact(&checkpoint.prompt);
+                serde_json::to_string(&RecordRef::Checkpoint {
+                    checkpoint: &checkpoint,
+                })
+            }
+            // The header, usage and rewinds hold no free text.
+            RecordRef::Session(_) | RecordRef::Usage { .. } | RecordRef::Rewind { .. } => {
+                serde_json::to_string(record)
+            }
         }
     }
 
@@ -655,6 +686,14 @@ impl HistoryObserver for SessionFile {
 
     fn transcript_path(&self) -> Option<&Path> {
         Some(&self.path)
+    }
+
+    fn checkpoint(&self, checkpoint: &TurnCheckpoint) {
+        let _ = self.write(&RecordRef::Checkpoint { checkpoint });
+    }
+
+    fn rewound(&self, turn: u32) {
+        let _ = self.write(&RecordRef::Rewind { turn });
     }
 }
 

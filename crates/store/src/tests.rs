@@ -131,6 +131,58 @@ fn replace_records_replay_in_order() {
     assert_eq!(texts, ["summary", "b"]);
 }
 
+fn checkpoint(turn: u32, prompt: &str, after: Option<&str>) -> TurnCheckpoint {
+    TurnCheckpoint {
+        turn,
+        prompt: prompt.into(),
+        at: 1_800_000_000,
+        history_len: Some(2 * turn as usize),
+        before: format!("b{turn}"),
+        after: after.map(str::to_string),
+        files: vec!["a.txt".into()],
+        workspace: "/w".into(),
+        shadow: None,
+    }
+}
+
+#[test]
+fn checkpoints_replay_completed_rewound_and_redacted() {
+    let (_dir, store) = store();
+    let file = store
+        .create(
+            &header("s1"),
+            &[],
+            Arc::new(|line: &str| line.replace("sk-secret", "[REDACTED]")),
+        )
+        .unwrap();
+    file.checkpoint(&checkpoint(1, "one", None));
+    file.checkpoint(&checkpoint(1, "one", Some("a1")));
+    file.checkpoint(&checkpoint(2, "two with sk-secret", Some("a2")));
+    file.checkpoint(&checkpoint(3, "three", Some("a3")));
+    file.rewound(3);
+    // History rewritten above turn 1's cut and below turn 2's.
+    let items: Vec<HistoryItem> = (0..4)
+        .map(|i| HistoryItem::text(Role::User, format!("m{i}")))
+        .collect();
+    file.appended(&items);
+    file.replaced(&items[..3]);
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    assert!(!text.contains("sk-secret"), "{text}");
+    drop(file);
+    let loaded = store.load("s1").unwrap();
+    assert_eq!(
+        loaded.checkpoints,
+        vec![
+            checkpoint(1, "one", Some("a1")),
+            TurnCheckpoint {
+                history_len: None,
+                ..checkpoint(2, "two with [REDACTED]", Some("a2"))
+            }
+        ]
+    );
+    assert!(loaded.warnings.is_empty());
+}
+
 #[test]
 fn a_torn_last_line_is_skipped_and_cut_before_appending() {
     let (_dir, store) = store();

@@ -15,6 +15,10 @@ pub struct RunConfig {
     /// Each layer's `[run.output_guardrail]`, in order: the answer must
     /// satisfy all of them.
     pub output_guardrails: Vec<OutputGuardrail>,
+    /// Snapshot the workspace before and after each run, so the turn can
+    /// be taken back (`crate::checkpoints`); shadow repositories for
+    /// workspaces outside git go under this directory. `None`: off.
+    pub checkpoints: Option<std::path::PathBuf>,
 }
 
 /// What the final answer must satisfy.

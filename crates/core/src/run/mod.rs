@@ -4,6 +4,11 @@
 //!
 //! The built-in chain, outermost first:
 //!
+//! 0. **checkpoints** (`[run] checkpoints`, on in the REPL and `cogni
+//!    acp`, with `--checkpoint` in `cogni run`): the workspace is snapshot
+//!    before and after the run, so it can be taken back
+//!    (`crate::checkpoints`); outermost, so a run that panicked is
+//!    snapshot after as well.
 //! 1. **recovery**: a panic anywhere inside (a tool, an effect, a hook,
 //!    another middleware) becomes an error with the panic's message and a
 //!    `turn.failed` event; the session (and its file) stays valid, since
@@ -26,6 +31,7 @@ pub mod config;
 
 pub use config::{OutputGuardrail, RunConfig};
 
+use super::checkpoints::Checkpointing;
 use super::effects::{
     panic_message, Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point, Stop,
 };
@@ -97,7 +103,11 @@ impl Session {
 
 /// The chain for a run with `config`.
 pub(crate) fn builtin(config: &RunConfig) -> Vec<Arc<dyn Middleware>> {
-    let mut chain: Vec<Arc<dyn Middleware>> = vec![Arc::new(Recovery), Arc::new(Logger)];
+    let mut chain: Vec<Arc<dyn Middleware>> = Vec::new();
+    if config.checkpoints.is_some() {
+        chain.push(Arc::new(Checkpointing));
+    }
+    chain.extend([Arc::new(Recovery) as Arc<dyn Middleware>, Arc::new(Logger)]);
     if let Some(limit) = config.timeout {
         chain.push(Arc::new(Timeout(limit)));
     }

@@ -1,5 +1,6 @@
 //! `SessionConfig` in, `Session` out: the pure start of every conversation.
 
+use super::checkpoints::Checkpoints;
 use super::context::EnvironmentContext;
 use super::context_strategy::{ContextStrategy, Strategies};
 use super::delegate::{self, AgentRegistry, Delegation, DelegationLimits};
@@ -169,6 +170,8 @@ pub(crate) struct Conversation {
     /// Where the file tools read and write text (the disk, or an
     /// editor's buffers).
     pub(crate) files: Files,
+    /// The workspace before and after each turn (with checkpoints on).
+    pub(crate) checkpoints: Checkpoints,
 }
 
 impl Conversation {
@@ -189,6 +192,7 @@ impl Conversation {
                 tools.background_timeout,
             )),
             files: Files::default(),
+            checkpoints: Checkpoints::default(),
         }
     }
 }
@@ -564,6 +568,8 @@ impl Session {
 
     /// Replace history as a whole, telling the observer.
     pub(crate) fn replace_history(&mut self, history: Vec<HistoryItem>) {
+        let kept = cogni_protocol::unchanged_prefix(&self.history, &history);
+        self.history_rewritten(kept);
         self.history.replace(history);
     }
 

@@ -627,7 +627,7 @@ arguments = { text = "slow", sleep_ms = 30000 }
 "#,
         RunConfig {
             timeout: Some(Duration::from_millis(200)),
-            output_guardrails: Vec::new(),
+            ..RunConfig::default()
         },
     );
     let started = std::time::Instant::now();
@@ -656,6 +656,7 @@ fn guardrail(regex: &str) -> RunConfig {
             command: None,
             timeout: Duration::from_secs(5),
         }],
+        ..RunConfig::default()
     }
 }
 
