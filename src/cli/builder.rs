@@ -40,6 +40,20 @@ enum SandboxCheck {
     Workspace,
 }
 
+/// Which front door asks for checkpoints (`[checkpoints]` says which take
+/// them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checkpoints {
+    /// The REPL and `cogni acp` (`[checkpoints] enabled`, default on).
+    Interactive,
+    /// `cogni run` (`[checkpoints] run`, default off; `asked`: with
+    /// `--checkpoint`).
+    Run {
+        /// `--checkpoint` was given.
+        asked: bool,
+    },
+}
+
 /// What a front door asks of a session, over the config files.
 pub(super) struct SessionBuilder {
     common: ConfigArgs,
@@ -59,6 +73,7 @@ pub(super) struct SessionBuilder {
     fork: bool,
     logging: bool,
     sandbox_check: SandboxCheck,
+    checkpoints: Option<Checkpoints>,
 }
 
 /// A session's configuration, checked, and what its front door keeps.
@@ -105,6 +120,7 @@ impl SessionBuilder {
             fork: false,
             logging: true,
             sandbox_check: SandboxCheck::Full,
+            checkpoints: None,
         }
     }
 
@@ -157,6 +173,13 @@ impl SessionBuilder {
         self
     }
 
+    /// Snapshot the workspace around each turn, as `[checkpoints]` says
+    /// for this front door (no call: never).
+    pub fn checkpoints(mut self, front: Checkpoints) -> Self {
+        self.checkpoints = Some(front);
+        self
+    }
+
     /// Load and check everything; warnings about the config files go to
     /// stderr, problems with agent cards to [`Configured::problems`].
     pub fn configure(self) -> Result<Configured, String> {
@@ -166,6 +189,11 @@ impl SessionBuilder {
         let loaded = setup::load(&self.common, &self.launch_dir, self.cwd, flags)?;
         let home = loaded.home;
         let loaded = loaded.config;
+        let checkpoints = match self.checkpoints {
+            None => false,
+            Some(Checkpoints::Interactive) => loaded.checkpoints.interactive,
+            Some(Checkpoints::Run { asked }) => asked || loaded.checkpoints.run,
+        };
         let catalog = super::agents::catalog(&loaded, &home);
         let base = loaded.session.clone();
         let mut config = loaded.session;
@@ -189,6 +217,9 @@ impl SessionBuilder {
         let modes = Modes::of(&config);
         if let Some(mode) = self.mode {
             mode.apply(&mut config, modes);
+        }
+        if checkpoints {
+            config.run.checkpoints = Some(crate::agent::checkpoints::shadow_root(&home));
         }
         config.verbose = self.verbose;
         config.output_schema = self.output_schema;

@@ -3,7 +3,7 @@
 //! check, the session file (new or resumed) and the agents it may
 //! delegate to.
 
-use super::builder::SessionBuilder;
+use super::builder::{Checkpoints, SessionBuilder};
 use super::mode::{Mode, Modes};
 use super::persist::Resume;
 use super::{ConfigArgs, PolicyArgs};
@@ -65,6 +65,7 @@ pub fn open(
     )
     .mode(options.mode)
     .persist(options.persist, resume, fork)
+    .checkpoints(Checkpoints::Interactive)
     .configure()?;
     let (session, file) = configured.start(None)?;
     Ok(Opened {

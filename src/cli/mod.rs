@@ -26,6 +26,7 @@ mod skills;
 mod slash;
 mod tasks;
 mod trust;
+mod undo;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -73,6 +74,9 @@ pub enum Command {
     Repl(ReplArgs),
     /// Continue a saved session in the REPL.
     Resume(ResumeArgs),
+    /// Take a session's changes to the files back, from its checkpoints
+    /// (`cogni run --checkpoint`, the REPL).
+    Undo(UndoArgs),
     /// List saved sessions: id, start time, tokens, cwd, first prompt.
     Sessions(SessionsArgs),
     /// List the models the provider serves and the built-in model catalog.
@@ -153,6 +157,33 @@ pub struct ResumeArgs {
 
     #[command(flatten)]
     pub repl: ReplArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The session (an id or its start; default: the last one that ran
+    /// in this directory).
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+
+    /// Take back from this turn on (default: every turn of the session).
+    #[arg(long, value_name = "N")]
+    pub turn: Option<u32>,
+
+    /// Show what would be restored, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Restore also the paths changed by hand since the turns.
+    #[arg(long, conflicts_with = "keep_mine")]
+    pub force: bool,
+
+    /// Restore the rest, and leave the paths changed by hand since.
+    #[arg(long)]
+    pub keep_mine: bool,
+
+    #[command(flatten)]
+    pub common: ConfigArgs,
 }
 
 #[derive(Debug, Args)]
@@ -307,6 +338,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_persist: bool,
 
+    /// Snapshot the workspace before and after each turn, so `cogni undo
+    /// SESSION` can take the run's changes back (also: [checkpoints] run).
+    #[arg(long, conflicts_with = "no_persist")]
+    pub checkpoint: bool,
+
     /// Record the model's side of the session (texts, tool calls, usage)
     /// as a script that `--script FILE` replays offline.
     #[arg(long, value_name = "FILE", conflicts_with = "tasks")]
@@ -391,6 +427,7 @@ pub fn main() -> ExitCode {
             ..
         })) => ExitCode::from(export::run(args)),
         Some(Command::Sessions(args)) => ExitCode::from(persist::list(args)),
+        Some(Command::Undo(args)) => ExitCode::from(undo::run(args)),
         Some(Command::Models(args)) => ExitCode::from(models::run(args)),
         Some(Command::Agents(args)) => ExitCode::from(agents::run(args)),
         Some(Command::Sandbox(args)) => ExitCode::from(sandbox::run(args)),

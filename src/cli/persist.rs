@@ -73,6 +73,7 @@ impl Persist {
                 let loaded = self.store.load(&id).map_err(|e| e.to_string())?;
                 warn_all(&loaded.warnings);
                 session.restore_history(loaded.history);
+                session.restore_checkpoints(loaded.checkpoints);
             }
             return Ok(None);
         }
@@ -86,6 +87,7 @@ impl Persist {
                 warn_all(&loaded.warnings);
                 session.id = loaded.header.id;
                 session.restore_history(loaded.history);
+                session.restore_checkpoints(loaded.checkpoints);
                 file
             }
             None => {

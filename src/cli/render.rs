@@ -182,6 +182,14 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             format!("  {mark} {tool} {} ({reason})", one_line(summary, 80))
         }
         AgentEvent::Warning { message } => paint("33", &format!("warning: {message}")),
+        AgentEvent::Checkpoint { turn, files, .. } => paint(
+            "2",
+            &format!(
+                "checkpoint: turn {turn} changed {} file{}; `cogni undo` takes it back",
+                files.len(),
+                plural(files.len())
+            ),
+        ),
         AgentEvent::Skill { name, path } => paint(
             "36",
             &format!(
@@ -747,5 +755,14 @@ mod tests {
         assert_eq!(clip("héllo", 2), "h… [5 more bytes]");
         assert_eq!(clip("abc", 3), "abc");
         assert_eq!(one_line("a\nb\tc", 10), "a b c");
+    }
+}
+
+/// `"s"` unless `n` is 1.
+pub(super) fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }

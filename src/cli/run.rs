@@ -1,7 +1,7 @@
 //! `cogni run`: one task, non-interactive, an exit code that tells the truth.
 
 use super::approve::TerminalApprover;
-use super::builder::{Card, SessionBuilder};
+use super::builder::{Card, Checkpoints, SessionBuilder};
 use super::exit;
 use super::persist::Resume;
 use super::render::{strip_terminal_controls, Human, Jsonl, RenderOptions};
@@ -126,6 +126,9 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         .card(args.batch.agent.clone().map(Card::Named))
         .output(args.verbose, output_schema)
         .persist(!args.no_persist, resume, args.fork)
+        .checkpoints(Checkpoints::Run {
+            asked: args.checkpoint,
+        })
         .configure()?;
     configured.warn_problems();
     let config = &configured.config;

@@ -9,6 +9,7 @@
 //! file, selector or config.
 
 use super::builder::{Card, SessionBuilder};
+use super::render::plural;
 use super::{exit, persist, setup, signals, ConfigArgs, RunArgs};
 use crate::agent::{check_session_config, SessionConfig, TurnLimits};
 use crate::config::ConfigFile;
@@ -395,14 +396,6 @@ fn execute(prepared: Prepared) -> u8 {
         Verdict::Passed => exit::DONE,
         Verdict::Failed => exit::TASK_FAILED,
         Verdict::BudgetExceeded => exit::BUDGET_EXCEEDED,
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 

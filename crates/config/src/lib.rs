@@ -35,8 +35,8 @@ pub use agents_md::load_user_instructions;
 pub use allowlist::allowed as untrusted_allowlist;
 pub use cogni_spec::strategies::AgentFile;
 pub use load::{
-    cogni_home, discover, load, read_layers, resolve, validate, Config, Discovered, Layers,
-    Sources, Validated, DEFAULT_VERBOSE_MAX_BYTES,
+    cogni_home, discover, load, read_layers, resolve, validate, Checkpoints, Config, Discovered,
+    Layers, Sources, Validated, DEFAULT_VERBOSE_MAX_BYTES,
 };
 pub use mcp::{add_server, remove_server, NewServer};
 pub use providers::ProviderFile;
@@ -147,6 +147,19 @@ cogni_protocol::layered! {
 }
 
 cogni_protocol::layered! {
+    /// `[checkpoints]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct CheckpointsFile {
+        /// Snapshot the workspace around each turn of the REPL and `cogni
+        /// acp`, for `/undo` and `/rewind` (default on).
+        pub enabled: Option<bool>,
+        /// In `cogni run` too, as `--checkpoint` asks (default off).
+        pub run: Option<bool>,
+    }
+}
+
+cogni_protocol::layered! {
     /// `[skills]`
     #[derive(Debug, Clone, Default, Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -227,6 +240,9 @@ cogni_protocol::layered! {
         pub skills: Option<SkillsFile>,
         /// `[agent]`: strategies of the built-in agent.
         pub agent: Option<AgentFile>,
+        /// `[checkpoints]`: snapshots of the workspace around each turn
+        /// (docs/checkpoints.md).
+        pub checkpoints: Option<CheckpointsFile>,
         /// `[run]`: middleware (timeout, output guardrail).
         pub run: Option<run::RunFile>,
         /// `[[hooks.EVENT]]`: user commands at lifecycle events.

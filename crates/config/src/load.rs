@@ -67,6 +67,8 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentDef>,
     /// `[delegation]`.
     pub delegation: DelegationLimits,
+    /// `[checkpoints]`: which front doors snapshot the workspace.
+    pub checkpoints: Checkpoints,
     /// The working directory is trusted: its own cards, skills and config
     /// count in full.
     pub project_trusted: bool,
@@ -75,6 +77,16 @@ pub struct Config {
     pub skills: Arc<Skills>,
     /// `[mcp_servers.NAME]` and `[mcp]`: the servers front doors start.
     pub mcp: cogni_mcp::McpConfig,
+}
+
+/// `[checkpoints]`, resolved: which front doors snapshot the workspace
+/// around each turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpoints {
+    /// The REPL and `cogni acp`.
+    pub interactive: bool,
+    /// `cogni run`.
+    pub run: bool,
 }
 
 /// Default cut of each payload in verbose logs, in bytes.
@@ -449,6 +461,14 @@ pub fn resolve(
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(DEFAULT_VERBOSE_MAX_BYTES),
         delegation,
+        checkpoints: Checkpoints {
+            interactive: c
+                .checkpoints
+                .as_ref()
+                .and_then(|k| k.enabled)
+                .unwrap_or(true),
+            run: c.checkpoints.as_ref().and_then(|k| k.run).unwrap_or(false),
+        },
         agents: c.agents,
         project_trusted: false,
         skills,

@@ -90,9 +90,11 @@ pub(super) fn run_config(file: Option<RunFile>) -> Result<RunConfig, ConfigError
         .into_iter()
         .map(output_guardrail)
         .collect::<Result<_, _>>()?;
+    // Checkpoints are the front door's choice (`Config::checkpoints`).
     Ok(RunConfig {
         timeout,
         output_guardrails,
+        checkpoints: None,
     })
 }
 

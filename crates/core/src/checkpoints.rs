@@ -379,11 +379,10 @@ impl Session {
         Ok(report)
     }
 
-    /// Everything the turns with checkpoints changed since the first of
-    /// them, as a unified diff (coloured by git when `color`).
+    /// Everything changed since the first turn with a checkpoint, as a
+    /// unified diff (by the turns and by hand).
     pub async fn checkpoint_diff(
         &mut self,
-        color: bool,
         sink: &dyn EventSink,
     ) -> Result<String, CheckpointError> {
         let first = self
@@ -401,7 +400,7 @@ impl Session {
             .await
             .map_err(CheckpointError::Snapshots)?;
         snapshots
-            .diff(&first, &now, color)
+            .diff(&first, &now)
             .await
             .map_err(CheckpointError::Snapshots)
     }

@@ -89,15 +89,24 @@ impl Snapshots {
             .prefix("cogni-checkpoint-")
             .tempdir()
             .map_err(|e| format!("cannot make a directory for the checkpoint index: {e}"))?;
-        let snapshots = Snapshots {
+        let mut snapshots = Snapshots {
             location,
             scratch,
             last: None,
         };
+        let git = snapshots.git(None).await?;
+        // New snapshots continue the ref's chain (a resumed session's), so
+        // none of the earlier ones becomes unreachable.
+        let tip = format!("{}^{{commit}}", snapshots.location.reference);
+        if let Ok(commit) = git.run(&["rev-parse", "--verify", "--quiet", &tip]).await {
+            let tree = git
+                .run(&["rev-parse", &format!("{commit}^{{tree}}")])
+                .await?;
+            snapshots.last = Some((commit, tree));
+        }
         if snapshots.location.shadow.is_none() {
             // Start from the repository's index: its stat data spares
             // reading every unchanged file again.
-            let git = snapshots.git(None).await?;
             let path = git.run(&["rev-parse", "--git-path", "index"]).await?;
             let index = snapshots.location.workspace.join(path);
             if index.is_file() {
@@ -181,20 +190,15 @@ impl Snapshots {
         Ok(parse_name_status(&out))
     }
 
-    /// The unified diff from snapshot `from` to `to` (with a stat above
-    /// it), coloured by git when `color`.
-    pub async fn diff(&self, from: &str, to: &str, color: bool) -> Result<String, String> {
+    /// The unified diff from snapshot `from` to `to`, with a stat above
+    /// it (no colours: the files' own bytes are in it).
+    pub async fn diff(&self, from: &str, to: &str) -> Result<String, String> {
         let git = self.git(None).await?;
-        let colour = if color {
-            "--color=always"
-        } else {
-            "--no-color"
-        };
         let out = git
             .run_bytes(
                 &[
                     "diff",
-                    colour,
+                    "--no-color",
                     "--no-renames",
                     "--relative",
                     "--stat",
@@ -236,7 +240,6 @@ impl Snapshots {
             git.run_bytes(&["checkout-index", "-f", "-z", "--stdin"], Some(write))
                 .await?;
         }
-        self.last = None;
         Ok(())
     }
 }

@@ -6,6 +6,7 @@
 use super::live::Live;
 use crate::cli::mode::Mode;
 use crate::cli::slash;
+use crate::cli::undo::{self, Settle};
 use agent_client_protocol::v1::schema as acp;
 use futures::future::BoxFuture;
 use std::fmt::Write as _;
@@ -59,6 +60,24 @@ pub fn builtins() -> Vec<Builtin> {
             usage: "",
             help: "show the model's plan (with [agent] enable_plan)",
             run: handler!(plan),
+        },
+        Builtin {
+            name: "undo",
+            usage: "[--force|--keep-mine]",
+            help: "take the last turn back: its changes to the files and its place in the conversation",
+            run: handler!(undo),
+        },
+        Builtin {
+            name: "rewind",
+            usage: "[N [both|files|conversation] [--force|--keep-mine]]",
+            help: "list the turns, or go back to before turn N (files, conversation or both)",
+            run: handler!(rewind),
+        },
+        Builtin {
+            name: "diff",
+            usage: "",
+            help: "everything changed in the workspace since the session's first turn",
+            run: handler!(diff),
         },
     ]
 }
@@ -157,5 +176,62 @@ async fn plan(live: &mut Live, _: &str) -> String {
         None => {
             "planning is off: set `[agent] enable_plan = true` in cogni.toml (docs/plan.md)".into()
         }
+    }
+}
+
+async fn undo(live: &mut Live, args: &str) -> String {
+    take_back(live, args, true).await
+}
+
+async fn rewind(live: &mut Live, args: &str) -> String {
+    take_back(live, args, false).await
+}
+
+/// `/undo` and `/rewind` in an editor: no key to ask with, so paths
+/// changed by hand since stop the rewind unless `--force` or
+/// `--keep-mine` says what to do with them.
+async fn take_back(live: &mut Live, args: &str, last: bool) -> String {
+    let asked = match undo::parse(args, last) {
+        Ok(Some(asked)) => asked,
+        Ok(None) => {
+            let list = live.session.turn_checkpoints();
+            if list.is_empty() {
+                return "no checkpoints yet: nothing to rewind".into();
+            }
+            return format!(
+                "Turns (`/rewind N` goes back to before one):\n```\n{}\n```",
+                undo::list_turns(list).join("\n")
+            );
+        }
+        Err(usage) => return usage,
+    };
+    let updates = live.updates.clone();
+    let prepared = match undo::prepare(&mut live.session, asked, &*updates).await {
+        Ok(prepared) => prepared,
+        Err(e) => return e,
+    };
+    let text = format!("```\n{}\n```", prepared.text);
+    let settle = match prepared.settled() {
+        Some(settle) => settle,
+        None if prepared.conflicts().is_empty() => Settle::Overwrite,
+        None => {
+            return format!(
+                "{text}\n{} path(s) were changed by hand after the turn, so nothing was changed: add `--keep-mine` to restore the rest, or `--force` to overwrite them too.",
+                prepared.conflicts().len()
+            )
+        }
+    };
+    match undo::finish(&mut live.session, prepared, settle).await {
+        Ok(done) => format!("{text}\n{done}"),
+        Err(e) => format!("{text}\n{e}"),
+    }
+}
+
+async fn diff(live: &mut Live, _: &str) -> String {
+    let updates = live.updates.clone();
+    match live.session.checkpoint_diff(&*updates).await {
+        Ok(diff) if diff.trim().is_empty() => "no changes since the session's first turn".into(),
+        Ok(diff) => format!("```diff\n{}\n```", diff.trim_end()),
+        Err(e) => e.to_string(),
     }
 }

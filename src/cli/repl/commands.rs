@@ -3,6 +3,7 @@
 //! commands, which may take a built-in's name (the built-in stays
 //! reachable as `/cogni:name`).
 
+use super::undo::{diff, rewind, undo};
 use super::{Mode, Repl};
 use crate::cli::render::plan_lines;
 use crate::cli::slash;
@@ -156,6 +157,24 @@ fn builtins() -> Vec<Builtin> {
             usage: "[NAME]",
             help: "list agent cards or switch to one",
             run: handler!(agent),
+        },
+        Builtin {
+            name: "undo",
+            usage: "[--force|--keep-mine]",
+            help: "take the last turn back: its changes to the files and its place in the conversation",
+            run: handler!(undo),
+        },
+        Builtin {
+            name: "rewind",
+            usage: "[N [both|files|conversation]]",
+            help: "list the turns, or go back to before turn N (files, conversation or both)",
+            run: handler!(rewind),
+        },
+        Builtin {
+            name: "diff",
+            usage: "",
+            help: "everything changed in the workspace since the session's first turn",
+            run: handler!(diff),
         },
         Builtin {
             name: "sessions",

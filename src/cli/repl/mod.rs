@@ -16,6 +16,7 @@ mod markdown;
 mod mentions;
 pub(super) mod sink;
 pub(super) mod term;
+mod undo;
 
 use super::exit;
 use super::interactive::{self, Options};

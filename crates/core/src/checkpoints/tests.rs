@@ -161,7 +161,7 @@ async fn a_rewritten_conversation_keeps_only_the_files_rewind() {
     s.run_turn("make a.txt", &events).await.unwrap();
     s.run_turn("make b.txt", &events).await.unwrap();
     assert!(s.turn_checkpoints()[0].shadow.is_some(), "not a repository");
-    let diff = s.checkpoint_diff(false, &events).await.unwrap();
+    let diff = s.checkpoint_diff(&events).await.unwrap();
     assert!(diff.contains("+one") && diff.contains("+two"), "{diff}");
     // Turn 2's cut is gone; turn 1's (the initial context) stays.
     s.reset();

@@ -103,7 +103,7 @@ async fn a_repository_is_snapshot_and_restored_without_touching_the_users_git() 
             .tap_sort(),
         "ignored files are not part of a checkpoint"
     );
-    let diff = snaps.diff(&before, &after, false).await.unwrap();
+    let diff = snaps.diff(&before, &after).await.unwrap();
     assert!(diff.contains("-one\n+two"), "{diff}");
 
     snaps.restore(&before, &paths(&changes)).await.unwrap();
@@ -124,6 +124,18 @@ async fn a_repository_is_snapshot_and_restored_without_touching_the_users_git() 
     );
     let now = snaps.take("now").await.unwrap();
     assert!(snaps.changes(&before, &now).await.unwrap().is_empty());
+
+    // Opened again (a resumed session, `cogni undo`): the chain goes on.
+    let location = snaps.location().clone();
+    drop(snaps);
+    let mut again = Snapshots::at(location).await.unwrap();
+    assert_eq!(again.take("same").await.unwrap(), now, "nothing changed");
+    write(&repo, "a.txt", "three\n");
+    let later = again.take("later").await.unwrap();
+    let log = plain_git(&repo, &["rev-list", "refs/cogni/checkpoints/s1"]);
+    for commit in [&before, &after, &now, &later] {
+        assert!(log.contains(commit.as_str()), "{commit} not in {log}");
+    }
 }
 
 trait TapSort {
