@@ -8,6 +8,7 @@ mod apply_patch_fixtures;
 mod approval_tty;
 mod browser;
 mod chat_provider;
+mod checkpoints;
 mod cli;
 mod common;
 mod compaction;
