@@ -1029,3 +1029,60 @@ fn context_reset_and_summarize_change_what_the_model_receives_next() {
         Some("user: fourth message")
     );
 }
+
+#[test]
+fn undo_rewind_and_diff_take_turns_back_and_stop_at_hand_edits() {
+    let env = Env::new();
+    let work = env.work();
+    std::fs::write(work.join("keep.txt"), "original\n").unwrap();
+    let script = env.script_file(
+        "script.toml",
+        json!([
+            { "tool_calls": [call("write_file", json!({ "path": "one.txt", "content": "1\n" }))] },
+            { "text": "wrote one" },
+            { "tool_calls": [call("write_file", json!({ "path": "keep.txt", "content": "two\n" }))] },
+            { "text": "wrote two" },
+        ]),
+    );
+    let script = script.to_str().unwrap().to_string();
+    let editor = Arc::new(Editor::default());
+    drive(
+        &env,
+        &["--script", &script, "--mode", "auto", "--no-sandbox"],
+        editor,
+        false,
+        async |cx, editor| {
+            let id = new_session(&cx, &work).await?.session_id;
+            assert_eq!(say(&cx, &editor, &id, "first").await?, "wrote one");
+            assert_eq!(say(&cx, &editor, &id, "second").await?, "wrote two");
+            let diff = say(&cx, &editor, &id, "/diff").await?;
+            assert!(diff.contains("+two") && diff.contains("+1"), "{diff}");
+            let listed = say(&cx, &editor, &id, "/rewind").await?;
+            assert!(
+                listed.contains("first") && listed.contains("second"),
+                "{listed}"
+            );
+
+            // keep.txt changed by hand since turn 2: /undo stops.
+            std::fs::write(work.join("keep.txt"), "by hand\n").unwrap();
+            let stopped = say(&cx, &editor, &id, "/undo").await?;
+            assert!(stopped.contains("--keep-mine"), "{stopped}");
+            assert_eq!(
+                std::fs::read_to_string(work.join("keep.txt")).unwrap(),
+                "by hand\n"
+            );
+            let forced = say(&cx, &editor, &id, "/undo --force").await?;
+            assert!(forced.contains("removed turn 2"), "{forced}");
+            assert_eq!(
+                std::fs::read_to_string(work.join("keep.txt")).unwrap(),
+                "original\n"
+            );
+            let undone = say(&cx, &editor, &id, "/undo").await?;
+            assert!(undone.contains("remove     one.txt"), "{undone}");
+            assert!(!work.join("one.txt").exists());
+            let nothing = say(&cx, &editor, &id, "/undo").await?;
+            assert!(nothing.contains("nothing to undo"), "{nothing}");
+            Ok(())
+        },
+    );
+}
