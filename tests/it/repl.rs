@@ -120,6 +120,45 @@ fn ctrl_c_during_a_slow_stream_returns_to_the_prompt_and_the_next_question_works
 }
 
 #[test]
+fn esc_during_a_turn_stops_it_arrows_do_not_and_typing_waits_for_the_next_prompt() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(
+        MockResponse::sse([chat::role(), chat::text("a long answer begins\n")]).stall_forever(),
+    );
+    server.enqueue(chat::text_response("second answer"));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("› ", WAIT);
+    pty.send("tell me a long story\r");
+    pty.expect("a long answer begins", WAIT);
+    // An arrow key is a sequence that starts with Esc: not a stop.
+    pty.send("\x1b[A");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pty.screen().contains("interrupted"), "{}", pty.screen());
+    // Typed while the answer streams: not echoed into it, kept.
+    pty.send("and now?");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pty.screen().contains("and now?"), "{}", pty.screen());
+    let pressed = Instant::now();
+    pty.send("\x1b");
+    pty.expect("interrupted", WAIT);
+    assert!(
+        pressed.elapsed() < Duration::from_secs(5),
+        "the stop took {:?}",
+        pressed.elapsed()
+    );
+    // The prompt comes back with what was typed on it.
+    pty.expect("› and now?", WAIT);
+    pty.send("\r");
+    pty.expect("second answer", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    let second = server.requests()[1].body_text();
+    assert!(second.contains("and now?"), "{second}");
+}
+
+#[test]
 fn ctrl_c_during_a_sleep_tool_leaves_no_process_behind() {
     let env = Env::new();
     let server = MockServer::start();

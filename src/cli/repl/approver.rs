@@ -65,10 +65,9 @@ impl Approver for ReplApprover {
                         }
                         Some(Key::Message) => {
                             let _ = writeln!(out, "m");
-                            return approve::deny_with_message(
-                                &mut std::io::stdin().lock(),
-                                &mut out,
-                            );
+                            return term::cooked(|| {
+                                approve::deny_with_message(&mut std::io::stdin().lock(), &mut out)
+                            });
                         }
                         Some(Key::Stop) => {
                             let _ = writeln!(out, "no (stopping the turn)");

@@ -12,6 +12,7 @@
 pub(super) mod approver;
 mod commands;
 pub(super) mod editor;
+mod keys;
 mod markdown;
 mod mentions;
 pub(super) mod sink;
@@ -71,6 +72,8 @@ pub(super) struct Repl {
     mcp: Option<Servers>,
     /// `cogni "PROMPT"`: sent as if typed at the first prompt.
     first: Option<String>,
+    /// Typed while the last turn ran: lines to run next, the line begun.
+    ahead: keys::Typed,
 }
 
 /// Run the REPL, sending `first` as its first input if given; returns the
@@ -152,6 +155,7 @@ fn prepare(
         mcp_config: opened.mcp,
         mcp: None,
         first: None,
+        ahead: keys::Typed::default(),
     };
     Ok((repl, completions))
 }
@@ -317,14 +321,21 @@ impl Repl {
         // What was typed before a Shift-Tab, back on the line.
         let mut typed = String::new();
         loop {
-            let input = match self.first.take() {
+            let next = match self.first.take() {
+                Some(text) => Some(text),
+                None if !self.ahead.lines.is_empty() => Some(self.ahead.lines.remove(0)),
+                None => None,
+            };
+            let input = match next {
                 Some(text) => {
                     self.sink.say(&format!("{}{text}", self.prompt().styled));
                     Input::Line(text)
                 }
                 None => {
+                    let mut initial = std::mem::take(&mut typed);
+                    initial.push_str(&std::mem::take(&mut self.ahead.partial));
                     let prompt = Prompt {
-                        initial: std::mem::take(&mut typed),
+                        initial,
                         ..self.prompt()
                     };
                     tokio::select! {
@@ -408,7 +419,12 @@ impl Repl {
                 .note(&format!("attached: {}", attached.join(", ")));
         }
         let spinner = self.sink.spawn_spinner();
+        // Esc stops the turn as Ctrl-C does; typing is kept for later.
+        let keys = keys::TurnKeys::start(stop_turn(self.stop.clone()));
         let result = self.session.run_turn(&message, &self.sink).await;
+        if let Some(keys) = keys {
+            self.ahead = keys.finish();
+        }
         if let Some(spinner) = spinner {
             spinner.abort();
         }

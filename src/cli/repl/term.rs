@@ -80,13 +80,13 @@ pub fn fit(text: &str, width: usize) -> String {
 /// The terminal settings of stdin at start, restored on every exit.
 static SAVED: OnceLock<libc::termios> = OnceLock::new();
 
-fn get_attr() -> Option<libc::termios> {
+pub(super) fn get_attr() -> Option<libc::termios> {
     // SAFETY: tcgetattr fills a termios we own.
     let mut t: libc::termios = unsafe { std::mem::zeroed() };
     (unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut t) } == 0).then_some(t)
 }
 
-fn set_attr(t: &libc::termios) {
+pub(super) fn set_attr(t: &libc::termios) {
     // SAFETY: tcsetattr reads a termios we own.
     unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
 }
@@ -110,9 +110,40 @@ pub fn restore() {
     }
 }
 
+/// One reader of the keyboard at a time: an approval question
+/// ([`read_key`], [`cooked`]) and the watch of a running turn
+/// ([`super::keys`]), which steps aside while [`WANTED`] is set.
+pub(super) static KEYBOARD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Readers waiting for [`KEYBOARD`] (not the watch).
+pub(super) static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Hold the keyboard for a question.
+fn take_keyboard() -> std::sync::MutexGuard<'static, ()> {
+    use std::sync::atomic::Ordering;
+    WANTED.fetch_add(1, Ordering::SeqCst);
+    let guard = KEYBOARD.lock().unwrap_or_else(|e| e.into_inner());
+    WANTED.fetch_sub(1, Ordering::SeqCst);
+    guard
+}
+
+/// Run `f` (which reads a line from stdin) with the keyboard held and the
+/// terminal as it was at start (echo, line editing), then as it was.
+pub fn cooked<T>(f: impl FnOnce() -> T) -> T {
+    let _reader = take_keyboard();
+    let now = get_attr();
+    restore();
+    let result = f();
+    if let Some(t) = now {
+        set_attr(&t);
+    }
+    result
+}
+
 /// Read one key from stdin without waiting for Enter and without echo;
 /// `None` when stdin is not a terminal or at end of input. Blocking.
 pub fn read_key() -> Option<u8> {
+    let _reader = take_keyboard();
     let before = get_attr()?;
     let mut raw = before;
     raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
