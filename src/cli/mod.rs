@@ -26,6 +26,7 @@ mod skills;
 mod slash;
 mod tasks;
 mod trust;
+mod view;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

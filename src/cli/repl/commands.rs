@@ -68,6 +68,12 @@ fn builtins() -> Vec<Builtin> {
             run: handler!(clear),
         },
         Builtin {
+            name: "expand",
+            usage: "[N]",
+            help: "show a folded diff or command output in full (the last one, or number N)",
+            run: handler!(expand),
+        },
+        Builtin {
             name: "model",
             usage: "[NAME]",
             help: "show or switch the model (the conversation is kept)",
@@ -189,6 +195,17 @@ async fn exit(_: &mut Repl, _: &str) -> Flow {
 async fn clear(r: &mut Repl, _: &str) -> Flow {
     if r.sink.caps().ansi {
         r.sink.say("\x1b[2J\x1b[H");
+    }
+    Flow::Continue
+}
+
+async fn expand(r: &mut Repl, args: &str) -> Flow {
+    match args.parse::<usize>() {
+        _ if args.is_empty() => r.sink.expand(None),
+        Ok(n) => r.sink.expand(Some(n)),
+        Err(_) => r
+            .sink
+            .error("usage: /expand [N] (N: the number a fold shows)"),
     }
     Flow::Continue
 }

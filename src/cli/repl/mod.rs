@@ -12,6 +12,7 @@
 pub(super) mod approver;
 mod commands;
 pub(super) mod editor;
+mod fold;
 mod markdown;
 mod mentions;
 pub(super) mod sink;
@@ -118,6 +119,7 @@ fn prepare(
     let approver = Arc::new(approver::ReplApprover::new(
         stop_turn(stop.clone()),
         sink.caps(),
+        cwd.clone(),
     ));
     opened.session.set_approver(approver.clone());
     let (registry, problems) = commands::load(&cwd, &opened.home, opened.project_trusted);
