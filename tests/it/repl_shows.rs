@@ -165,3 +165,44 @@ fn a_long_line_shows_while_it_streams() {
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0));
 }
+
+#[test]
+fn the_status_line_shows_model_mode_context_tokens_and_cost_unless_turned_off() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("First."));
+    server.enqueue(chat::text_response("Second."));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("act › ", WAIT);
+    pty.send("one\r");
+    pty.expect("First.", WAIT);
+    // Each mock answer counts 10 tokens in and 5 out.
+    pty.expect(
+        "gpt-4.1 · act mode · context 0% of 1.0M · 15 tokens · $0.0001\nact › ",
+        WAIT,
+    );
+    // A switch shows in it too; a command that changes nothing does not.
+    pty.send("/mode plan\r");
+    pty.expect("gpt-4.1 · plan mode · context 0% of 1.0M · 15 tokens", WAIT);
+    pty.expect("plan › ", WAIT);
+    pty.send("/help\r");
+    pty.expect("/expand [N]", WAIT);
+    pty.expect("plan › ", WAIT);
+    assert_eq!(pty.screen().matches("plan mode · context").count(), 1);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        "[repl]\nstatus_line = false\n",
+    )
+    .unwrap();
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("act › ", WAIT);
+    pty.send("two\r");
+    pty.expect("Second.", WAIT);
+    pty.expect("act › ", WAIT);
+    assert!(!pty.screen().contains("mode · context"), "{}", pty.screen());
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+}

@@ -147,6 +147,17 @@ cogni_protocol::layered! {
 }
 
 cogni_protocol::layered! {
+    /// `[repl]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ReplFile {
+        /// The status line above the prompt (model, mode, context used,
+        /// tokens, cost); default on.
+        pub status_line: Option<bool>,
+    }
+}
+
+cogni_protocol::layered! {
     /// `[skills]`
     #[derive(Debug, Clone, Default, Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -225,6 +236,8 @@ cogni_protocol::layered! {
         pub memory: Option<MemoryFile>,
         /// `[skills]`: the listing of skills (docs/skills.md).
         pub skills: Option<SkillsFile>,
+        /// `[repl]`: how the REPL looks (docs/repl.md).
+        pub repl: Option<ReplFile>,
         /// `[agent]`: strategies of the built-in agent.
         pub agent: Option<AgentFile>,
         /// `[run]`: middleware (timeout, output guardrail).

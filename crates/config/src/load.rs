@@ -75,6 +75,8 @@ pub struct Config {
     pub skills: Arc<Skills>,
     /// `[mcp_servers.NAME]` and `[mcp]`: the servers front doors start.
     pub mcp: cogni_mcp::McpConfig,
+    /// `[repl] status_line`: the REPL shows its status line.
+    pub status_line: bool,
 }
 
 /// Default cut of each payload in verbose logs, in bytes.
@@ -448,6 +450,7 @@ pub fn resolve(
         session,
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(DEFAULT_VERBOSE_MAX_BYTES),
+        status_line: c.repl.and_then(|r| r.status_line).unwrap_or(true),
         delegation,
         agents: c.agents,
         project_trusted: false,

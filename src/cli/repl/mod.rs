@@ -16,6 +16,7 @@ mod fold;
 mod markdown;
 mod mentions;
 pub(super) mod sink;
+mod status;
 pub(super) mod term;
 
 use super::exit;
@@ -71,6 +72,8 @@ pub(super) struct Repl {
     mcp: Option<Servers>,
     /// `cogni "PROMPT"`: sent as if typed at the first prompt.
     first: Option<String>,
+    /// The status line above the prompt.
+    status: status::StatusLine,
 }
 
 /// Run the REPL, sending `first` as its first input if given; returns the
@@ -153,6 +156,7 @@ fn prepare(
         mcp_config: opened.mcp,
         mcp: None,
         first: None,
+        status: status::StatusLine::new(opened.status_line),
     };
     Ok((repl, completions))
 }
@@ -324,6 +328,7 @@ impl Repl {
                     Input::Line(text)
                 }
                 None => {
+                    self.show_status();
                     let prompt = Prompt {
                         initial: std::mem::take(&mut typed),
                         ..self.prompt()
@@ -465,6 +470,7 @@ impl Repl {
         self.session = session;
         self.file = file;
         self.save_failure_reported = false;
+        self.sink.forget_context();
     }
 
     async fn resume(&mut self, id: &str) -> Result<(), String> {

@@ -36,6 +36,9 @@ struct Screen {
     partial_drawn: bool,
     /// Long diffs and command outputs shown folded, for `/expand`.
     folds: Folds,
+    /// Tokens of the last model request and its answer (the context the
+    /// status line shows), once one was made.
+    context: Option<u64>,
 }
 
 /// Renders events for the REPL. Cheap to clone (shared state).
@@ -64,6 +67,7 @@ impl ReplSink {
                 plan_lines: None,
                 partial_drawn: false,
                 folds: Folds::default(),
+                context: None,
             })),
         }
     }
@@ -144,6 +148,18 @@ impl ReplSink {
     pub fn idle(&self) {
         if let Ok(mut s) = self.screen.lock() {
             self.stop_waiting(&mut s);
+        }
+    }
+
+    /// Tokens of the last model request and its answer, once one was made.
+    pub fn context_used(&self) -> Option<u64> {
+        self.screen.lock().ok()?.context
+    }
+
+    /// Forget the last request's tokens (another session was opened).
+    pub fn forget_context(&self) {
+        if let Ok(mut s) = self.screen.lock() {
+            s.context = None;
         }
     }
 
@@ -290,7 +306,12 @@ impl EventSink for ReplSink {
                 );
                 write_out(&format!("\n{text}\n"));
             }
-            AgentEvent::ModelResponse { .. } => self.stop_waiting(&mut s),
+            AgentEvent::ModelResponse { usage, .. } => {
+                self.stop_waiting(&mut s);
+                if let Some(usage) = usage {
+                    s.context = Some(usage.input_tokens + usage.output_tokens);
+                }
+            }
             AgentEvent::Approval {
                 status: ApprovalStatus::Asked,
                 ..
