@@ -206,3 +206,34 @@ fn the_status_line_shows_model_mode_context_tokens_and_cost_unless_turned_off() 
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0));
 }
+
+#[test]
+fn init_writes_agents_md_from_the_models_answer_and_keeps_one_that_exists() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("# Guide\n\nRun `make test`.\n"));
+    server.enqueue(chat::text_response("```markdown\n# New guide\n```"));
+    let mut pty = repl(&env, &server, &[]);
+    pty.expect("act › ", WAIT);
+    pty.send("/init\r");
+    pty.expect("wrote AGENTS.md (3 lines)", WAIT);
+    pty.expect("› ", WAIT);
+    let agents = env.work().join("AGENTS.md");
+    assert_eq!(
+        std::fs::read_to_string(&agents).unwrap(),
+        "# Guide\n\nRun `make test`.\n"
+    );
+    let asked = server.requests()[0].body_text();
+    assert!(asked.contains("write an AGENTS.md for it"), "{asked}");
+    pty.send("/init\r");
+    pty.expect("AGENTS.md exists already; /init --force replaces it", WAIT);
+    pty.expect("› ", WAIT);
+    assert_eq!(server.request_count(), 1, "nothing was asked");
+    pty.send("/init --force\r");
+    pty.expect("wrote AGENTS.md (1 line)", WAIT);
+    pty.expect("› ", WAIT);
+    assert_eq!(std::fs::read_to_string(&agents).unwrap(), "# New guide\n");
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    server.assert_invariants();
+}

@@ -3,6 +3,7 @@
 //! commands, which may take a built-in's name (the built-in stays
 //! reachable as `/cogni:name`).
 
+use super::init::init;
 use super::{Mode, Repl};
 use crate::cli::render::plan_lines;
 use crate::cli::slash;
@@ -66,6 +67,12 @@ fn builtins() -> Vec<Builtin> {
             usage: "",
             help: "clear the screen",
             run: handler!(clear),
+        },
+        Builtin {
+            name: "init",
+            usage: "[--force]",
+            help: "write an AGENTS.md for this repository: the model studies it and writes the text",
+            run: handler!(init),
         },
         Builtin {
             name: "expand",

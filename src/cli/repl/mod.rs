@@ -13,6 +13,7 @@ pub(super) mod approver;
 mod commands;
 pub(super) mod editor;
 mod fold;
+mod init;
 mod markdown;
 mod mentions;
 pub(super) mod sink;
@@ -26,7 +27,7 @@ use super::persist::{Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
 use super::slash;
 use super::ReplArgs;
-use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
+use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle, TurnResult};
 use crate::mcp::{McpConfig, Servers};
 use crate::protocol::TurnOutcome;
 use crate::spec::cards::AgentCard;
@@ -376,7 +377,9 @@ impl Repl {
             match flow {
                 Flow::Exit => break,
                 Flow::Continue => {}
-                Flow::Submit(message) => self.turn(message).await,
+                Flow::Submit(message) => {
+                    self.turn(message).await;
+                }
             }
         }
         if let Some(signal) = quit.signal() {
@@ -404,8 +407,8 @@ impl Repl {
         }
     }
 
-    /// One turn for a user message.
-    async fn turn(&mut self, text: String) {
+    /// One turn for a user message; its result, unless it failed.
+    async fn turn(&mut self, text: String) -> Option<TurnResult> {
         sync_plan_note(&mut self.session, self.mode);
         let cwd = self.session.context().cwd.clone();
         let (message, attached) = mentions::expand(&text, &cwd, self.current.max_context_bytes);
@@ -422,11 +425,11 @@ impl Repl {
             file.record_usage(&turn.usage);
         }
         self.report_save_failure();
-        if let Ok(turn) = result {
-            if turn.outcome == TurnOutcome::Interrupted {
-                self.sink.note("(interrupted; back at the prompt)");
-            }
+        let turn = result.ok()?;
+        if turn.outcome == TurnOutcome::Interrupted {
+            self.sink.note("(interrupted; back at the prompt)");
         }
+        Some(turn)
     }
 
     /// On leaving: the command that continues this session, when it was
