@@ -298,6 +298,7 @@ impl EventSink for ReplSink {
                 write_out(&text);
             }
             AgentEvent::ItemDiscarded { .. } => {
+                self.clear_spinner(&mut s);
                 s.markdown.reset();
                 let text = paint(
                     self.caps.color,
