@@ -191,6 +191,18 @@ mod tests {
             panic!()
         };
         assert!(diff.contains("+one\n+2\n"), "a new file's head: {diff}");
+        // A FIFO the model names is not waited on: the new file's lines.
+        let fifo = dir.path().join("pipe");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let write = r#"{"path":"pipe","content":"x\n"}"#;
+        let Some(Shown::Change { diff, .. }) = call("write_file", write, Some(dir.path())) else {
+            panic!()
+        };
+        assert!(diff.starts_with("--- /dev/null\n"), "{diff}");
         assert_eq!(call("read_file", r#"{"path":"a"}"#, None), None);
     }
 }
