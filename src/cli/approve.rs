@@ -4,25 +4,35 @@
 //! [`crate::protocol::NonInteractive`] answers "no" at once, so cogni never
 //! waits on stdin in CI.
 
-use super::render::show_controls;
+use super::render::{paint, show_controls};
+use super::view::{self, Shown};
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
 use futures::future::BoxFuture;
 use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 
 /// Asks on stderr and reads the answer from stdin, off the async runtime.
-pub struct TerminalApprover;
+pub struct TerminalApprover {
+    /// The session's working directory (a `write_file` question shows
+    /// the diff against the file there).
+    pub cwd: PathBuf,
+    /// Diffs in questions are coloured.
+    pub color: bool,
+}
 
 const MAX_TRIES: usize = 3;
 
 impl Approver for TerminalApprover {
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
         let request = request.clone();
+        let (cwd, color) = (self.cwd.clone(), self.color);
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
+                let asked = question(&request, Some(&cwd), color);
                 let stdin = std::io::stdin();
                 let mut input = stdin.lock();
                 let mut err = std::io::stderr().lock();
-                ask_blocking(&request, &mut input, &mut err)
+                ask_blocking(&asked, &mut input, &mut err)
             })
             .await
             .unwrap_or(ApprovalDecision::Deny)
@@ -34,14 +44,54 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// The question about `request`, on its own lines.
-pub fn question(request: &ApprovalRequest) -> String {
-    format!(
-        "\n? Allow {}: {}\n  ({})",
-        show_controls(&request.tool),
-        show_controls(&request.summary),
-        show_controls(&request.reason)
-    )
+/// Lines of a change a question shows; the rest is counted.
+const QUESTION_DIFF_LINES: usize = 60;
+
+/// The question about `request`, on its own lines: a command as the shell
+/// reads it (a script with its real newlines), a file change as the diff
+/// it would make (coloured when `color`), anything else as its summary.
+/// `cwd` is where relative paths are, when known (a `write_file` is then
+/// diffed against the file there).
+pub fn question(request: &ApprovalRequest, cwd: Option<&Path>, color: bool) -> String {
+    let tool = show_controls(&request.tool);
+    let body = match view::call(&request.tool, &request.arguments, cwd) {
+        Some(Shown::Command(script)) if !script.contains('\n') => {
+            format!("{tool}: {}", show_controls(&script))
+        }
+        Some(Shown::Command(script)) => {
+            let lines: Vec<String> = script
+                .lines()
+                .map(|l| format!("    {}", show_controls(l)))
+                .collect();
+            format!("{tool}:\n{}", lines.join("\n"))
+        }
+        Some(Shown::Change { file, diff }) => {
+            let lines = view::diff_lines(&diff, color);
+            let mut text = format!("{tool}: {}", show_controls(&file));
+            for line in lines.iter().take(QUESTION_DIFF_LINES) {
+                text.push_str(&format!("\n    {line}"));
+            }
+            if lines.len() > QUESTION_DIFF_LINES {
+                let more = lines.len() - QUESTION_DIFF_LINES;
+                text.push_str(&format!("\n    … {more} more lines"));
+            }
+            text
+        }
+        None => format!("{tool}: {}", show_controls(&request.summary)),
+    };
+    let (head, rest) = body.split_once('\n').unwrap_or((&body, ""));
+    let mut text = format!("\n{}", paint(color, "33", &format!("? Allow {head}")));
+    if !rest.is_empty() {
+        text.push('\n');
+        text.push_str(rest);
+    }
+    text.push('\n');
+    text.push_str(&paint(
+        color,
+        "33",
+        &format!("  ({})", show_controls(&request.reason)),
+    ));
+    text
 }
 
 /// The choices, shown before the answer.
@@ -69,13 +119,14 @@ pub fn deny_with_message(input: &mut dyn BufRead, out: &mut dyn Write) -> Approv
     }
 }
 
-/// The question and answer loop, on any reader and writer (tested below).
+/// The question (as [`question`] words it) and answer loop, on any reader
+/// and writer (tested below).
 pub fn ask_blocking(
-    request: &ApprovalRequest,
+    question: &str,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> ApprovalDecision {
-    let _ = writeln!(out, "{}", question(request));
+    let _ = writeln!(out, "{question}");
     for _ in 0..MAX_TRIES {
         let _ = write!(out, "{CHOICES}");
         let _ = out.flush();
@@ -113,11 +164,45 @@ mod tests {
             call_id: "c".into(),
             tool: "shell".into(),
             summary: "rm -rf build".into(),
+            arguments: r#"{"command":"rm -rf build"}"#.into(),
             reason: "policy".into(),
         };
         let mut out = Vec::new();
-        let decision = ask_blocking(&request, &mut answers.as_bytes(), &mut out);
+        let asked = question(&request, None, false);
+        let decision = ask_blocking(&asked, &mut answers.as_bytes(), &mut out);
         (decision, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn questions_show_scripts_and_changes_as_they_are() {
+        let request = |tool: &str, arguments: serde_json::Value| ApprovalRequest {
+            call_id: "c".into(),
+            tool: tool.into(),
+            summary: "-".into(),
+            arguments: arguments.to_string(),
+            reason: "policy".into(),
+        };
+        let script = request(
+            "shell",
+            serde_json::json!({"command": "cd build &&\nmake\x1b[2J"}),
+        );
+        let text = question(&script, None, false);
+        assert!(
+            text.contains("? Allow shell:\n    cd build &&\n    make\\u{1b}[2J\n  (policy)"),
+            "{text}"
+        );
+        let edit = request(
+            "edit_file",
+            serde_json::json!({"path": "a.rs", "old_string": "x\n", "new_string": "y\n"}),
+        );
+        let text = question(&edit, None, true);
+        assert!(text.contains("? Allow edit_file: a.rs"), "{text}");
+        assert!(
+            text.contains("\n    \x1b[31m-x\x1b[0m\n    \x1b[32m+y\x1b[0m"),
+            "{text:?}"
+        );
+        let other = request("mcp__x__y", serde_json::json!({}));
+        assert!(question(&other, None, false).contains("? Allow mcp__x__y: -\n"));
     }
 
     #[test]

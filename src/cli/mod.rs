@@ -27,6 +27,7 @@ mod slash;
 mod tasks;
 mod trust;
 mod undo;
+mod view;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

@@ -109,7 +109,8 @@ pub(super) fn paint(color: bool, code: &str, text: &str) -> String {
 }
 
 /// How a finished tool call went: a mark (✓ or ✗) and the detail
-/// (exit code, duration, the first line of a failure's output).
+/// (a command's exit code, duration, the first line of a failure's
+/// output).
 pub(super) fn tool_result(color: bool, item: &Item) -> Option<(String, String)> {
     let Item::ToolCall {
         status,
@@ -122,11 +123,11 @@ pub(super) fn tool_result(color: bool, item: &Item) -> Option<(String, String)> 
         return None;
     };
     let ms = duration_ms.unwrap_or(0);
+    let code = exit_code
+        .map(|c| format!("exit {c} · "))
+        .unwrap_or_default();
     Some(match status {
         ToolStatus::Failed => {
-            let code = exit_code
-                .map(|c| format!("exit {c} · "))
-                .unwrap_or_default();
             let first = output
                 .as_deref()
                 .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
@@ -134,7 +135,7 @@ pub(super) fn tool_result(color: bool, item: &Item) -> Option<(String, String)> 
                 .unwrap_or_default();
             (paint(color, "31", "✗"), format!("{code}{ms} ms{first}"))
         }
-        _ => (paint(color, "32", "✓"), format!("{ms} ms")),
+        _ => (paint(color, "32", "✓"), format!("{code}{ms} ms")),
     })
 }
 
@@ -529,12 +530,16 @@ pub(super) fn strip_event_controls(event: AgentEvent) -> AgentEvent {
                 name,
                 arguments,
                 output,
+                diff,
                 ..
             } => {
                 strip(name);
                 strip(arguments);
                 if let Some(output) = output.as_mut() {
                     strip(output);
+                }
+                if let Some(diff) = diff.as_mut() {
+                    strip(diff);
                 }
             }
         },

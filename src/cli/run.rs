@@ -255,7 +255,10 @@ fn execute(
     // Questions go to a person only when one is at the keyboard; the task
     // itself may have come from stdin, which then is not a terminal.
     if std::io::stdin().is_terminal() && args.task.as_deref() != Some("-") {
-        session.set_approver(Arc::new(TerminalApprover));
+        session.set_approver(Arc::new(TerminalApprover {
+            cwd: session.context().cwd.clone(),
+            color: options.color,
+        }));
     }
     let ctx = session.context();
     sink.emit(AgentEvent::SessionStarted {

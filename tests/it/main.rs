@@ -33,6 +33,7 @@ mod plan;
 mod prompt;
 mod record;
 mod repl;
+mod repl_shows;
 mod responses_provider;
 mod runner;
 mod sandbox;

@@ -7,10 +7,10 @@ use crate::common::pty::{processes_with, Pty};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 /// `cogni <args>` in the workspace, against `server` as the OpenAI provider.
-fn cogni(env: &Env, server: Option<&MockServer>, args: &[&str]) -> Command {
+pub(crate) fn cogni(env: &Env, server: Option<&MockServer>, args: &[&str]) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cogni"));
     cmd.current_dir(env.work())
         .env_clear()
@@ -27,7 +27,7 @@ fn cogni(env: &Env, server: Option<&MockServer>, args: &[&str]) -> Command {
     cmd
 }
 
-fn repl(env: &Env, server: &MockServer, args: &[&str]) -> Pty {
+pub(crate) fn repl(env: &Env, server: &MockServer, args: &[&str]) -> Pty {
     let mut all = vec!["repl"];
     all.extend_from_slice(args);
     Pty::spawn(cogni(env, Some(server), &all), 100)
@@ -64,12 +64,8 @@ fn a_streamed_answer_appears_and_ctrl_d_leaves_with_the_terminal_restored() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     let id = sessions[0].trim_end_matches(".jsonl");
-    assert!(
-        pty.screen()
-            .contains(&format!("resume this session: cogni resume {id}")),
-        "{}",
-        pty.screen()
-    );
+    // Waited for: the child may exit before its last bytes are read.
+    pty.expect(&format!("resume this session: cogni resume {id}"), WAIT);
     server.assert_invariants();
     let body = server.requests()[0].body_text();
     assert!(body.contains(r"say \nhello"), "{body}");

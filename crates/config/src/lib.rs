@@ -160,6 +160,17 @@ cogni_protocol::layered! {
 }
 
 cogni_protocol::layered! {
+    /// `[repl]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ReplFile {
+        /// The status line above the prompt (model, mode, context used,
+        /// tokens, cost); default on.
+        pub status_line: Option<bool>,
+    }
+}
+
+cogni_protocol::layered! {
     /// `[skills]`
     #[derive(Debug, Clone, Default, Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -238,6 +249,8 @@ cogni_protocol::layered! {
         pub memory: Option<MemoryFile>,
         /// `[skills]`: the listing of skills (docs/skills.md).
         pub skills: Option<SkillsFile>,
+        /// `[repl]`: how the REPL looks (docs/repl.md).
+        pub repl: Option<ReplFile>,
         /// `[agent]`: strategies of the built-in agent.
         pub agent: Option<AgentFile>,
         /// `[checkpoints]`: snapshots of the workspace around each turn

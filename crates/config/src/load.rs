@@ -77,6 +77,8 @@ pub struct Config {
     pub skills: Arc<Skills>,
     /// `[mcp_servers.NAME]` and `[mcp]`: the servers front doors start.
     pub mcp: cogni_mcp::McpConfig,
+    /// `[repl] status_line`: the REPL shows its status line.
+    pub status_line: bool,
 }
 
 /// `[checkpoints]`, resolved: which front doors snapshot the workspace
@@ -460,6 +462,7 @@ pub fn resolve(
         session,
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(DEFAULT_VERBOSE_MAX_BYTES),
+        status_line: c.repl.and_then(|r| r.status_line).unwrap_or(true),
         delegation,
         checkpoints: Checkpoints {
             interactive: c

@@ -199,6 +199,7 @@ pub(crate) fn request(call: &ToolCall, reason: String) -> ApprovalRequest {
         call_id: call.id.clone(),
         tool: call.name.clone(),
         summary: describe(call),
+        arguments: call.arguments.clone(),
         reason,
     }
 }

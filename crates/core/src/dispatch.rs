@@ -86,6 +86,7 @@ pub(super) fn unfinished_event(call: &ToolCall, output: &str) -> AgentEvent {
             output: Some(output.to_string()),
             exit_code: None,
             duration_ms: Some(0),
+            diff: None,
         },
     }
 }
@@ -101,6 +102,7 @@ pub(super) fn started_event(call: &ToolCall) -> AgentEvent {
             output: None,
             exit_code: None,
             duration_ms: None,
+            diff: None,
         },
     }
 }
@@ -327,6 +329,7 @@ impl Session {
                 output: Some(result.content.clone()),
                 exit_code: result.exit_code(),
                 duration_ms: Some(outcome.duration.as_millis() as u64),
+                diff: result.diff.clone(),
             },
         });
         ToolCallRecord {

@@ -243,7 +243,7 @@ impl Tool for McpTool {
             ToolResult {
                 content: truncate::head_tail(&text, ctx.config.output_limits()),
                 is_error,
-                command: None,
+                ..Default::default()
             }
         })
     }

@@ -444,6 +444,11 @@ pub enum Item {
         /// How long the call ran, in milliseconds, once it completed.
         #[serde(skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
+        /// For a call that changed files (`apply_patch`, `edit_file`,
+        /// `write_file`), once it completed: the unified diff of the change,
+        /// for people (the model is not sent it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        diff: Option<String>,
     },
 }
 
@@ -483,6 +488,9 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The command or arguments, on one line.
     pub summary: String,
+    /// The call's arguments as the model sent them (JSON, or a freeform
+    /// tool's text), for a front door that shows more than the summary.
+    pub arguments: String,
     /// Why the user is asked.
     pub reason: String,
 }

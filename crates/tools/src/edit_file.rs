@@ -10,7 +10,7 @@ use super::apply_patch::seek::{closest_window, Haystack};
 use super::editor::Files;
 use super::fs::{stopped_before_commit, CommitGate, ReadTextError};
 use super::paths::{model_path, FinalLink, WriteAccess};
-use super::{parse_args, Tool, ToolContext, ToolInput, ToolResult};
+use super::{diff, parse_args, Tool, ToolContext, ToolInput, ToolResult};
 use cogni_protocol::{SandboxPolicy, ToolFormat, ToolSpec};
 use cogni_sandbox::Workspace;
 use futures::future::BoxFuture;
@@ -86,7 +86,7 @@ impl Tool for EditFileTool {
                 edit_file_through(&files, &access, &commits, &request)
             });
             match edited.await {
-                Ok(Ok(summary)) => ToolResult::ok(summary),
+                Ok(Ok((summary, diff))) => ToolResult::ok(summary).with_diff(diff),
                 Ok(Err(e)) => {
                     ToolResult::error(format!("edit_file failed; nothing was changed.\n{e}"))
                 }
@@ -109,17 +109,17 @@ pub fn edit_file_in(
 ) -> Result<String, EditError> {
     let workspace = Arc::new(Workspace::pin(cwd, &policy.writable_roots));
     let access = WriteAccess::new(cwd, policy, &workspace).map_err(|e| EditError(e.to_string()))?;
-    edit_file_through(&Files::default(), &access, commits, req)
+    edit_file_through(&Files::default(), &access, commits, req).map(|(summary, _)| summary)
 }
 
 /// [`edit_file_in`] with `access`, reading and writing the file through
-/// `files`.
+/// `files`; returns the summary and the diff of the change.
 fn edit_file_through(
     files: &Files,
     access: &WriteAccess,
     commits: &CommitGate,
     req: &EditRequest,
-) -> Result<String, EditError> {
+) -> Result<(String, Option<String>), EditError> {
     let path = model_path(req.path.trim(), true).map_err(EditError)?;
     let target = access
         .resolve(&path, FinalLink::Follow)
@@ -136,7 +136,7 @@ fn edit_file_through(
         Err(e) => return Err(EditError(format!("cannot edit `{shown}`: {e}"))),
     };
 
-    let (new_content, summary) = match content {
+    let (new_content, summary) = match &content {
         None if req.old_string.is_empty() => {
             let lines = req.new_string.lines().count();
             (
@@ -157,7 +157,7 @@ fn edit_file_through(
             }
             (req.new_string.clone(), format!("Wrote {shown}"))
         }
-        Some(content) => replace(&content, req, &shown.to_string())?,
+        Some(content) => replace(content, req, &shown.to_string())?,
     };
 
     if !commits.admit() {
@@ -166,7 +166,12 @@ fn edit_file_through(
     files
         .write_text(&target, &new_content)
         .map_err(|e| EditError(format!("cannot write `{shown}`: {e}")))?;
-    Ok(summary)
+    let shown = shown.to_string();
+    let diff = diff::unified(
+        content.as_deref().map(|text| (shown.as_str(), text)),
+        Some((&shown, &new_content)),
+    );
+    Ok((summary, diff))
 }
 
 /// Replace in existing text; returns the new text and the summary.
@@ -400,6 +405,20 @@ mod tests {
             )
             .await;
         assert!(!r.is_error, "{}", r.content);
+        let r = EditFileTool
+            .run(
+                ToolInput::Json(
+                    serde_json::json!({"path": "n.txt", "old_string": "x", "new_string": "y\nz"}),
+                ),
+                &ctx,
+            )
+            .await;
+        let diff = r.diff.unwrap();
+        assert!(
+            diff.starts_with("--- n.txt\n+++ n.txt\n@@ -1 +1,2 @@\n-x\n"),
+            "{diff}"
+        );
+        assert!(diff.contains("+y\n+z\n"), "{diff}");
         let r = EditFileTool
             .run(
                 ToolInput::Json(serde_json::json!({"path": "n.txt", "old": "x"})),

@@ -7,6 +7,7 @@
 pub mod apply_patch;
 pub mod attach;
 pub mod checkpoint;
+pub mod diff;
 pub mod edit_file;
 pub mod editor;
 pub mod env;
@@ -192,6 +193,9 @@ pub struct ToolResult {
     pub is_error: bool,
     /// How the command ended, for tools that run one; `None` otherwise.
     pub command: Option<CommandEnd>,
+    /// The unified diff of the files the call changed, for people (the
+    /// model is not sent it); `None` for calls that changed no file.
+    pub diff: Option<String>,
 }
 
 impl ToolResult {
@@ -208,8 +212,13 @@ impl ToolResult {
         ToolResult {
             content: content.into(),
             is_error: true,
-            command: None,
+            ..Default::default()
         }
+    }
+
+    /// This result with the diff of what the call changed.
+    pub fn with_diff(self, diff: Option<String>) -> Self {
+        ToolResult { diff, ..self }
     }
 
     /// The command's exit code, when it ran one that exited.

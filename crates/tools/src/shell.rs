@@ -510,6 +510,7 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
             exit_code: (!output.timed_out).then(|| output.termination.exit_code()),
             output_start,
         }),
+        diff: None,
     }
 }
 

@@ -1,10 +1,11 @@
 //! `write_file`: create or replace a whole file, atomically.
 
-use super::fs::{stopped_before_commit, Written};
-use super::{parse_args, paths, Tool, ToolContext, ToolInput, ToolResult};
+use super::fs::{stopped_before_commit, ReadTextError, Written};
+use super::{diff, parse_args, paths, Tool, ToolContext, ToolInput, ToolResult};
 use cogni_protocol::{ToolFormat, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
+use std::io;
 
 /// The `write_file` tool: creates or overwrites a whole file, within what
 /// the sandbox policy lets it write.
@@ -52,19 +53,32 @@ impl Tool for WriteFileTool {
             let shown = paths::display(&ctx.cwd, target.real());
             let bytes = args.content.len();
             let (commits, files) = (ctx.commits.clone(), ctx.files.clone());
+            let path = shown.clone();
             let written = tokio::task::spawn_blocking(move || {
+                // What it replaces, for the diff people are shown: a file
+                // that cannot be read as text gets none.
+                let old = match files.read_text(&target) {
+                    Ok((text, _)) => Some(Some(text)),
+                    Err(ReadTextError::Io(e)) if e.kind() == io::ErrorKind::NotFound => Some(None),
+                    Err(_) => None,
+                };
                 if !commits.admit() {
                     return Err(stopped_before_commit());
                 }
-                files.write_text(&target, &args.content)
+                let written = files.write_text(&target, &args.content)?;
+                let diff = old.and_then(|old| {
+                    let old = old.as_deref().map(|text| (path.as_str(), text));
+                    diff::unified(old, Some((&path, &args.content)))
+                });
+                Ok((written, diff))
             })
             .await;
             match written {
-                Ok(Ok(Written::Created)) => {
-                    ToolResult::ok(format!("created {shown} ({bytes} bytes)"))
+                Ok(Ok((Written::Created, diff))) => {
+                    ToolResult::ok(format!("created {shown} ({bytes} bytes)")).with_diff(diff)
                 }
-                Ok(Ok(Written::Replaced)) => {
-                    ToolResult::ok(format!("overwrote {shown} ({bytes} bytes)"))
+                Ok(Ok((Written::Replaced, diff))) => {
+                    ToolResult::ok(format!("overwrote {shown} ({bytes} bytes)")).with_diff(diff)
                 }
                 Ok(Err(e)) => ToolResult::error(format!("cannot write `{shown}`: {e}")),
                 Err(_) => ToolResult::error(format!("writing `{shown}` was interrupted")),
@@ -104,8 +118,19 @@ mod tests {
         let r = write(&c, "a/b/c.txt", "hello").await;
         assert_eq!(r.content, "created a/b/c.txt (5 bytes)");
         assert!(!r.is_error);
+        assert_eq!(
+            r.diff.as_deref(),
+            Some("--- /dev/null\n+++ a/b/c.txt\n@@ -0,0 +1 @@\n+hello\n\\ No newline at end of file\n")
+        );
         let r = write(&c, "a/b/c.txt", "bye").await;
         assert_eq!(r.content, "overwrote a/b/c.txt (3 bytes)");
+        assert!(
+            r.diff.as_deref().unwrap().ends_with(
+                "-hello\n\\ No newline at end of file\n+bye\n\\ No newline at end of file\n"
+            ),
+            "{:?}",
+            r.diff
+        );
         assert_eq!(
             fs::read_to_string(tmp.path().join("a/b/c.txt")).unwrap(),
             "bye"

@@ -463,6 +463,7 @@ impl Builder {
                 output,
                 exit_code,
                 duration_ms,
+                ..
             } => {
                 let index = match self.open.remove(id) {
                     Some(index) => index,
@@ -668,6 +669,7 @@ mod tests {
             output: output.map(str::to_string),
             exit_code: output.map(|_| 2),
             duration_ms: output.map(|_| 1_500),
+            diff: None,
         }
     }
 

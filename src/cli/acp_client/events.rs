@@ -197,6 +197,7 @@ impl Translate {
                 output: None,
                 exit_code: None,
                 duration_ms: None,
+                diff: None,
             },
         });
         self.calls.insert(
@@ -247,6 +248,10 @@ impl Translate {
             return;
         };
         let output = output(&call.content, call.raw_output.as_ref());
+        let diffs = call.content.iter().map(|item| match item {
+            acp::ToolCallContent::Diff(diff) => Some(unified(diff)),
+            _ => None,
+        });
         sink.emit(AgentEvent::ItemCompleted {
             item: Item::ToolCall {
                 id: id.to_string(),
@@ -256,6 +261,7 @@ impl Translate {
                 output: Some(output),
                 exit_code: None,
                 duration_ms: Some(call.started.elapsed().as_millis() as u64),
+                diff: crate::tools::diff::join(diffs),
             },
         });
     }
@@ -302,6 +308,8 @@ impl Translate {
             call_id: id,
             tool,
             summary,
+            // The summary already holds the agent's diffs.
+            arguments: String::new(),
             reason: "the agent asks for permission".into(),
         };
         (question, reported)
@@ -357,6 +365,7 @@ impl Translate {
                     output: Some(unfinished.to_string()),
                     exit_code: None,
                     duration_ms: Some(call.started.elapsed().as_millis() as u64),
+                    diff: None,
                 },
             });
         }
@@ -437,19 +446,11 @@ fn output(content: &[acp::ToolCallContent], raw_output: Option<&serde_json::Valu
     }
 }
 
-/// A diff as a unified diff of its path.
+/// A diff as a unified diff of its path (empty when nothing changed).
 fn unified(diff: &acp::Diff) -> String {
     let path = diff.path.display().to_string();
-    let old = diff.old_text.as_deref().unwrap_or("");
-    let from = if diff.old_text.is_some() {
-        path.as_str()
-    } else {
-        "/dev/null"
-    };
-    similar::TextDiff::from_lines(old, diff.new_text.as_str())
-        .unified_diff()
-        .header(from, &path)
-        .to_string()
+    let old = diff.old_text.as_deref().map(|text| (path.as_str(), text));
+    crate::tools::diff::unified(old, Some((&path, &diff.new_text))).unwrap_or_default()
 }
 
 fn plan_of(plan: &acp::Plan) -> Plan {

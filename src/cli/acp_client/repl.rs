@@ -67,7 +67,7 @@ pub fn run(args: ReplArgs) -> u8 {
         let control = control.clone();
         Arc::new(move || control.stop())
     };
-    let approver = ReplApprover::new(stop.clone(), sink.caps());
+    let approver = ReplApprover::new(stop.clone(), sink.caps(), setup.cwd.clone());
     let launch = Launch {
         command: args.acp.clone().unwrap_or_default(),
         cwd: setup.cwd.clone(),

@@ -4,21 +4,24 @@
 
 use super::term::{self, Caps};
 use crate::cli::approve::{self, ask_blocking, CHOICES};
-use crate::cli::render::paint;
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
 use futures::future::BoxFuture;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 pub struct ReplApprover {
     /// Stops the running turn (Ctrl-C at the question).
     stop: Arc<dyn Fn() + Send + Sync>,
     caps: Caps,
+    /// The working directory: a `write_file` question shows the diff
+    /// against the file there.
+    cwd: PathBuf,
 }
 
 impl ReplApprover {
-    pub fn new(stop: Arc<dyn Fn() + Send + Sync>, caps: Caps) -> Self {
-        ReplApprover { stop, caps }
+    pub fn new(stop: Arc<dyn Fn() + Send + Sync>, caps: Caps, cwd: PathBuf) -> Self {
+        ReplApprover { stop, caps, cwd }
     }
 }
 
@@ -44,14 +47,15 @@ impl Approver for ReplApprover {
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
         let request = request.clone();
         let stop = self.stop.clone();
-        let color = self.caps.color;
+        let (color, cwd) = (self.caps.color, self.cwd.clone());
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
+                let asked = approve::question(&request, Some(&cwd), color);
                 let mut out = std::io::stdout().lock();
                 if !std::io::stdin().is_terminal() {
-                    return ask_blocking(&request, &mut std::io::stdin().lock(), &mut out);
+                    return ask_blocking(&asked, &mut std::io::stdin().lock(), &mut out);
                 }
-                let _ = writeln!(out, "{}", paint(color, "33", &approve::question(&request)));
+                let _ = writeln!(out, "{asked}");
                 for _ in 0..3 {
                     let _ = write!(out, "{CHOICES}");
                     let _ = out.flush();

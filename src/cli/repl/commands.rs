@@ -3,6 +3,7 @@
 //! commands, which may take a built-in's name (the built-in stays
 //! reachable as `/cogni:name`).
 
+use super::init::init;
 use super::undo::{diff, rewind, undo};
 use super::{Mode, Repl};
 use crate::cli::render::plan_lines;
@@ -67,6 +68,18 @@ fn builtins() -> Vec<Builtin> {
             usage: "",
             help: "clear the screen",
             run: handler!(clear),
+        },
+        Builtin {
+            name: "init",
+            usage: "[--force]",
+            help: "write an AGENTS.md for this repository: the model studies it and writes the text",
+            run: handler!(init),
+        },
+        Builtin {
+            name: "expand",
+            usage: "[N]",
+            help: "show a folded diff or command output in full (the last one, or number N)",
+            run: handler!(expand),
         },
         Builtin {
             name: "model",
@@ -208,6 +221,17 @@ async fn exit(_: &mut Repl, _: &str) -> Flow {
 async fn clear(r: &mut Repl, _: &str) -> Flow {
     if r.sink.caps().ansi {
         r.sink.say("\x1b[2J\x1b[H");
+    }
+    Flow::Continue
+}
+
+async fn expand(r: &mut Repl, args: &str) -> Flow {
+    match args.parse::<usize>() {
+        _ if args.is_empty() => r.sink.expand(None),
+        Ok(n) => r.sink.expand(Some(n)),
+        Err(_) => r
+            .sink
+            .error("usage: /expand [N] (N: the number a fold shows)"),
     }
     Flow::Continue
 }

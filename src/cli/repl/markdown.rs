@@ -46,6 +46,12 @@ impl MarkdownStream {
         out
     }
 
+    /// The text of the line not complete yet, as it arrived (not
+    /// rendered, controls not stripped).
+    pub fn pending(&self) -> &str {
+        &self.pending
+    }
+
     /// The rest of the text at the end of a message; starts a new message.
     pub fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.pending);

@@ -12,10 +12,13 @@
 pub(super) mod approver;
 mod commands;
 pub(super) mod editor;
+mod fold;
+mod init;
 mod keys;
 mod markdown;
 mod mentions;
 pub(super) mod sink;
+mod status;
 pub(super) mod term;
 mod undo;
 
@@ -26,7 +29,7 @@ use super::persist::{Persist, Resume};
 use super::signals::{self, Interrupt, Interrupts};
 use super::slash;
 use super::ReplArgs;
-use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle};
+use crate::agent::{start_session, EndReason, Session, SessionConfig, StopHandle, TurnResult};
 use crate::mcp::{McpConfig, Servers};
 use crate::protocol::TurnOutcome;
 use crate::spec::cards::AgentCard;
@@ -74,6 +77,8 @@ pub(super) struct Repl {
     first: Option<String>,
     /// Typed while the last turn ran: lines to run next, the line begun.
     ahead: keys::Typed,
+    /// The status line above the prompt.
+    status: status::StatusLine,
 }
 
 /// Run the REPL, sending `first` as its first input if given; returns the
@@ -122,6 +127,7 @@ fn prepare(
     let approver = Arc::new(approver::ReplApprover::new(
         stop_turn(stop.clone()),
         sink.caps(),
+        cwd.clone(),
     ));
     opened.session.set_approver(approver.clone());
     let (registry, problems) = commands::load(&cwd, &opened.home, opened.project_trusted);
@@ -156,6 +162,7 @@ fn prepare(
         mcp: None,
         first: None,
         ahead: keys::Typed::default(),
+        status: status::StatusLine::new(opened.status_line),
     };
     Ok((repl, completions))
 }
@@ -334,6 +341,7 @@ impl Repl {
                 None => {
                     let mut initial = std::mem::take(&mut typed);
                     initial.push_str(&std::mem::take(&mut self.ahead.partial));
+                    self.show_status();
                     let prompt = Prompt {
                         initial,
                         ..self.prompt()
@@ -381,7 +389,9 @@ impl Repl {
             match flow {
                 Flow::Exit => break,
                 Flow::Continue => {}
-                Flow::Submit(message) => self.turn(message).await,
+                Flow::Submit(message) => {
+                    self.turn(message).await;
+                }
             }
         }
         if let Some(signal) = quit.signal() {
@@ -409,8 +419,8 @@ impl Repl {
         }
     }
 
-    /// One turn for a user message.
-    async fn turn(&mut self, text: String) {
+    /// One turn for a user message; its result, unless it failed.
+    async fn turn(&mut self, text: String) -> Option<TurnResult> {
         sync_plan_note(&mut self.session, self.mode);
         let cwd = self.session.context().cwd.clone();
         let (message, attached) = mentions::expand(&text, &cwd, self.current.max_context_bytes);
@@ -432,11 +442,11 @@ impl Repl {
             file.record_usage(&turn.usage);
         }
         self.report_save_failure();
-        if let Ok(turn) = result {
-            if turn.outcome == TurnOutcome::Interrupted {
-                self.sink.note("(interrupted; back at the prompt)");
-            }
+        let turn = result.ok()?;
+        if turn.outcome == TurnOutcome::Interrupted {
+            self.sink.note("(interrupted; back at the prompt)");
         }
+        Some(turn)
     }
 
     /// On leaving: the command that continues this session, when it was
@@ -480,6 +490,7 @@ impl Repl {
         self.session = session;
         self.file = file;
         self.save_failure_reported = false;
+        self.sink.forget_context();
     }
 
     async fn resume(&mut self, id: &str) -> Result<(), String> {

@@ -1,11 +1,15 @@
 //! The REPL's view of engine events, on stdout: a spinner until the first
-//! token, answers as terminal markdown line by line, one status line per
-//! tool call, warnings, retries and the turn's tokens.
+//! token, answers as terminal markdown line by line (the line still
+//! streaming drawn as it comes), one status line per tool call with the
+//! diff it made or a command's last lines under it, warnings, retries and
+//! the turn's tokens.
 
+use super::fold::{self, Folds};
 use super::markdown::MarkdownStream;
 use super::term::{self, Caps};
 use crate::cli::render::{
-    agent_name, one_line, paint, plan_lines, status_line, strip_event_controls, tool_result,
+    agent_name, one_line, paint, plan_lines, status_line, strip_event_controls,
+    strip_terminal_controls, tool_result,
 };
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
 use std::io::Write;
@@ -27,6 +31,14 @@ struct Screen {
     /// The last lines on screen are the plan's checklist, this many: the
     /// next plan replaces it.
     plan_lines: Option<usize>,
+    /// The line of the answer still streaming is drawn on the cursor's
+    /// row (as far as it fits) and must be erased before other output.
+    partial_drawn: bool,
+    /// Long diffs and command outputs shown folded, for `/expand`.
+    folds: Folds,
+    /// Tokens of the last model request and its answer (the context the
+    /// status line shows), once one was made.
+    context: Option<u64>,
 }
 
 /// Renders events for the REPL. Cheap to clone (shared state).
@@ -53,6 +65,9 @@ impl ReplSink {
                 frame: 0,
                 open_call: None,
                 plan_lines: None,
+                partial_drawn: false,
+                folds: Folds::default(),
+                context: None,
             })),
         }
     }
@@ -136,10 +151,49 @@ impl ReplSink {
         }
     }
 
+    /// Tokens of the last model request and its answer, once one was made.
+    pub fn context_used(&self) -> Option<u64> {
+        self.screen.lock().ok()?.context
+    }
+
+    /// Forget the last request's tokens (another session was opened).
+    pub fn forget_context(&self) {
+        if let Ok(mut s) = self.screen.lock() {
+            s.context = None;
+        }
+    }
+
+    /// Print folded text `number` (the last one without) in full.
+    pub fn expand(&self, number: Option<usize>) {
+        let Ok(mut s) = self.screen.lock() else {
+            return;
+        };
+        self.clear_spinner(&mut s);
+        s.plan_lines = None;
+        match s.folds.get(number) {
+            Ok(lines) => write_out(&format!("{}\n", lines.join("\n"))),
+            Err(e) => write_out(&format!("{}\n", paint(self.caps.color, "31", &e))),
+        }
+    }
+
+    /// Erase what is drawn on the cursor's row for now (the spinner, the
+    /// line of the answer still streaming).
     fn clear_spinner(&self, s: &mut Screen) {
-        if s.spinner_drawn {
+        if s.spinner_drawn || s.partial_drawn {
             write_out("\r\x1b[K");
             s.spinner_drawn = false;
+            s.partial_drawn = false;
+        }
+    }
+
+    /// The lines under a finished call (its diff, a command's last
+    /// output), cut to the terminal's width.
+    fn call_block(&self, s: &mut Screen, item: &Item) {
+        let width = term::width();
+        let lines = fold::block(item, self.caps.color, &mut s.folds);
+        if !lines.is_empty() {
+            let lines: Vec<String> = lines.iter().map(|l| term::fit(l, width)).collect();
+            write_out(&format!("{}\n", lines.join("\n")));
         }
     }
 
@@ -214,19 +268,37 @@ impl EventSink for ReplSink {
                 s.markdown.reset();
             }
             AgentEvent::ItemUpdated { delta, .. } => {
-                self.stop_waiting(&mut s);
-                let text = s.markdown.push(delta);
-                if !text.is_empty() {
-                    write_out(&text);
+                s.waiting = None;
+                let done = s.markdown.push(delta);
+                // One write: what was drawn for now goes, the lines now
+                // complete, then the line still streaming (as far as it
+                // fits on the row), so a long paragraph shows as it comes.
+                let mut out = String::new();
+                if s.spinner_drawn || s.partial_drawn {
+                    out.push_str("\r\x1b[K");
+                    s.spinner_drawn = false;
+                    s.partial_drawn = false;
+                }
+                out.push_str(&done);
+                if self.caps.ansi {
+                    if let Some(partial) = partial_row(s.markdown.pending(), term::width()) {
+                        out.push_str(&partial);
+                        s.partial_drawn = true;
+                    }
+                }
+                if !out.is_empty() {
+                    write_out(&out);
                 }
             }
             AgentEvent::ItemCompleted {
                 item: Item::AgentMessage { .. },
             } => {
+                self.clear_spinner(&mut s);
                 let text = s.markdown.finish();
                 write_out(&text);
             }
             AgentEvent::ItemDiscarded { .. } => {
+                self.clear_spinner(&mut s);
                 s.markdown.reset();
                 let text = paint(
                     self.caps.color,
@@ -235,7 +307,12 @@ impl EventSink for ReplSink {
                 );
                 write_out(&format!("\n{text}\n"));
             }
-            AgentEvent::ModelResponse { .. } => self.stop_waiting(&mut s),
+            AgentEvent::ModelResponse { usage, .. } => {
+                self.stop_waiting(&mut s);
+                if let Some(usage) = usage {
+                    s.context = Some(usage.input_tokens + usage.output_tokens);
+                }
+            }
             AgentEvent::Approval {
                 status: ApprovalStatus::Asked,
                 ..
@@ -263,15 +340,21 @@ impl EventSink for ReplSink {
                         arguments,
                         ..
                     },
-            } if self.caps.ansi && open_call.as_deref() == Some(id.as_str()) => {
-                // Replace the call's "started" line with its result.
-                if let Some((mark, detail)) = tool_result(self.caps.color, item) {
-                    let text = format!("{mark} {name} {} · {detail}", one_line(arguments, 60));
-                    write_out(&format!(
-                        "\x1b[1A\r\x1b[K{}\n",
-                        term::fit(&text, term::width())
-                    ));
+            } => {
+                self.clear_spinner(&mut s);
+                if self.caps.ansi && open_call.as_deref() == Some(id.as_str()) {
+                    // Replace the call's "started" line with its result.
+                    if let Some((mark, detail)) = tool_result(self.caps.color, item) {
+                        let text = format!("{mark} {name} {} · {detail}", one_line(arguments, 60));
+                        write_out(&format!(
+                            "\x1b[1A\r\x1b[K{}\n",
+                            term::fit(&text, term::width())
+                        ));
+                    }
+                } else if let Some(text) = status_line(self.caps.color, &event) {
+                    write_out(&format!("{}\n", term::fit(&text, term::width())));
                 }
+                self.call_block(&mut s, item);
             }
             // A delegated agent's tool calls, indented under its name.
             AgentEvent::Subagent {
@@ -316,5 +399,43 @@ fn flush_partial(s: &mut Screen) {
     let rest = s.markdown.finish();
     if !rest.is_empty() {
         write_out(&rest);
+    }
+}
+
+/// The row that shows `pending`, the start of a line still streaming, on
+/// a terminal `width` columns wide: its text without terminal controls (an
+/// escape sequence cut off at its end is dropped whole), tabs as spaces,
+/// and when it is longer than the row its end after `…`. `None` when
+/// there is nothing to show.
+fn partial_row(pending: &str, width: usize) -> Option<String> {
+    let clean = strip_terminal_controls(pending).replace('\t', " ");
+    if clean.trim().is_empty() {
+        return None;
+    }
+    // One column free, so the row never wraps.
+    let room = width.max(8) - 1;
+    let count = clean.chars().count();
+    if count <= room {
+        return Some(clean);
+    }
+    let tail: String = clean.chars().skip(count - (room - 1)).collect();
+    Some(format!("…{tail}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_streaming_line_fits_its_row() {
+        assert_eq!(partial_row("", 80), None);
+        assert_eq!(partial_row("  ", 80), None);
+        assert_eq!(partial_row("Hello, wor", 80).as_deref(), Some("Hello, wor"));
+        let long = "word ".repeat(40);
+        let row = partial_row(&long, 40).unwrap();
+        assert_eq!(row.chars().count(), 39, "one column stays free: {row:?}");
+        assert!(row.starts_with('…') && row.ends_with("word "), "{row:?}");
+        // An escape sequence cut off at the end is dropped, not half drawn.
+        assert_eq!(partial_row("a\tb\x1b]0;tit", 80).as_deref(), Some("a b"));
     }
 }

@@ -160,7 +160,7 @@ impl Session {
                 (failed, Ok(text)) => ToolResult {
                     content: text,
                     is_error: failed,
-                    command: None,
+                    ..Default::default()
                 },
                 (_, Err(e)) => ToolResult::error(format!("cannot encode the result: {e}")),
             }

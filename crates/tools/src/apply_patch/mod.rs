@@ -161,7 +161,7 @@ pub async fn run_patch(ctx: &ToolContext, cwd: PathBuf, patch: String) -> ToolRe
     })
     .await;
     match outcome {
-        Ok(Ok(report)) => ToolResult::ok(report.to_string()),
+        Ok(Ok(report)) => ToolResult::ok(report.to_string()).with_diff(report.diff),
         Ok(Err(e)) => ToolResult::error(failure_message(&e)),
         Err(join) => ToolResult::error(format!(
             "apply_patch failed unexpectedly ({join}); check the files before retrying"
@@ -260,6 +260,10 @@ mod tests {
         assert!(!r.is_error, "{}", r.content);
         assert_eq!(r.content, "A a.txt");
         assert_eq!(
+            r.diff.as_deref(),
+            Some("--- /dev/null\n+++ a.txt\n@@ -0,0 +1 @@\n+hello\n")
+        );
+        assert_eq!(
             std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
             "hello\n"
         );
@@ -269,6 +273,10 @@ mod tests {
             .run(ToolInput::Text(del.into()), &c)
             .await;
         assert_eq!(r.content, "D a.txt");
+        assert_eq!(
+            r.diff.as_deref(),
+            Some("--- a.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-hello\n")
+        );
 
         let r = apply_patch_tool(false)
             .run(ToolInput::Json(serde_json::json!({ "patch": ADD })), &c)
@@ -329,6 +337,7 @@ mod tests {
                     fuzz: vec![],
                 },
             ],
+            diff: None,
         };
         assert_eq!(
             report.to_string(),

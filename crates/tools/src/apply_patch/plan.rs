@@ -9,6 +9,7 @@ use super::apply::{update_text, HunkError};
 use super::commit::{commit_through, Change};
 use super::parser::{parse_patch, FileOp, ParseError};
 use super::seek::Fuzz;
+use crate::diff;
 use crate::editor::Files;
 use crate::fs::{CommitGate, Kind, ReadTextError, Target};
 use crate::paths::{FinalLink, PathError, WriteAccess};
@@ -84,11 +85,15 @@ pub enum FileOutcome {
 }
 
 /// The summary of an applied patch: one `A/M/D/R` line per file, then a
-/// note for every hunk that needed fuzzy matching.
+/// note for every hunk that needed fuzzy matching (its `Display`, for the
+/// model), and the unified diff of every file, for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchReport {
     /// One outcome per file operation, in patch order.
     pub files: Vec<FileOutcome>,
+    /// The unified diff of the files, in patch order (`None` when none
+    /// could be made: a deleted file that was not text).
+    pub diff: Option<String>,
 }
 
 impl fmt::Display for PatchReport {
@@ -149,8 +154,11 @@ pub(crate) fn apply_patch_through(
     let targets = resolve_all(&patch.ops, access)?;
     let mut changes = Vec::new();
     let mut report = Vec::new();
+    let mut diffs = Vec::new();
     for (op, target) in patch.ops.iter().zip(&targets) {
-        report.push(plan_op(files, op, target, &mut changes)?);
+        let (outcome, diff) = plan_op(files, op, target, &mut changes)?;
+        report.push(outcome);
+        diffs.push(diff);
     }
     if !commits.admit() {
         return Err(ApplyPatchError::Stopped);
@@ -159,7 +167,10 @@ pub(crate) fn apply_patch_through(
         message: e.message,
         restored: e.restored,
     })?;
-    Ok(PatchReport { files: report })
+    Ok(PatchReport {
+        files: report,
+        diff: diff::join(diffs),
+    })
 }
 
 /// The targets of one operation.
@@ -220,13 +231,14 @@ fn resolve_all(ops: &[FileOp], access: &WriteAccess) -> Result<Vec<Targets>, App
     Ok(targets)
 }
 
-/// Check one operation against the disk and add its changes.
+/// Check one operation against the disk and add its changes; returns
+/// what it does and its diff.
 fn plan_op(
     files: &Files,
     op: &FileOp,
     target: &Targets,
     changes: &mut Vec<Change>,
-) -> Result<FileOutcome, ApplyPatchError> {
+) -> Result<(FileOutcome, Option<String>), ApplyPatchError> {
     match op {
         FileOp::Add { path, contents } => {
             if target.named.kind().map_err(|e| missing("add", path, &e))? != Kind::Missing {
@@ -241,7 +253,9 @@ fn plan_op(
                 permissions: None,
                 original: None,
             });
-            Ok(FileOutcome::Added(path.clone()))
+            let shown = path.display().to_string();
+            let diff = diff::unified(None, Some((&shown, contents)));
+            Ok((FileOutcome::Added(path.clone()), diff))
         }
         FileOp::Delete { path } => {
             match target.named.kind() {
@@ -261,7 +275,12 @@ fn plan_op(
             changes.push(Change::Remove {
                 target: target.named.clone(),
             });
-            Ok(FileOutcome::Deleted(path.clone()))
+            let shown = path.display().to_string();
+            let diff = files
+                .read_text(&target.named)
+                .ok()
+                .and_then(|(old, _)| diff::unified(Some((&shown, &old)), None));
+            Ok((FileOutcome::Deleted(path.clone()), diff))
         }
         FileOp::Update {
             path,
@@ -287,13 +306,18 @@ fn plan_op(
                 }
                 _ => target.content.clone(),
             };
+            let (from, to) = (
+                path.display().to_string(),
+                move_to.as_deref().unwrap_or(path).display().to_string(),
+            );
+            let diff = diff::unified(Some((&from, &original)), Some((&to, &updated.text)));
             changes.push(Change::Write {
                 target: write_to,
                 contents: updated.text.into_bytes(),
                 permissions: Some(permissions),
                 original: Some(original),
             });
-            Ok(match move_to {
+            let outcome = match move_to {
                 Some(to) => {
                     changes.push(Change::Remove {
                         target: target.named.clone(),
@@ -308,7 +332,8 @@ fn plan_op(
                     path: path.clone(),
                     fuzz: updated.fuzz,
                 },
-            })
+            };
+            Ok((outcome, diff))
         }
     }
 }

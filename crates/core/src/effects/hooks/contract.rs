@@ -331,6 +331,7 @@ mod tests {
                 exit_code: Some(0),
                 output_start: 0,
             }),
+            diff: None,
         };
         let saved = Session {
             transcript_path: Some(Path::new("/home/.cogni/sessions/s-1.jsonl")),
