@@ -5,7 +5,9 @@
 //!
 //! `cargo bench --bench checkpoint`
 
+// The tree of the grep benchmarks; their needle is not needed here.
 #[path = "support/tree.rs"]
+#[allow(dead_code)]
 mod tree;
 
 use cogni::tools::checkpoint::Snapshots;

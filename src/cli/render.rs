@@ -708,6 +708,15 @@ impl EventSink for Human {
     }
 }
 
+/// `"s"` unless `n` is 1.
+pub(super) fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -760,14 +769,5 @@ mod tests {
         assert_eq!(clip("héllo", 2), "h… [5 more bytes]");
         assert_eq!(clip("abc", 3), "abc");
         assert_eq!(one_line("a\nb\tc", 10), "a b c");
-    }
-}
-
-/// `"s"` unless `n` is 1.
-pub(super) fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
