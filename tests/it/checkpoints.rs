@@ -215,6 +215,7 @@ fn the_repl_undoes_and_rewinds_turns_and_asks_about_hand_edits() {
         ] {
             pty.send(&format!("{prompt}\r"));
             pty.expect(answer, WAIT);
+            pty.expect("1 file changed · /undo takes the turn back", WAIT);
             pty.expect("auto › ", WAIT);
         }
         pty.send("/diff\r");

@@ -8,7 +8,7 @@ use super::fold::{self, Folds};
 use super::markdown::MarkdownStream;
 use super::term::{self, Caps};
 use crate::cli::render::{
-    agent_name, one_line, paint, plan_lines, status_line, strip_event_controls,
+    agent_name, one_line, paint, plan_lines, plural, status_line, strip_event_controls,
     strip_terminal_controls, tool_result,
 };
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
@@ -375,6 +375,14 @@ impl EventSink for ReplSink {
                     let text = format!("    │ {} {}", agent_name(agent), text.trim_start());
                     write_out(&format!("{}\n", term::fit(&text, term::width())));
                 }
+            }
+            // A turn that changed nothing says nothing about it.
+            AgentEvent::Checkpoint { files, .. } if files.is_empty() => {}
+            AgentEvent::Checkpoint { files, .. } => {
+                self.clear_spinner(&mut s);
+                let n = files.len();
+                let text = format!("{n} file{} changed · /undo takes the turn back", plural(n));
+                write_out(&format!("{}\n", paint(self.caps.color, "2", &text)));
             }
             event => {
                 if let Some(text) = status_line(self.caps.color, event) {

@@ -5,8 +5,9 @@
 use super::commands::Flow;
 use super::term;
 use super::Repl;
-use crate::cli::render::{paint, strip_terminal_controls};
+use crate::cli::render::paint;
 use crate::cli::undo::{self, Settle};
+use crate::cli::view::diff_lines;
 use std::io::{IsTerminal, Write};
 
 /// `/undo [--force|--keep-mine]`: the last turn's files and its place in
@@ -97,37 +98,9 @@ pub async fn diff(r: &mut Repl, _: &str) -> Flow {
             r.sink.say("no changes since the session's first turn")
         }
         // The diff shows the files' contents: none of their terminal
-        // controls reach the screen.
-        Ok(diff) => r.sink.say(&colour_diff(
-            &strip_terminal_controls(diff.trim_end()),
-            color,
-        )),
+        // controls reach the screen (`diff_lines` shows them as escapes).
+        Ok(diff) => r.sink.say(&diff_lines(diff.trim_end(), color).join("\n")),
         Err(e) => r.sink.error(&e.to_string()),
     }
     Flow::Continue
-}
-
-/// A unified diff's lines coloured: additions green, removals red, hunk
-/// headers cyan, file headers bold.
-fn colour_diff(diff: &str, color: bool) -> String {
-    diff.lines()
-        .map(|line| {
-            let code = if line.starts_with("diff --git")
-                || line.starts_with("+++")
-                || line.starts_with("---")
-            {
-                "1"
-            } else if line.starts_with('+') {
-                "32"
-            } else if line.starts_with('-') {
-                "31"
-            } else if line.starts_with("@@") {
-                "36"
-            } else {
-                return line.to_string();
-            };
-            paint(color, code, line)
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
