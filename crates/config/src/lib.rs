@@ -39,8 +39,8 @@ pub use load::{
     Sources, Validated, DEFAULT_VERBOSE_MAX_BYTES,
 };
 pub use mcp::{add_server, remove_server, NewServer};
-pub use providers::ProviderFile;
-pub use trust::TrustStore;
+pub use providers::{ProviderFile, BUILTIN_IDS as BUILTIN_PROVIDERS};
+pub use trust::{dir_is_trusted, TrustStore};
 
 /// A configuration error: names the problem and where it is.
 #[derive(Debug, thiserror::Error)]
