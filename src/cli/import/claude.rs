@@ -1,0 +1,941 @@
+//! `cogni import claude`: Claude Code's settings as cogni.toml. Two
+//! scopes, never mixed in one file (docs/import.md#trust):
+//!
+//! - yours: `~/.claude/settings.json` and the `mcpServers` of
+//!   `~/.claude.json`, for `$COGNI_HOME/config.toml`;
+//! - a project's (`--project DIR`): `.claude/settings.json`,
+//!   `.claude/settings.local.json` and `.mcp.json`, which come with the
+//!   repository, only ever for `DIR/cogni.toml`, whose hooks, servers and
+//!   commands cogni runs only once the directory is trusted.
+
+use super::{absolute, finish, not_a_project, server_name, string_map, strings, Import, WriteArgs};
+use crate::config;
+use crate::tools::env::looks_secret;
+use crate::tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
+use clap::Args;
+use serde_json::{Map, Value as Json};
+use std::path::{Path, PathBuf};
+use toml_edit::{InlineTable, Item, Table, Value};
+
+#[derive(Debug, Args)]
+pub struct ClaudeArgs {
+    /// Claude Code's settings directory (default: $CLAUDE_CONFIG_DIR, else
+    /// ~/.claude); its .claude.json is read there too.
+    #[arg(long, value_name = "DIR", conflicts_with = "project")]
+    pub from: Option<PathBuf>,
+
+    /// Import this project's settings instead (.claude/settings.json,
+    /// .claude/settings.local.json, .mcp.json), for DIR/cogni.toml only.
+    #[arg(long, value_name = "DIR", conflicts_with = "to")]
+    pub project: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// Claude Code's tools and cogni's for each (none: cogni has no such tool).
+const TOOLS: &[(&str, &[&str])] = &[
+    ("Bash", &["shell"]),
+    ("BashOutput", &["shell_output"]),
+    ("KillShell", &["shell_kill"]),
+    ("KillBash", &["shell_kill"]),
+    ("Read", &["read_file"]),
+    ("Edit", &["apply_patch", "edit_file"]),
+    ("MultiEdit", &["apply_patch", "edit_file"]),
+    ("Write", &["write_file"]),
+    ("Grep", &["grep"]),
+    ("Glob", &["glob"]),
+    ("LS", &["list_dir"]),
+    ("TodoWrite", &["update_plan"]),
+    ("Task", &["delegate_to_agent", "spawn_agents"]),
+    ("Skill", &["skill"]),
+    ("NotebookEdit", &[]),
+    ("NotebookRead", &[]),
+    ("WebFetch", &[]),
+    ("WebSearch", &[]),
+    ("SlashCommand", &[]),
+    ("ExitPlanMode", &[]),
+];
+
+/// The tools a `Read(PATH)` rule covers (Claude Code: every tool that
+/// reads files), and an `Edit(PATH)` rule (every tool that edits).
+const READ_TOOLS: &[&str] = &["read_file", "grep", "glob", "list_dir"];
+const EDIT_TOOLS: &[&str] = &["apply_patch", "edit_file", "write_file"];
+
+/// What becomes of a hook event's matcher.
+#[derive(Clone, Copy, PartialEq)]
+enum Matcher {
+    /// Tool names, mapped to cogni's.
+    Tools,
+    /// Kept as written (the same subjects in both).
+    Kept,
+    /// Dropped: Claude Code ignores it at this event.
+    Dropped,
+}
+
+/// Claude Code's hook events cogni has, by the same name.
+const EVENTS: &[(&str, Matcher)] = &[
+    ("PreToolUse", Matcher::Tools),
+    ("PostToolUse", Matcher::Tools),
+    ("UserPromptSubmit", Matcher::Dropped),
+    ("Stop", Matcher::Dropped),
+    ("SubagentStop", Matcher::Dropped),
+    ("PreCompact", Matcher::Kept),
+    ("SessionStart", Matcher::Kept),
+    ("SessionEnd", Matcher::Dropped),
+];
+
+/// Claude Code's model aliases, as the models cogni's catalog names.
+const MODEL_ALIASES: &[(&str, &str)] = &[
+    ("default", "claude-sonnet-4-5"),
+    ("sonnet", "claude-sonnet-4-5"),
+    ("sonnet[1m]", "claude-sonnet-4-5"),
+    ("opus", "claude-opus-4-5"),
+    ("opusplan", "claude-opus-4-5"),
+    ("haiku", "claude-haiku-4-5"),
+];
+
+/// `permissions.defaultMode`: the approval policy that asks alike.
+const MODES: &[(&str, &str)] = &[
+    ("default", "untrusted"),
+    ("acceptEdits", "on-request"),
+    ("bypassPermissions", "never"),
+];
+
+/// Variables of `env` that are cogni settings: the variable, cogni's
+/// key path, whether the value is a number.
+const ENV_SETTINGS: &[(&str, &str, bool)] = &[
+    ("ANTHROPIC_MODEL", "model", false),
+    (
+        "ANTHROPIC_BASE_URL",
+        "model_providers.anthropic.base_url",
+        false,
+    ),
+    ("BASH_DEFAULT_TIMEOUT_MS", "tools.shell_timeout_ms", true),
+    ("BASH_MAX_TIMEOUT_MS", "tools.max_shell_timeout_ms", true),
+    ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "max_tokens", true),
+];
+
+/// Prefixes of variables that configure Claude Code itself.
+const CLAUDE_ENV: &[&str] = &[
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "DISABLE_",
+    "MCP_",
+    "MAX_THINKING_TOKENS",
+    "BASH_",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "VERTEX_",
+];
+
+const TERMINAL: &str = "how Claude Code's own terminal looks";
+const MCPJSON: &str =
+    "cogni starts a project's .mcp.json servers (imported into its cogni.toml) once you `cogni trust` it";
+
+/// Why a settings key has no cogni equivalent; others get [`NO_SUCH`].
+const REASONS: &[(&str, &str)] = &[
+    ("apiKeyHelper", "cogni runs no program for the Anthropic key: it reads ANTHROPIC_API_KEY or $COGNI_HOME/keys/anthropic (a gateway's token can come from auth_command of [model_providers.NAME])"),
+    ("statusLine", TERMINAL),
+    ("outputStyle", TERMINAL),
+    ("spinnerTipsEnabled", TERMINAL),
+    ("companyAnnouncements", TERMINAL),
+    ("includeCoAuthoredBy", "cogni adds no co-author line to commits"),
+    ("cleanupPeriodDays", "cogni keeps sessions until you delete them ($COGNI_HOME/sessions)"),
+    ("forceLoginMethod", "Claude Code's login; cogni reads ANTHROPIC_API_KEY"),
+    ("awsAuthRefresh", "cogni has no Bedrock provider"),
+    ("awsCredentialExport", "cogni has no Bedrock provider"),
+    ("alwaysThinkingEnabled", "cogni sets thinking by reasoning_effort, for models that reason"),
+    ("sandbox", "cogni's sandbox is always on: sandbox_mode and [sandbox_workspace_write] set it"),
+    ("enableAllProjectMcpServers", MCPJSON),
+    ("enabledMcpjsonServers", MCPJSON),
+    ("permissions.disableBypassPermissionsMode", "cogni has no such switch; approval_policy = \"never\" is the equivalent of bypassing"),
+    ("permissions.defaultMode", "no approval policy asks alike; `cogni --mode plan` starts the REPL read-only"),
+    ("hooks.Notification", "cogni has no Notification event"),
+];
+
+const NO_SUCH: &str = "cogni has no such setting";
+
+/// The scope of an import.
+pub(super) enum Scope {
+    /// The user's own settings.
+    User,
+    /// A project's, in this directory (canonical).
+    Project(PathBuf),
+}
+
+pub fn run(args: ClaudeArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<u8, String> {
+    let home = env("HOME").map(PathBuf::from);
+    match args.project {
+        Some(dir) => {
+            let dir = std::fs::canonicalize(&dir)
+                .ok()
+                .filter(|d| d.is_dir())
+                .ok_or_else(|| format!("--project {}: no such directory", dir.display()))?;
+            let files = [
+                dir.join(".claude/settings.json"),
+                dir.join(".claude/settings.local.json"),
+                dir.join(".mcp.json"),
+            ];
+            let import = import(&files, Scope::Project(dir.clone()), home.as_deref())?;
+            finish(
+                &import,
+                &args.write,
+                dir.join("cogni.toml"),
+                Some(&dir),
+                env,
+            )
+        }
+        None => {
+            if let Some(dir) = &args.from {
+                let parent = std::fs::canonicalize(dir)
+                    .ok()
+                    .and_then(|d| d.parent().map(|p| p.display().to_string()))
+                    .unwrap_or_else(|| "DIR".into());
+                not_a_project(
+                    dir,
+                    home.as_deref(),
+                    &format!("import a project's settings with --project {parent}"),
+                )?;
+            }
+            let given = args.from.or_else(|| {
+                env("CLAUDE_CONFIG_DIR")
+                    .filter(|d| !d.is_empty())
+                    .map(PathBuf::from)
+            });
+            let user = home.clone().unwrap_or_else(|| PathBuf::from("/"));
+            let files = match given {
+                Some(dir) => [dir.join("settings.json"), dir.join(".claude.json")],
+                None => [
+                    user.join(".claude/settings.json"),
+                    user.join(".claude.json"),
+                ],
+            };
+            let import = import(&files, Scope::User, home.as_deref())?;
+            let target = config::cogni_home(env).join("config.toml");
+            finish(&import, &args.write, target, None, env)
+        }
+    }
+}
+
+/// What the Claude Code files `files` (those that exist) are in cogni.
+pub(super) fn import(
+    files: &[PathBuf],
+    scope: Scope,
+    home: Option<&Path>,
+) -> Result<Import, String> {
+    let mut read = Vec::new();
+    for path in files {
+        if let Some(json) = read_json(path)? {
+            read.push((path.clone(), json));
+        }
+    }
+    if read.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        return Err(format!(
+            "no Claude Code settings found (looked for {}); name another directory with {}",
+            names.join(", "),
+            match scope {
+                Scope::User => "--from DIR, or a project's with --project DIR",
+                Scope::Project(_) => "--project DIR",
+            }
+        ));
+    }
+    let about = match &scope {
+        Scope::User => "Keep it as $COGNI_HOME/config.toml (`cogni import claude --write` writes it there).".to_string(),
+        Scope::Project(dir) => format!(
+            "A project's settings: they belong in {}/cogni.toml (`--write` writes them there), whose \
+             hooks, MCP servers and commands cogni runs only once you trust the directory (`cogni trust`).",
+            dir.display()
+        ),
+    };
+    let mut claude = Claude {
+        imp: Import::new(about),
+        scope,
+        home,
+        disabled_servers: Vec::new(),
+    };
+    // Settings first: they may disable .mcp.json's servers.
+    read.sort_by_key(|(path, _)| path.file_name().is_some_and(|n| n == ".mcp.json"));
+    for (path, json) in &read {
+        claude.file(path, json);
+    }
+    Ok(claude.imp)
+}
+
+/// The JSON object in `path`; `None` when there is no file.
+fn read_json(path: &Path) -> Result<Option<Map<String, Json>>, String> {
+    let text = match read_text_limited(path, SPEC_FILE_MAX_BYTES) {
+        Ok(text) => text,
+        Err(e) if e.is_missing() => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let fix = "fix the file (Claude Code cannot read it either) and import again";
+    match serde_json::from_str(&text) {
+        Ok(Json::Object(map)) => Ok(Some(map)),
+        Ok(_) => Err(format!("{}: expected a JSON object; {fix}", path.display())),
+        Err(e) => Err(format!("{}: invalid JSON: {e}; {fix}", path.display())),
+    }
+}
+
+/// One import under way.
+struct Claude<'a> {
+    imp: Import,
+    scope: Scope,
+    home: Option<&'a Path>,
+    /// `disabledMcpjsonServers` of the project's settings.
+    disabled_servers: Vec<String>,
+}
+
+impl Claude<'_> {
+    /// One file: settings, `.mcp.json` or `.claude.json`.
+    fn file(&mut self, path: &Path, json: &Map<String, Json>) {
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        if let Scope::Project(dir) = &self.scope {
+            // A repository's file may be a link to one of yours.
+            let inside = std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(dir));
+            if !inside {
+                self.imp.skip(
+                    path.display().to_string(),
+                    "a link to a file outside the project: not read",
+                );
+                return;
+            }
+        }
+        self.imp.source(path);
+        match name.as_str() {
+            ".mcp.json" => self.servers(json.get("mcpServers"), &name),
+            ".claude.json" => self.claude_json(json, &name),
+            _ => self.settings(json, &name),
+        }
+    }
+
+    /// `~/.claude.json`: Claude Code's state, of which only `mcpServers`
+    /// (and each project's, reported) are settings.
+    fn claude_json(&mut self, json: &Map<String, Json>, file: &str) {
+        self.servers(json.get("mcpServers"), file);
+        let Some(projects) = json.get("projects").and_then(Json::as_object) else {
+            return;
+        };
+        for (dir, project) in projects {
+            let servers = project.get("mcpServers").and_then(Json::as_object);
+            if servers.is_some_and(|s| !s.is_empty()) {
+                self.imp.skip(
+                    format!("projects.\"{dir}\".mcpServers in {file}"),
+                    "servers of one project: cogni has no per-project settings of yours; add them \
+                     to that project's cogni.toml or with `cogni mcp add`",
+                );
+            }
+        }
+    }
+
+    /// `settings.json` or `settings.local.json`.
+    fn settings(&mut self, json: &Map<String, Json>, file: &str) {
+        let hooks_off = json.get("disableAllHooks") == Some(&Json::Bool(true));
+        for (key, value) in json {
+            let at = format!("{key} in {file}");
+            match (key.as_str(), value) {
+                ("$schema" | "disableAllHooks", _) => {}
+                ("model", Json::String(model)) => self.model(&at, model),
+                ("env", Json::Object(vars)) => self.env(vars, file),
+                ("permissions", Json::Object(p)) => self.permissions(p, file),
+                ("hooks", Json::Object(_)) if hooks_off => {
+                    self.imp.skip(at, "disableAllHooks is true")
+                }
+                ("hooks", Json::Object(events)) => self.hooks(events, file),
+                ("mcpServers", _) => self.servers(Some(value), file),
+                ("disabledMcpjsonServers", Json::Array(names)) => match self.scope {
+                    Scope::Project(_) => self
+                        .disabled_servers
+                        .extend(names.iter().filter_map(Json::as_str).map(String::from)),
+                    Scope::User => self.imp.skip(
+                        at,
+                        "names servers of projects' .mcp.json, which an import of your settings does not read",
+                    ),
+                },
+                _ => self.unmapped(key, &at),
+            }
+        }
+    }
+
+    /// `key` (its label `at`) is not imported, with the reason of
+    /// [`REASONS`].
+    fn unmapped(&mut self, key: &str, at: &str) {
+        let why = REASONS
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(NO_SUCH, |(_, why)| why);
+        self.imp.skip(at, why);
+    }
+
+    /// `model`, and the provider its models come from.
+    fn model(&mut self, at: &str, model: &str) {
+        let cogni = match MODEL_ALIASES.iter().find(|(alias, _)| *alias == model) {
+            Some((_, name)) => {
+                self.imp.note(
+                    at,
+                    format!("Claude Code's alias `{model}` is written as `{name}`"),
+                );
+                name
+            }
+            None => model,
+        };
+        if self.imp.set(at, &["model"], Value::from(cogni)) {
+            self.imp.set(at, &["provider"], Value::from("anthropic"));
+        }
+    }
+
+    /// `env`: settings of Claude Code's become cogni's where it has them;
+    /// the rest is set for commands, except what looks secret.
+    fn env(&mut self, vars: &Map<String, Json>, file: &str) {
+        let mut for_commands = 0;
+        for (name, value) in vars {
+            let at = format!("env.{name} in {file}");
+            let Some(value) = value.as_str() else {
+                self.imp.skip(at, "not a string");
+                continue;
+            };
+            if let Some((_, path, number)) = ENV_SETTINGS.iter().find(|(v, _, _)| v == name) {
+                let path: Vec<&str> = path.split('.').collect();
+                match (number, value.trim().parse::<i64>()) {
+                    (false, _) => {
+                        self.imp.set(&at, &path, Value::from(value));
+                    }
+                    (true, Ok(n)) => {
+                        self.imp.set(&at, &path, Value::from(n));
+                    }
+                    (true, Err(_)) => self.imp.skip(at, "not a whole number"),
+                }
+            } else if looks_secret(name, value) {
+                self.imp.skip(
+                    at,
+                    "looks secret, so it is not written into a config file: export it yourself \
+                     (provider keys are read from your environment; commands get variables that look \
+                     secret only with [tools.shell_env] ignore_default_excludes = true)",
+                );
+            } else if CLAUDE_ENV.iter().any(|p| name.starts_with(p)) {
+                self.imp.skip(at, "configures Claude Code itself");
+            } else if self.imp.set(
+                &at,
+                &["tools", "shell_env", "set", name.as_str()],
+                Value::from(value),
+            ) {
+                for_commands += 1;
+            }
+        }
+        if for_commands > 0 {
+            self.imp.note(
+                format!("env in {file}"),
+                "set for commands and MCP servers as [tools.shell_env] set (cogni's hooks get your own environment)",
+            );
+        }
+    }
+
+    /// `permissions`.
+    fn permissions(&mut self, permissions: &Map<String, Json>, file: &str) {
+        for (key, value) in permissions {
+            let at = format!("permissions.{key} in {file}");
+            let rules = || {
+                value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Json::as_str)
+            };
+            match (key.as_str(), value) {
+                ("allow", _) => {
+                    for rule in rules() {
+                        self.imp.skip(
+                            format!("permissions.allow `{rule}` in {file}"),
+                            "cogni has no allow rules: the approval policy decides what runs without \
+                             asking (known-safe read-only commands under \"untrusted\")",
+                        );
+                    }
+                }
+                ("ask", _) => {
+                    for rule in rules() {
+                        self.imp.skip(
+                            format!("permissions.ask `{rule}` in {file}"),
+                            "cogni has no ask rules: approval_policy = \"untrusted\" asks before \
+                             anything but known-safe read-only commands",
+                        );
+                    }
+                }
+                ("deny", _) => {
+                    let denied = rules().filter(|rule| self.deny(rule, file)).count();
+                    if denied > 0 {
+                        self.imp.note(
+                            at,
+                            "each rule is a guardrail over the call's arguments (effects): it blocks \
+                             what Claude Code blocks, on cogni's tools, and may block more",
+                        );
+                    }
+                }
+                ("defaultMode", Json::String(mode)) => {
+                    match MODES.iter().find(|(m, _)| m == mode) {
+                        Some((_, policy)) => {
+                            if self
+                                .imp
+                                .set(&at, &["approval_policy"], Value::from(*policy))
+                            {
+                                self.imp.note(
+                                    at,
+                                    format!("`{mode}` is approval_policy = \"{policy}\""),
+                                );
+                            }
+                        }
+                        None => self.unmapped("permissions.defaultMode", &at),
+                    }
+                }
+                ("additionalDirectories", Json::Array(dirs)) => self.directories(dirs, &at),
+                _ => self.unmapped(&format!("permissions.{key}"), &at),
+            }
+        }
+    }
+
+    /// `permissions.additionalDirectories`: cogni's writable roots.
+    fn directories(&mut self, dirs: &[Json], at: &str) {
+        let mut roots = Vec::new();
+        for dir in dirs.iter().filter_map(Json::as_str) {
+            match &self.scope {
+                _ if dir.starts_with('/') || dir.starts_with("~/") => {
+                    roots.push(absolute(dir, Path::new("/"), self.home))
+                }
+                Scope::Project(project) => roots.push(project.join(dir)),
+                Scope::User => self.imp.skip(
+                    format!("{at}: `{dir}`"),
+                    "relative to wherever Claude Code runs; cogni's writable roots are relative to \
+                     the config file: write it as an absolute path",
+                ),
+            }
+        }
+        if roots.is_empty() {
+            return;
+        }
+        let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        let path = ["sandbox_workspace_write", "writable_roots"];
+        if self
+            .imp
+            .set(at, &path, strings(roots.iter().map(String::as_str)))
+        {
+            self.imp.note(
+                at,
+                "as [sandbox_workspace_write] writable_roots: commands and file tools may write there",
+            );
+        }
+    }
+
+    /// A `permissions.deny` rule as a guardrail; whether it became one.
+    fn deny(&mut self, rule: &str, file: &str) -> bool {
+        let at = format!("permissions.deny `{rule}` in {file}");
+        let (tools, pattern) = match guardrail(rule) {
+            Ok(found) => found,
+            Err(why) => {
+                self.imp.skip(at, why);
+                return false;
+            }
+        };
+        let mut effect = InlineTable::new();
+        effect.insert("kind", "guardrail".into());
+        effect.insert("on", "tool_call".into());
+        effect.insert("tools", tools.into());
+        effect.insert("pattern", pattern.into());
+        effect.insert(
+            "reason",
+            format!("denied by Claude Code's permissions.deny `{rule}`").into(),
+        );
+        self.imp.push_value(&at, &["effects"], effect)
+    }
+
+    /// `hooks`: each command of each matcher group is a `[[hooks.EVENT]]`.
+    fn hooks(&mut self, events: &Map<String, Json>, file: &str) {
+        for (event, groups) in events {
+            let at = format!("hooks.{event} in {file}");
+            let Some((_, matcher)) = EVENTS.iter().find(|(e, _)| e == event) else {
+                self.unmapped(&format!("hooks.{event}"), &at);
+                continue;
+            };
+            let Some(groups) = groups.as_array() else {
+                self.imp.skip(at, "expected a list of matcher groups");
+                continue;
+            };
+            for (i, group) in groups.iter().enumerate() {
+                let at = format!("hooks.{event}[{i}] in {file}");
+                let written = group.get("matcher").and_then(Json::as_str).unwrap_or("");
+                let matcher = match (matcher, written.trim()) {
+                    (_, "" | "*") => None,
+                    (Matcher::Tools, m) => match tool_matcher(m) {
+                        Ok(m) => m,
+                        Err(why) => {
+                            self.imp.skip(at, format!("matcher `{m}` {why}"));
+                            continue;
+                        }
+                    },
+                    (Matcher::Kept, m) => Some(m.to_string()),
+                    (Matcher::Dropped, m) => {
+                        self.imp.note(
+                            &at,
+                            format!(
+                                "matcher `{m}` left out: Claude Code ignores it at {event} too"
+                            ),
+                        );
+                        None
+                    }
+                };
+                let hooks = group.get("hooks").and_then(Json::as_array);
+                for (j, hook) in hooks.into_iter().flatten().enumerate() {
+                    let at = format!("hooks.{event}[{i}].hooks[{j}] in {file}");
+                    self.hook(&at, event, matcher.as_deref(), hook);
+                }
+            }
+        }
+    }
+
+    /// One command hook.
+    fn hook(&mut self, at: &str, event: &str, matcher: Option<&str>, hook: &Json) {
+        let kind = hook.get("type").and_then(Json::as_str).unwrap_or("command");
+        if kind != "command" {
+            self.imp.skip(
+                at,
+                format!("cogni's hooks run commands; a `{kind}` hook has no equivalent"),
+            );
+            return;
+        }
+        let Some(command) = hook.get("command").and_then(Json::as_str) else {
+            self.imp.skip(at, "no command");
+            return;
+        };
+        let mut table = Table::new();
+        if let Some(matcher) = matcher {
+            table.insert("matcher", toml_edit::value(matcher));
+        }
+        table.insert("command", toml_edit::value(command));
+        if let Some(seconds) = hook.get("timeout").and_then(Json::as_f64) {
+            table.insert(
+                "timeout_ms",
+                toml_edit::value((seconds * 1000.0).round() as i64),
+            );
+        }
+        self.imp.push_table(at, &["hooks", event], table);
+    }
+
+    /// `mcpServers` (of `.mcp.json`, `~/.claude.json` or settings).
+    fn servers(&mut self, servers: Option<&Json>, file: &str) {
+        let Some(servers) = servers else {
+            return;
+        };
+        let Some(servers) = servers.as_object() else {
+            self.imp.skip(
+                format!("mcpServers in {file}"),
+                "expected an object of servers",
+            );
+            return;
+        };
+        for (name, server) in servers {
+            let at = format!("mcpServers.{name} in {file}");
+            match server_table(server) {
+                Ok((mut table, skipped)) => {
+                    for key in skipped {
+                        self.imp
+                            .skip(format!("mcpServers.{name}.{key} in {file}"), NO_SUCH);
+                    }
+                    let disabled = self.disabled_servers.iter().any(|d| d == name);
+                    if disabled {
+                        table.insert("enabled", toml_edit::value(false));
+                    }
+                    let cogni = server_name(name);
+                    let id = cogni.as_deref().unwrap_or(name);
+                    if !self.imp.set(&at, &["mcp_servers", id], Item::Table(table)) {
+                        continue;
+                    }
+                    if let Some(id) = cogni {
+                        self.imp.note(
+                            &at,
+                            format!("named `{id}`: a server's name holds only letters, digits, `_` and `-` (its tools are mcp__{id}__TOOL)"),
+                        );
+                    }
+                    if disabled {
+                        self.imp
+                            .note(at, "enabled = false: disabledMcpjsonServers names it");
+                    }
+                }
+                Err(why) => self.imp.skip(at, why),
+            }
+        }
+    }
+}
+
+/// A server of `mcpServers` as `[mcp_servers.NAME]`, and its keys cogni
+/// has no equivalent for; an error when the server cannot work in cogni.
+/// `${VAR}` (which Claude Code expands) becomes cogni's way of passing a
+/// variable where there is one: `env_vars` for `KEY = "${KEY}"`,
+/// `bearer_token_env_var` for `Authorization: Bearer ${VAR}`,
+/// `env_http_headers` for a header that is one variable.
+fn server_table(server: &Json) -> Result<(Table, Vec<String>), String> {
+    let server = server.as_object().ok_or("expected an object")?;
+    let kind = server
+        .get("type")
+        .and_then(Json::as_str)
+        .unwrap_or(if server.contains_key("url") {
+            "http"
+        } else {
+            "stdio"
+        });
+    let expanded = |key: &str, text: &str| -> Result<(), String> {
+        if text.contains("${") {
+            Err(format!(
+                "{key} holds `${{...}}`, which Claude Code expands and cogni does not"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let mut table = Table::new();
+    let mut skipped = Vec::new();
+    let known: &[&str] = match kind {
+        "stdio" => &["type", "command", "args", "env"],
+        "http" => &["type", "url", "headers"],
+        "sse" => {
+            return Err(
+                "an SSE server: cogni speaks streamable HTTP to MCP servers, not the older SSE transport"
+                    .into(),
+            )
+        }
+        other => return Err(format!("type `{other}` is not a transport cogni knows")),
+    };
+    skipped.extend(
+        server
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .cloned(),
+    );
+    if kind == "stdio" {
+        let command = server
+            .get("command")
+            .and_then(Json::as_str)
+            .ok_or("no command")?;
+        expanded("command", command)?;
+        table.insert("command", toml_edit::value(command));
+        let args: Vec<&str> = server
+            .get("args")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Json::as_str)
+            .collect();
+        for arg in &args {
+            expanded("args", arg)?;
+        }
+        if !args.is_empty() {
+            table.insert("args", Item::Value(strings(args)));
+        }
+        let (mut fixed, mut passed) = (Vec::new(), Vec::new());
+        for (key, value) in server
+            .get("env")
+            .and_then(Json::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let value = value.as_str().unwrap_or_default();
+            if value == format!("${{{key}}}") {
+                passed.push(key.as_str());
+            } else {
+                expanded(&format!("env.{key}"), value)?;
+                fixed.push((key.as_str(), value));
+            }
+        }
+        if !fixed.is_empty() {
+            table.insert("env", Item::Value(string_map(fixed)));
+        }
+        if !passed.is_empty() {
+            table.insert("env_vars", Item::Value(strings(passed)));
+        }
+    } else {
+        let url = server.get("url").and_then(Json::as_str).ok_or("no url")?;
+        expanded("url", url)?;
+        table.insert("url", toml_edit::value(url));
+        let (mut fixed, mut from_env) = (Vec::new(), Vec::new());
+        for (header, value) in server
+            .get("headers")
+            .and_then(Json::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let value = value.as_str().unwrap_or_default();
+            let variable = |text: &str| {
+                text.strip_prefix("${")
+                    .and_then(|v| v.strip_suffix('}'))
+                    .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                    .map(String::from)
+            };
+            let bearer = value.strip_prefix("Bearer ").and_then(variable);
+            match (bearer, variable(value)) {
+                (Some(var), _) if header.eq_ignore_ascii_case("authorization") => {
+                    table.insert("bearer_token_env_var", toml_edit::value(var));
+                }
+                (_, Some(var)) => from_env.push((header.as_str(), var)),
+                _ => {
+                    expanded(&format!("headers.{header}"), value)?;
+                    fixed.push((header.as_str(), value));
+                }
+            }
+        }
+        if !fixed.is_empty() {
+            table.insert("http_headers", Item::Value(string_map(fixed)));
+        }
+        if !from_env.is_empty() {
+            let pairs = from_env.iter().map(|(h, v)| (*h, v.as_str()));
+            table.insert("env_http_headers", Item::Value(string_map(pairs)));
+        }
+    }
+    Ok((table, skipped))
+}
+
+/// Claude Code's tool names `names` as cogni's, in order, once each.
+fn cogni_tools<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
+    let mut tools: Vec<&'static str> = Vec::new();
+    for name in names {
+        for (claude, cogni) in TOOLS {
+            if *claude == name {
+                for tool in cogni.iter() {
+                    if !tools.contains(tool) {
+                        tools.push(tool);
+                    }
+                }
+            }
+        }
+    }
+    tools
+}
+
+/// A hook's tool matcher (`Bash`, `Edit|Write`, `Notebook.*`,
+/// `mcp__github__.*`) over cogni's tool names: the cogni tools of the
+/// Claude Code tools it matches, MCP alternatives as written. `None`:
+/// every tool. An error when it matches no tool cogni has.
+pub(super) fn tool_matcher(matcher: &str) -> Result<Option<String>, String> {
+    let re = regex::Regex::new(&format!("^(?:{matcher})$"))
+        .map_err(|_| "is not a valid regex".to_string())?;
+    let claude: Vec<&str> = TOOLS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|n| re.is_match(n))
+        .collect();
+    if claude.len() == TOOLS.len() && re.is_match("mcp__server__tool") {
+        return Ok(None);
+    }
+    let mut alternatives: Vec<String> = cogni_tools(claude).into_iter().map(String::from).collect();
+    alternatives.extend(
+        matcher
+            .split('|')
+            .map(str::trim)
+            .filter(|alt| alt.starts_with("mcp__"))
+            .map(String::from),
+    );
+    if alternatives.is_empty() {
+        return Err("names no tool cogni has".into());
+    }
+    Ok(Some(alternatives.join("|")))
+}
+
+/// A `permissions.deny` rule as a guardrail's `tools` and `pattern`
+/// (a regex over the call's arguments as JSON; empty: every call).
+pub(super) fn guardrail(rule: &str) -> Result<(String, String), String> {
+    let (tool, spec) = match rule.split_once('(') {
+        Some((tool, rest)) => (tool.trim(), rest.strip_suffix(')').map(str::trim)),
+        None => (rule.trim(), None),
+    };
+    if tool.starts_with("mcp__") {
+        let tools = match tool.matches("__").count() {
+            1 => format!("{}__.*", regex::escape(tool)),
+            _ => tool
+                .split('*')
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join(".*"),
+        };
+        return Ok((tools, String::new()));
+    }
+    let Some((_, cogni)) = TOOLS.iter().find(|(name, _)| *name == tool) else {
+        return Err(format!("`{tool}` is not a tool Claude Code has"));
+    };
+    if cogni.is_empty() {
+        return Err(format!("cogni has no {tool} tool: nothing to deny"));
+    }
+    let spec = spec.filter(|s| !s.is_empty() && *s != "*");
+    let Some(spec) = spec else {
+        return Ok((cogni.join("|"), String::new()));
+    };
+    Ok(match tool {
+        "Bash" => ("shell".into(), command_pattern(spec)),
+        "Read" => (READ_TOOLS.join("|"), path_pattern(spec)),
+        "Edit" | "MultiEdit" | "Write" => (EDIT_TOOLS.join("|"), path_pattern(spec)),
+        _ => (cogni.join("|"), path_pattern(spec)),
+    })
+}
+
+/// The characters a command word or a path may not run on into.
+const WORD_EDGE: &str = r#"(?:^|[^\w./-])"#;
+const WORD_END: &str = r#"(?:$|[^\w-])"#;
+
+/// A Bash rule's command (`npm run test:*`, `git * main`, `rm -rf`) as a
+/// regex that finds it anywhere in a shell call's arguments: a rule that
+/// denies also catches the command after `&&` or `;`.
+pub(super) fn command_pattern(spec: &str) -> String {
+    let spec = spec.strip_suffix(":*").unwrap_or(spec);
+    let spec = spec.trim_end_matches('*').trim_end();
+    let body: Vec<String> = spec
+        .split('*')
+        .map(|part| {
+            part.split_whitespace()
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join(r"\s+")
+        })
+        .collect();
+    format!("{WORD_EDGE}{}{WORD_END}", body.join(".*"))
+}
+
+/// A Read or Edit rule's path (a gitignore-style glob: `./secrets/**`,
+/// `~/.ssh/**`, `//etc/passwd`, `*.env`) as a regex that finds it
+/// anywhere in a call's arguments (a path, or a patch's file names): it
+/// may match more than the one file meant, never less.
+pub(super) fn path_pattern(spec: &str) -> String {
+    let mut rest = spec;
+    for prefix in ["//", "~/", "./", "/"] {
+        if let Some(r) = rest.strip_prefix(prefix) {
+            rest = r;
+            break;
+        }
+    }
+    // `dir/**` is the directory too (a search of it reads its files).
+    let (rest, deep) = match rest.strip_suffix("/**") {
+        Some(dir) => (dir, true),
+        None => (rest, false),
+    };
+    let mut regex = String::from(r#"(?:^|[\s"'/=:])"#);
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    regex.push_str(r#"(?:[^"]*/)?"#);
+                } else {
+                    regex.push_str(r#"[^"]*"#);
+                }
+            }
+            '*' => regex.push_str(r#"[^/"]*"#),
+            '?' => regex.push_str(r#"[^/"]"#),
+            c => regex.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    if deep {
+        regex.push_str(r#"(?:/[^"]*)?"#);
+    }
+    if !rest.ends_with("**") {
+        regex.push_str(r#"(?:$|[\s"'/,}\\])"#);
+    }
+    regex
+}
