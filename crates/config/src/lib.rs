@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use agents_md::load_user_instructions;
-pub use allowlist::allowed as untrusted_allowlist;
+pub use allowlist::{allowed as untrusted_allowlist, inside as inside_project};
 pub use cogni_spec::strategies::AgentFile;
 pub use load::{
     cogni_home, discover, load, read_layers, resolve, validate, Config, Discovered, Layers,

@@ -498,16 +498,27 @@ impl Claude<'_> {
     fn directories(&mut self, dirs: &[Json], at: &str) {
         let mut roots = Vec::new();
         for dir in dirs.iter().filter_map(Json::as_str) {
+            let at = format!("{at}: `{dir}`");
+            let absolute_dir = dir.starts_with('/') || dir.starts_with("~/");
             match &self.scope {
-                _ if dir.starts_with('/') || dir.starts_with("~/") => {
-                    roots.push(absolute(dir, Path::new("/"), self.home))
-                }
-                Scope::Project(project) => roots.push(project.join(dir)),
+                Scope::User if absolute_dir => roots.push(absolute(dir, Path::new("/"), self.home)),
                 Scope::User => self.imp.skip(
-                    format!("{at}: `{dir}`"),
+                    at,
                     "relative to wherever Claude Code runs; cogni's writable roots are relative to \
                      the config file: write it as an absolute path",
                 ),
+                Scope::Project(project) => {
+                    let root = absolute(dir, project, self.home);
+                    if config::inside_project(&root.display().to_string(), project) {
+                        roots.push(root);
+                    } else {
+                        self.imp.skip(
+                            at,
+                            "outside the project: a project's settings do not open your other \
+                             directories to commands (add it to your own config if you want)",
+                        );
+                    }
+                }
             }
         }
         if roots.is_empty() {

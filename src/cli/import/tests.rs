@@ -467,6 +467,16 @@ fn a_projects_settings_and_mcp_json_are_one_projects_import() {
         Some(false)
     );
     assert!(why(&imp, "mcpServers.api in .mcp.json").contains("${...}"));
+    // A project opens only its own directories to commands.
+    assert_eq!(
+        at(&t, &["sandbox_workspace_write", "writable_roots"]),
+        &toml::Value::from(vec![project.join("docs").display().to_string()])
+    );
+    assert!(why(
+        &imp,
+        "permissions.additionalDirectories in settings.json: `../other-repo`"
+    )
+    .contains("outside the project"));
 }
 
 #[test]
