@@ -11,6 +11,7 @@
 //! before it is printed or written.
 
 mod claude;
+mod claude_tools;
 mod codex;
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 //! takes the result.
 
 use super::claude::{self, Scope};
+use super::claude_tools;
 use super::{check, codex, comment, server_name, Import};
 use std::path::{Path, PathBuf};
 
@@ -528,7 +529,7 @@ fn a_project_file_that_links_outside_the_project_is_not_read() {
 
 #[test]
 fn tool_matchers_name_cognis_tools() {
-    use claude::tool_matcher as m;
+    use claude_tools::tool_matcher as m;
     assert_eq!(m("Bash"), Ok(Some("shell".into())));
     assert_eq!(
         m("Edit|MultiEdit|Write"),
@@ -550,7 +551,7 @@ fn tool_matchers_name_cognis_tools() {
 /// Whether the guardrail for `rule` blocks a call of `tool` with these
 /// arguments (as JSON), as cogni's guardrail effect decides.
 fn blocks(rule: &str, tool: &str, arguments: serde_json::Value) -> bool {
-    let (tools, pattern) = claude::guardrail(rule).unwrap();
+    let (tools, pattern) = claude_tools::guardrail(rule).unwrap();
     let tools = regex::Regex::new(&format!("^(?:{tools})$")).unwrap();
     let pattern = regex::Regex::new(&pattern).unwrap();
     tools.is_match(tool) && pattern.is_match(&arguments.to_string())
@@ -629,8 +630,8 @@ fn deny_rules_block_what_claude_code_blocks_on_cognis_tools() {
         "mcp__github__get_issue",
         json!({})
     ));
-    assert!(claude::guardrail("WebSearch").is_err());
-    assert!(claude::guardrail("Frobnicate").is_err());
+    assert!(claude_tools::guardrail("WebSearch").is_err());
+    assert!(claude_tools::guardrail("Frobnicate").is_err());
 }
 
 #[test]
