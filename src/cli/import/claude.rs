@@ -657,120 +657,130 @@ impl Claude<'_> {
 /// `env_http_headers` for a header that is one variable.
 fn server_table(server: &Json) -> Result<(Table, Vec<String>), String> {
     let server = server.as_object().ok_or("expected an object")?;
-    let kind = server
-        .get("type")
-        .and_then(Json::as_str)
-        .unwrap_or(if server.contains_key("url") {
-            "http"
-        } else {
-            "stdio"
-        });
-    let expanded = |key: &str, text: &str| -> Result<(), String> {
-        if text.contains("${") {
-            Err(format!(
-                "{key} holds `${{...}}`, which Claude Code expands and cogni does not"
-            ))
-        } else {
-            Ok(())
-        }
+    let default = if server.contains_key("url") {
+        "http"
+    } else {
+        "stdio"
     };
-    let mut table = Table::new();
-    let mut skipped = Vec::new();
-    let known: &[&str] = match kind {
-        "stdio" => &["type", "command", "args", "env"],
-        "http" => &["type", "url", "headers"],
+    let kind = server.get("type").and_then(Json::as_str).unwrap_or(default);
+    let (known, table): (&[&str], _) = match kind {
+        "stdio" => (&["type", "command", "args", "env"], stdio(server)?),
+        "http" => (&["type", "url", "headers"], http(server)?),
         "sse" => {
             return Err(
-                "an SSE server: cogni speaks streamable HTTP to MCP servers, not the older SSE transport"
+                "an SSE server: cogni speaks streamable HTTP to MCP servers, not the \
+                        older SSE transport"
                     .into(),
             )
         }
         other => return Err(format!("type `{other}` is not a transport cogni knows")),
     };
-    skipped.extend(
-        server
-            .keys()
-            .filter(|k| !known.contains(&k.as_str()))
-            .cloned(),
-    );
-    if kind == "stdio" {
-        let command = server
-            .get("command")
-            .and_then(Json::as_str)
-            .ok_or("no command")?;
-        expanded("command", command)?;
-        table.insert("command", toml_edit::value(command));
-        let args: Vec<&str> = server
-            .get("args")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Json::as_str)
-            .collect();
-        for arg in &args {
-            expanded("args", arg)?;
-        }
-        if !args.is_empty() {
-            table.insert("args", Item::Value(strings(args)));
-        }
-        let (mut fixed, mut passed) = (Vec::new(), Vec::new());
-        for (key, value) in server
-            .get("env")
-            .and_then(Json::as_object)
-            .into_iter()
-            .flatten()
-        {
-            let value = value.as_str().unwrap_or_default();
-            if value == format!("${{{key}}}") {
-                passed.push(key.as_str());
-            } else {
-                expanded(&format!("env.{key}"), value)?;
-                fixed.push((key.as_str(), value));
-            }
-        }
-        if !fixed.is_empty() {
-            table.insert("env", Item::Value(string_map(fixed)));
-        }
-        if !passed.is_empty() {
-            table.insert("env_vars", Item::Value(strings(passed)));
-        }
-    } else {
-        let url = server.get("url").and_then(Json::as_str).ok_or("no url")?;
-        expanded("url", url)?;
-        table.insert("url", toml_edit::value(url));
-        let (mut fixed, mut from_env) = (Vec::new(), Vec::new());
-        for (header, value) in server
-            .get("headers")
-            .and_then(Json::as_object)
-            .into_iter()
-            .flatten()
-        {
-            let value = value.as_str().unwrap_or_default();
-            let variable = |text: &str| {
-                text.strip_prefix("${")
-                    .and_then(|v| v.strip_suffix('}'))
-                    .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-                    .map(String::from)
-            };
-            let bearer = value.strip_prefix("Bearer ").and_then(variable);
-            match (bearer, variable(value)) {
-                (Some(var), _) if header.eq_ignore_ascii_case("authorization") => {
-                    table.insert("bearer_token_env_var", toml_edit::value(var));
-                }
-                (_, Some(var)) => from_env.push((header.as_str(), var)),
-                _ => {
-                    expanded(&format!("headers.{header}"), value)?;
-                    fixed.push((header.as_str(), value));
-                }
-            }
-        }
-        if !fixed.is_empty() {
-            table.insert("http_headers", Item::Value(string_map(fixed)));
-        }
-        if !from_env.is_empty() {
-            let pairs = from_env.iter().map(|(h, v)| (*h, v.as_str()));
-            table.insert("env_http_headers", Item::Value(string_map(pairs)));
+    let skipped = server
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    Ok((table, skipped))
+}
+
+/// A stdio server's `command`, `args` and `env`.
+fn stdio(server: &Map<String, Json>) -> Result<Table, String> {
+    let mut table = Table::new();
+    let command = server
+        .get("command")
+        .and_then(Json::as_str)
+        .ok_or("no command")?;
+    not_expanded("command", command)?;
+    table.insert("command", toml_edit::value(command));
+    let args: Vec<&str> = server
+        .get("args")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Json::as_str)
+        .collect();
+    for arg in &args {
+        not_expanded("args", arg)?;
+    }
+    insert_some(&mut table, "args", strings(args.iter().copied()));
+    let (mut fixed, mut passed) = (Vec::new(), Vec::new());
+    for (key, value) in strings_of(server, "env") {
+        if variable(value) == Some(key) {
+            passed.push(key);
+        } else {
+            not_expanded(&format!("env.{key}"), value)?;
+            fixed.push((key, value));
         }
     }
-    Ok((table, skipped))
+    insert_some(&mut table, "env", string_map(fixed));
+    insert_some(&mut table, "env_vars", strings(passed));
+    Ok(table)
+}
+
+/// A streamable HTTP server's `url` and `headers`.
+fn http(server: &Map<String, Json>) -> Result<Table, String> {
+    let mut table = Table::new();
+    let url = server.get("url").and_then(Json::as_str).ok_or("no url")?;
+    not_expanded("url", url)?;
+    table.insert("url", toml_edit::value(url));
+    let (mut fixed, mut from_env) = (Vec::new(), Vec::new());
+    for (header, value) in strings_of(server, "headers") {
+        let bearer = value.strip_prefix("Bearer ").and_then(variable);
+        match (bearer, variable(value)) {
+            (Some(var), _) if header.eq_ignore_ascii_case("authorization") => {
+                table.insert("bearer_token_env_var", toml_edit::value(var));
+            }
+            (_, Some(var)) => from_env.push((header, var)),
+            _ => {
+                not_expanded(&format!("headers.{header}"), value)?;
+                fixed.push((header, value));
+            }
+        }
+    }
+    insert_some(&mut table, "http_headers", string_map(fixed));
+    insert_some(&mut table, "env_http_headers", string_map(from_env));
+    Ok(table)
+}
+
+/// The string values of the object at `key` of `map`, by name.
+fn strings_of<'a>(
+    map: &'a Map<String, Json>,
+    key: &str,
+) -> impl Iterator<Item = (&'a str, &'a str)> {
+    map.get(key)
+        .and_then(Json::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default()))
+}
+
+/// Insert `value` at `key` unless it is an empty list or table.
+fn insert_some(table: &mut Table, key: &str, value: Value) {
+    let empty = match &value {
+        Value::Array(items) => items.is_empty(),
+        Value::InlineTable(pairs) => pairs.is_empty(),
+        _ => false,
+    };
+    if !empty {
+        table.insert(key, Item::Value(value));
+    }
+}
+
+/// The variable's name when `text` is `${VAR}` alone.
+fn variable(text: &str) -> Option<&str> {
+    text.strip_prefix("${")
+        .and_then(|v| v.strip_suffix('}'))
+        .filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// `text` (at `key`) holds no `${...}`, which Claude Code expands and cogni
+/// does not.
+fn not_expanded(key: &str, text: &str) -> Result<(), String> {
+    if text.contains("${") {
+        Err(format!(
+            "{key} holds `${{...}}`, which Claude Code expands and cogni does not"
+        ))
+    } else {
+        Ok(())
+    }
 }
