@@ -20,8 +20,9 @@ use toml_edit::{InlineTable, Item, Table, Value};
 
 #[derive(Debug, Args)]
 pub struct ClaudeArgs {
-    /// Claude Code's settings directory (default: $CLAUDE_CONFIG_DIR, else
-    /// ~/.claude); its .claude.json is read there too.
+    /// Claude Code's settings directory, whose settings.json and
+    /// .claude.json are read (default: $CLAUDE_CONFIG_DIR, else
+    /// ~/.claude/settings.json and ~/.claude.json).
     #[arg(long, value_name = "DIR", conflicts_with = "project")]
     pub from: Option<PathBuf>,
 
