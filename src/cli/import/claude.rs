@@ -196,23 +196,6 @@ pub(super) fn import(
     scope: Scope,
     home: Option<&Path>,
 ) -> Result<Import, String> {
-    let mut read = Vec::new();
-    for path in files {
-        if let Some(json) = read_json(path)? {
-            read.push((path.clone(), json));
-        }
-    }
-    if read.is_empty() {
-        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        return Err(format!(
-            "no Claude Code settings found (looked for {}); name another directory with {}",
-            names.join(", "),
-            match scope {
-                Scope::User => "--from DIR, or a project's with --project DIR",
-                Scope::Project(_) => "--project DIR",
-            }
-        ));
-    }
     let about = match &scope {
         Scope::User => "Keep it as $COGNI_HOME/config.toml (`cogni import claude --write` writes it there).".to_string(),
         Scope::Project(dir) => format!(
@@ -227,6 +210,40 @@ pub(super) fn import(
         home,
         disabled_servers: Vec::new(),
     };
+    let mut read = Vec::new();
+    let mut found = false;
+    for path in files {
+        let exists = std::fs::symlink_metadata(path).is_ok();
+        found |= exists;
+        if let Scope::Project(dir) = &claude.scope {
+            // A repository's file may be a link to one of yours, or to a
+            // device: not opened.
+            let inside = std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(dir));
+            if !inside {
+                if exists {
+                    claude.imp.skip(
+                        path.display().to_string(),
+                        "a link to a file outside the project: not read",
+                    );
+                }
+                continue;
+            }
+        }
+        if let Some(json) = read_json(path)? {
+            read.push((path.clone(), json));
+        }
+    }
+    if !found {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        return Err(format!(
+            "no Claude Code settings found (looked for {}); name another directory with {}",
+            names.join(", "),
+            match claude.scope {
+                Scope::User => "--from DIR, or a project's with --project DIR",
+                Scope::Project(_) => "--project DIR",
+            }
+        ));
+    }
     // Settings first: they may disable .mcp.json's servers.
     read.sort_by_key(|(path, _)| path.file_name().is_some_and(|n| n == ".mcp.json"));
     for (path, json) in &read {
@@ -265,17 +282,6 @@ impl Claude<'_> {
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        if let Scope::Project(dir) = &self.scope {
-            // A repository's file may be a link to one of yours.
-            let inside = std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(dir));
-            if !inside {
-                self.imp.skip(
-                    path.display().to_string(),
-                    "a link to a file outside the project: not read",
-                );
-                return;
-            }
-        }
         self.imp.source(path);
         match name.as_str() {
             ".mcp.json" => self.servers(json.get("mcpServers"), &name),

@@ -510,7 +510,7 @@ fn a_hostile_projects_names_and_values_stay_text() {
 }
 
 #[test]
-fn a_project_file_that_links_outside_the_project_is_not_read() {
+fn a_project_file_that_links_outside_the_project_is_not_opened() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     let project = root.join("project");
@@ -521,10 +521,15 @@ fn a_project_file_that_links_outside_the_project_is_not_read() {
     )
     .unwrap();
     std::os::unix::fs::symlink(root.join("mine.json"), project.join(".mcp.json")).unwrap();
+    // Nor is one that would never end.
+    std::fs::create_dir(project.join(".claude")).unwrap();
+    let settings = project.join(".claude/settings.json");
+    std::os::unix::fs::symlink("/dev/zero", &settings).unwrap();
     let imp = project_import(&project);
     assert!(rendered(&imp).is_empty());
-    let key = project.join(".mcp.json").display().to_string();
-    assert!(why(&imp, &key).contains("outside the project"));
+    for link in [project.join(".mcp.json"), settings] {
+        assert!(why(&imp, &link.display().to_string()).contains("outside the project"));
+    }
 }
 
 #[test]
