@@ -67,7 +67,7 @@ pub fn run(args: ImportArgs) -> u8 {
 
 /// A setting as it reads in the report: its key in the other agent's file
 /// and why it was not imported (or how it changed).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) struct Entry {
     pub key: String,
     pub why: String,
