@@ -7,6 +7,7 @@ mod approve;
 mod builder;
 mod config_cmd;
 mod export;
+mod import;
 mod interactive;
 mod launch;
 mod manual;
@@ -98,6 +99,8 @@ pub enum Command {
     Trust(trust::TrustArgs),
     /// The configuration: `cogni config example` prints every key of cogni.toml with what it does.
     Config(config_cmd::ConfigArgs),
+    /// Bring settings from another agent: Codex CLI's config.toml or Claude Code's settings, as cogni.toml.
+    Import(import::ImportArgs),
     /// Check a task file without running anything.
     Validate(tasks::ValidateArgs),
     /// Compare two task runs (results.json files or run directories).
@@ -435,6 +438,7 @@ pub fn main() -> ExitCode {
         Some(Command::Skills(args)) => ExitCode::from(skills::run(args)),
         Some(Command::Trust(args)) => ExitCode::from(trust::run(args)),
         Some(Command::Config(args)) => ExitCode::from(config_cmd::run(args)),
+        Some(Command::Import(args)) => ExitCode::from(import::run(args)),
         Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
         Some(Command::McpServer(args)) => ExitCode::from(mcp_server::run(args)),
         Some(Command::Acp(args)) => ExitCode::from(acp::run(args)),

@@ -21,6 +21,7 @@ mod files;
 mod guards;
 mod hooks;
 mod hostile;
+mod import;
 mod interop;
 mod layers;
 mod library;

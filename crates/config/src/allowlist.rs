@@ -432,7 +432,7 @@ fn apply(
 
 /// `path` (relative to `repo`, or absolute) inside `repo`: canonical when
 /// it exists; otherwise it may not contain `..`.
-fn inside(path: &str, repo: &Path) -> bool {
+pub fn inside(path: &str, repo: &Path) -> bool {
     let path = repo.join(path);
     match std::fs::canonicalize(&path) {
         Ok(real) => real.starts_with(repo),

@@ -32,15 +32,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use agents_md::load_user_instructions;
-pub use allowlist::allowed as untrusted_allowlist;
+pub use allowlist::{allowed as untrusted_allowlist, inside as inside_project};
 pub use cogni_spec::strategies::AgentFile;
 pub use load::{
     cogni_home, discover, load, read_layers, resolve, validate, Checkpoints, Config, Discovered,
     Layers, Sources, Validated, DEFAULT_VERBOSE_MAX_BYTES,
 };
 pub use mcp::{add_server, remove_server, NewServer};
-pub use providers::ProviderFile;
-pub use trust::TrustStore;
+pub use providers::{ProviderFile, BUILTIN_IDS as BUILTIN_PROVIDERS};
+pub use trust::{dir_is_trusted, TrustStore};
 
 /// A configuration error: names the problem and where it is.
 #[derive(Debug, thiserror::Error)]

@@ -144,10 +144,7 @@ pub struct Layers {
 /// flags).
 pub fn read_layers(sources: &Sources<'_>) -> Result<Layers, ConfigError> {
     let mut merged = ConfigFile::default();
-    let home_file = sources.home.join("config.toml");
-    if home_file.is_file() {
-        merged.merge(ConfigFile::load(&home_file)?);
-    }
+    merged.merge(user_layer(&sources.home)?);
     let mut warnings = Vec::new();
     let project_file = sources.cwd.join("cogni.toml");
     // Trust is read only when the project has something to gate.
@@ -209,6 +206,16 @@ pub fn read_layers(sources: &Sources<'_>) -> Result<Layers, ConfigError> {
         warnings,
         project_trusted,
     })
+}
+
+/// The user's own layer, `home/config.toml` (empty when there is none).
+pub(crate) fn user_layer(home: &Path) -> Result<ConfigFile, ConfigError> {
+    let file = home.join("config.toml");
+    if file.is_file() {
+        ConfigFile::load(&file)
+    } else {
+        Ok(ConfigFile::default())
+    }
 }
 
 /// The merged layers, checked: each table turned into what the engine

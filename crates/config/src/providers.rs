@@ -72,6 +72,7 @@ impl ProviderFile {
     }
 }
 
+/// The ids of the built-in providers (`openai`, `anthropic`, ...).
 pub const BUILTIN_IDS: &[&str] = &[
     "openai",
     "anthropic",

@@ -106,6 +106,13 @@ pub(super) fn is_trusted(home: &Path, user: &ConfigFile, cwd: &Path) -> Result<b
     Ok(Trusted::load(home, projects)?.covers(cwd))
 }
 
+/// Whether `dir` is trusted, by the store or by `trusted_projects` of
+/// `home/config.toml` (read when it exists), as a session in `dir` would
+/// find (`cogni import` asks before it writes a project's cogni.toml).
+pub fn dir_is_trusted(home: &Path, dir: &Path) -> Result<bool, ConfigError> {
+    is_trusted(home, &super::load::user_layer(home)?, dir)
+}
+
 /// Drop from a project layer, trusted or not, what only the user's own
 /// files and the command line may set: which directories are trusted, and
 /// the scripted provider and its script (a script plays the model, and

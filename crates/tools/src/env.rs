@@ -148,7 +148,7 @@ fn is_core(name: &str) -> bool {
 
 /// Whether a variable looks secret by its name or its value (see the
 /// module's documentation).
-fn looks_secret(name: &str, value: &str) -> bool {
+pub fn looks_secret(name: &str, value: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     if SECRET_WORDS.iter().any(|word| upper.contains(word)) {
         return true;
