@@ -148,7 +148,9 @@ pub struct ReplArgs {
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// The session id (or a unique prefix of it); see `cogni sessions`.
-    #[arg(required_unless_present = "last", conflicts_with = "last")]
+    /// Without one (and without --last): pick one of this directory's
+    /// sessions on the terminal.
+    #[arg(conflicts_with = "last")]
     pub id: Option<String>,
 
     /// The session saved most recently.
@@ -420,9 +422,20 @@ pub fn main() -> ExitCode {
         Some(Command::Run(args)) => ExitCode::from(run::run(*args)),
         Some(Command::Repl(args)) => ExitCode::from(repl::run(args, None, false, None)),
         Some(Command::Resume(args)) => {
-            let resume = match args.id {
-                Some(id) => persist::Resume::Id(id),
-                None => persist::Resume::Last,
+            let resume = match (args.id, args.last) {
+                (Some(id), _) => persist::Resume::Id(id),
+                (None, true) => persist::Resume::Last,
+                (None, false) => match repl::pick_session(&args.repl) {
+                    Ok(Some(id)) => persist::Resume::Id(id),
+                    Ok(None) => {
+                        eprintln!("cogni: no session chosen");
+                        return ExitCode::from(exit::DONE);
+                    }
+                    Err(e) => {
+                        eprintln!("cogni: {e}");
+                        return ExitCode::from(exit::USAGE);
+                    }
+                },
             };
             ExitCode::from(repl::run(args.repl, Some(resume), args.fork, None))
         }

@@ -70,7 +70,7 @@ pub fn load(
         );
     }
     let explicit = args.config.as_ref().map(|p| launch_dir.join(p));
-    let home = config::cogni_home(&env);
+    let home = home();
     let config = config::load(Sources {
         home: home.clone(),
         cwd,
@@ -83,6 +83,11 @@ pub fn load(
         eprintln!("cogni: warning: {warning}");
     }
     Ok(Loaded { config, home })
+}
+
+/// `$COGNI_HOME` (default `~/.cogni`).
+pub fn home() -> PathBuf {
+    config::cogni_home(&env)
 }
 
 /// The current-thread runtime every command runs on.

@@ -926,3 +926,54 @@ fn context_reset_keeps_the_initial_context_and_summarize_keeps_plan_instructions
         Some("user: fourth message")
     );
 }
+
+#[test]
+fn resume_without_an_id_picks_a_session_and_shows_its_conversation() {
+    let env = Env::new();
+    let script = env.write("answer.toml", "[[turns]]\ntext = \"the answer\"\n");
+    for task in ["fix the parser", "write the docs"] {
+        let out = env
+            .cmd()
+            .args(["run", "--script"])
+            .arg(&script)
+            .arg(task)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        // Distinct modification times order the picker.
+        std::thread::sleep(Duration::from_millis(1100));
+    }
+    let mut cmd = cogni(&env, None, &["resume", "--script"]);
+    cmd.arg(&script);
+    let mut pty = Pty::spawn(cmd, 120);
+    pty.expect("resume a session of", WAIT);
+    pty.expect("write the docs", WAIT);
+    pty.expect("fix the parser", WAIT);
+    // Type to filter, move, open.
+    pty.send("pars");
+    pty.expect("filter: pars", WAIT);
+    pty.send("\x1b[B\r");
+    pty.expect("(resumed)", WAIT);
+    pty.expect("── earlier in this session ──", WAIT);
+    pty.expect("› fix the parser", WAIT);
+    pty.expect("the answer", WAIT);
+    pty.expect("── now ──", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("/exit\r");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    let screen = pty.screen();
+    let replayed = &screen[screen.find("── earlier").unwrap()..];
+    assert!(!replayed.contains("write the docs"), "{replayed}");
+
+    // Esc cancels; without a terminal it says how to name one.
+    let mut cmd = cogni(&env, None, &["resume"]);
+    cmd.arg("--script").arg(&script);
+    let mut pty = Pty::spawn(cmd, 120);
+    pty.expect("resume a session of", WAIT);
+    pty.send("\x1b");
+    pty.expect("no session chosen", WAIT);
+    assert_eq!(pty.wait(WAIT).code(), Some(0));
+    let out = env.cmd().arg("resume").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--last"));
+}

@@ -190,6 +190,10 @@ pub struct Summary {
     pub first_prompt: String,
     /// Input plus output tokens of all its turns.
     pub tokens: u64,
+    /// When it was last written, seconds since the Unix epoch.
+    pub updated_at: u64,
+    /// The session file's size in bytes.
+    pub bytes: u64,
 }
 
 /// The sessions directory.
@@ -371,8 +375,11 @@ impl Store {
         let mut out: Vec<Summary> = self
             .ids()?
             .iter()
-            .filter_map(|id| self.load(id).ok())
-            .map(|l| Summary {
+            .filter_map(|id| {
+                let meta = std::fs::metadata(self.path(id)).ok()?;
+                Some((self.load(id).ok()?, meta))
+            })
+            .map(|(l, meta)| Summary {
                 first_prompt: l
                     .history
                     .iter()
@@ -384,6 +391,12 @@ impl Store {
                 started_at: l.header.started_at,
                 cwd: l.header.cwd,
                 tokens: l.usage.total(),
+                updated_at: meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(l.header.started_at, |d| d.as_secs()),
+                bytes: meta.len(),
             })
             .collect();
         out.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.id.cmp(&a.id)));

@@ -197,8 +197,8 @@ fn builtins() -> Vec<Builtin> {
         },
         Builtin {
             name: "resume",
-            usage: "ID",
-            help: "reopen a saved session",
+            usage: "[ID]",
+            help: "reopen a saved session (no ID: pick one)",
             run: handler!(resume),
         },
     ]
@@ -718,16 +718,35 @@ async fn sessions(r: &mut Repl, _: &str) -> Flow {
 }
 
 async fn resume(r: &mut Repl, args: &str) -> Flow {
-    if args.is_empty() {
-        r.sink.error("usage: /resume ID (see /sessions)");
-        return Flow::Continue;
-    }
-    match r.resume(args).await {
-        Ok(()) => r.sink.note(&format!(
-            "resumed session {} ({} items)",
-            r.session.id,
-            r.session.history().len()
-        )),
+    let id = if args.is_empty() {
+        // The picker of `cogni resume`, while the prompt is not reading.
+        let (home, cwd, color) = (
+            r.home.clone(),
+            r.session.context().cwd.clone(),
+            r.sink.caps().color,
+        );
+        match tokio::task::spawn_blocking(move || super::picker::pick(&home, &cwd, color)).await {
+            Ok(Ok(Some(id))) => id,
+            Ok(Ok(None)) => return Flow::Continue,
+            Ok(Err(e)) => {
+                r.sink
+                    .error(&format!("{e}; /resume ID opens one (see /sessions)"));
+                return Flow::Continue;
+            }
+            Err(_) => return Flow::Continue,
+        }
+    } else {
+        args.to_string()
+    };
+    match r.resume(&id).await {
+        Ok(()) => {
+            r.sink.note(&format!(
+                "resumed session {} ({} items)",
+                r.session.id,
+                r.session.history().len()
+            ));
+            r.show_earlier();
+        }
         Err(e) => r.sink.error(&e),
     }
     Flow::Continue

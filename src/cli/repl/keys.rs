@@ -110,7 +110,7 @@ fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
 }
 
 /// Whether stdin has a byte within `wait`.
-fn readable(wait: Duration) -> bool {
+pub(super) fn readable(wait: Duration) -> bool {
     let mut fd = libc::pollfd {
         fd: libc::STDIN_FILENO,
         events: libc::POLLIN,
@@ -121,7 +121,7 @@ fn readable(wait: Duration) -> bool {
     n > 0 && fd.revents & (libc::POLLIN | libc::POLLHUP) != 0
 }
 
-fn read_byte() -> Option<u8> {
+pub(super) fn read_byte() -> Option<u8> {
     let mut byte = 0u8;
     // SAFETY: reads one byte into a local.
     let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };

@@ -17,6 +17,8 @@ mod init;
 mod keys;
 mod markdown;
 mod mentions;
+pub(super) mod picker;
+mod replay;
 pub(super) mod sink;
 mod status;
 pub(super) mod term;
@@ -79,6 +81,14 @@ pub(super) struct Repl {
     ahead: keys::Typed,
     /// The status line above the prompt.
     status: status::StatusLine,
+}
+
+/// `cogni resume` without an id: the session the user picks on the
+/// terminal (`None`: they cancelled).
+pub fn pick_session(args: &ReplArgs) -> Result<Option<String>, String> {
+    let (_, cwd) = super::setup::dirs(&args.common)?;
+    let home = super::setup::home();
+    picker::pick(&home, &cwd, term::Caps::detect(args.no_color).color)
 }
 
 /// Run the REPL, sending `first` as its first input if given; returns the
@@ -301,6 +311,21 @@ impl Repl {
         self.sink.note(
             "/help lists commands · @path attaches a file · Ctrl-C stops a turn · Ctrl-D quits",
         );
+        if resumed {
+            self.show_earlier();
+        }
+    }
+
+    /// A resumed session's conversation so far, on screen.
+    fn show_earlier(&self) {
+        let lines = replay::lines(
+            self.session.history(),
+            self.session.initial_len(),
+            self.sink.caps().color,
+        );
+        if !lines.is_empty() {
+            self.sink.say(&lines.join("\n"));
+        }
     }
 
     fn prompt(&self) -> Prompt {

@@ -1,0 +1,327 @@
+//! `cogni resume` without an id: a picker of the saved sessions of this
+//! directory (Tab: of every directory), newest first: ↑ and ↓ move, typing
+//! filters by prompt or id, Enter opens, Esc or Ctrl-C cancels.
+
+use super::keys::{read_byte, readable};
+use super::term;
+use crate::cli::render::strip_terminal_controls;
+use crate::store::{Store, Summary};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Sessions shown at once.
+const ROWS: usize = 10;
+
+/// What a key does in the picker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Up,
+    Down,
+    Enter,
+    Cancel,
+    Backspace,
+    Tab,
+    Char(char),
+}
+
+/// The picker's state: the sessions, the filter, the selection.
+struct Picker {
+    sessions: Vec<Summary>,
+    cwd: PathBuf,
+    /// Every directory's sessions, not only this one's.
+    all: bool,
+    filter: String,
+    selected: usize,
+    /// Seconds since the Unix epoch, for ages.
+    now: u64,
+}
+
+/// How the picker ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Chosen(String),
+    Cancelled,
+}
+
+impl Picker {
+    fn visible(&self) -> Vec<&Summary> {
+        let filter = self.filter.to_lowercase();
+        self.sessions
+            .iter()
+            .filter(|s| self.all || s.cwd == self.cwd)
+            .filter(|s| {
+                filter.is_empty()
+                    || s.first_prompt.to_lowercase().contains(&filter)
+                    || s.id.starts_with(&filter)
+            })
+            .collect()
+    }
+
+    fn press(&mut self, key: Key) -> Option<Outcome> {
+        let count = self.visible().len();
+        match key {
+            Key::Up => self.selected = self.selected.saturating_sub(1),
+            Key::Down => self.selected = (self.selected + 1).min(count.saturating_sub(1)),
+            Key::Enter => {
+                return self
+                    .visible()
+                    .get(self.selected)
+                    .map(|s| Outcome::Chosen(s.id.clone()))
+            }
+            Key::Cancel => return Some(Outcome::Cancelled),
+            Key::Backspace => {
+                self.filter.pop();
+                self.selected = 0;
+            }
+            Key::Tab => {
+                self.all = !self.all;
+                self.selected = 0;
+            }
+            Key::Char(c) => {
+                self.filter.push(c);
+                self.selected = 0;
+            }
+        }
+        None
+    }
+
+    /// The picker's lines, `width` columns wide.
+    fn lines(&self, width: usize, color: bool) -> Vec<String> {
+        let visible = self.visible();
+        let scope = if self.all {
+            "every directory".to_string()
+        } else {
+            strip_terminal_controls(&self.cwd.display().to_string()).into_owned()
+        };
+        let mut lines = vec![
+            format!("resume a session of {scope} · ↑↓ move · type to filter · Enter opens · Tab: {} · Esc cancels",
+                if self.all { "this directory" } else { "every directory" }),
+            format!("filter: {}", self.filter),
+        ];
+        if visible.is_empty() {
+            lines.push("  (no session matches)".into());
+        }
+        let first = self.selected.saturating_sub(ROWS - 1);
+        for (i, s) in visible.iter().enumerate().skip(first).take(ROWS) {
+            let prompt =
+                strip_terminal_controls(s.first_prompt.lines().next().unwrap_or("")).into_owned();
+            let prompt = if prompt.is_empty() {
+                "(no prompt)".to_string()
+            } else {
+                prompt
+            };
+            let row = format!(
+                "{} {:>8}  {:>7}  {}",
+                if i == self.selected { '›' } else { ' ' },
+                age(self.now.saturating_sub(s.updated_at)),
+                size(s.bytes),
+                prompt
+            );
+            let row = term::fit(&row, width);
+            lines.push(if i == self.selected && color {
+                format!("\x1b[7m{row}\x1b[0m")
+            } else {
+                row
+            });
+        }
+        lines
+    }
+}
+
+/// `secs` as an age: `42 s ago`, `5 min ago`, `3 h ago`, `12 d ago`.
+fn age(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86_400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86_400),
+    }
+}
+
+/// `bytes` as `512 B`, `12 KB`, `3.4 MB`.
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_048_576 => format!("{} KB", bytes / 1024),
+        _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+/// The next key: arrows are `ESC [ A` and `ESC [ B` (or `ESC O A`); an
+/// Esc alone cancels. `None` at the end of input.
+fn read_key() -> Option<Key> {
+    loop {
+        let byte = read_byte()?;
+        let key = match byte {
+            b'\r' | b'\n' => Key::Enter,
+            0x03 | 0x04 => Key::Cancel,
+            0x7f | 0x08 => Key::Backspace,
+            b'\t' => Key::Tab,
+            0x1b => {
+                if !readable(Duration::from_millis(30)) {
+                    return Some(Key::Cancel);
+                }
+                let _intro = read_byte()?;
+                match read_byte()? {
+                    b'A' => Key::Up,
+                    b'B' => Key::Down,
+                    _ => continue,
+                }
+            }
+            b if b < 0x20 => continue,
+            b => {
+                // A character of several bytes: read the rest.
+                let len = match b {
+                    0xc0..=0xdf => 2,
+                    0xe0..=0xef => 3,
+                    0xf0..=0xf7 => 4,
+                    _ => 1,
+                };
+                let mut bytes = vec![b];
+                for _ in 1..len {
+                    bytes.push(read_byte()?);
+                }
+                match String::from_utf8_lossy(&bytes).chars().next() {
+                    Some(c) => Key::Char(c),
+                    None => continue,
+                }
+            }
+        };
+        return Some(key);
+    }
+}
+
+/// Let the user pick a saved session of `cwd` on the terminal: its id,
+/// or `None` when they cancel.
+pub fn pick(home: &Path, cwd: &Path, color: bool) -> Result<Option<String>, String> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(
+            "no terminal to pick a session on: name one (`cogni resume ID`; `cogni sessions` lists them) or use --last"
+                .into(),
+        );
+    }
+    let store = Store::new(home);
+    let sessions = store.list().map_err(|e| e.to_string())?;
+    if sessions.is_empty() {
+        return Err(format!("no saved sessions in {}", store.dir().display()));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut sessions = sessions;
+    sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    let here = sessions.iter().any(|s| s.cwd == cwd);
+    let mut picker = Picker {
+        sessions,
+        cwd: cwd.to_path_buf(),
+        all: !here,
+        filter: String::new(),
+        selected: 0,
+        now,
+    };
+    let saved = term::get_attr().ok_or("cannot read the terminal's settings")?;
+    let mut raw = saved;
+    raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
+    raw.c_cc[libc::VMIN] = 1;
+    raw.c_cc[libc::VTIME] = 0;
+    term::set_attr(&raw);
+    let mut out = std::io::stdout().lock();
+    let mut drawn = 0;
+    let outcome = loop {
+        let lines = picker.lines(term::width(), color);
+        if drawn > 0 {
+            let _ = write!(out, "\x1b[{drawn}F");
+        }
+        let _ = write!(out, "\x1b[J{}\r\n", lines.join("\r\n"));
+        let _ = out.flush();
+        drawn = lines.len();
+        let Some(key) = read_key() else {
+            break Outcome::Cancelled;
+        };
+        if let Some(outcome) = picker.press(key) {
+            break outcome;
+        }
+    };
+    let _ = write!(out, "\x1b[{drawn}F\x1b[J");
+    let _ = out.flush();
+    term::set_attr(&saved);
+    Ok(match outcome {
+        Outcome::Chosen(id) => Some(id),
+        Outcome::Cancelled => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str, cwd: &str, prompt: &str, updated_at: u64) -> Summary {
+        Summary {
+            id: id.into(),
+            started_at: updated_at,
+            cwd: cwd.into(),
+            first_prompt: prompt.into(),
+            tokens: 0,
+            updated_at,
+            bytes: 2048,
+        }
+    }
+
+    fn picker() -> Picker {
+        Picker {
+            sessions: vec![
+                session("a1", "/repo", "fix the parser", 1000),
+                session("b2", "/other", "write docs", 900),
+                session("c3", "/repo", "add tests\x1b]0;evil\x07", 100),
+            ],
+            cwd: "/repo".into(),
+            all: false,
+            filter: String::new(),
+            selected: 0,
+            now: 1060,
+        }
+    }
+
+    #[test]
+    fn keys_move_filter_and_choose_among_this_directorys_sessions() {
+        let mut p = picker();
+        let lines = p.lines(100, false);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(
+            lines[2].starts_with("›    1 min ago     2 KB  fix the parser"),
+            "{lines:#?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("write docs")));
+        assert!(!lines.iter().any(|l| l.contains('\x1b')), "{lines:#?}");
+        p.press(Key::Down);
+        p.press(Key::Down);
+        assert_eq!(p.press(Key::Enter), Some(Outcome::Chosen("c3".into())));
+        for c in "PARSER".chars() {
+            p.press(Key::Char(c));
+        }
+        assert_eq!(p.visible().len(), 1);
+        assert_eq!(p.press(Key::Enter), Some(Outcome::Chosen("a1".into())));
+        p.press(Key::Char('x'));
+        assert!(p
+            .lines(100, false)
+            .iter()
+            .any(|l| l.contains("no session matches")));
+        assert_eq!(p.press(Key::Enter), None, "nothing to choose");
+        p.filter.clear();
+        p.press(Key::Tab);
+        assert_eq!(p.visible().len(), 3, "every directory");
+        assert_eq!(p.press(Key::Cancel), Some(Outcome::Cancelled));
+    }
+
+    #[test]
+    fn ages_and_sizes_read_as_people_say_them() {
+        assert_eq!(age(5), "5 s ago");
+        assert_eq!(age(300), "5 min ago");
+        assert_eq!(age(7200), "2 h ago");
+        assert_eq!(age(3 * 86_400), "3 d ago");
+        assert_eq!(size(10), "10 B");
+        assert_eq!(size(12 * 1024), "12 KB");
+        assert_eq!(size(3 * 1_048_576 + 400_000), "3.4 MB");
+    }
+}
