@@ -256,7 +256,7 @@ fn undo(args: &UndoArgs) -> Result<u8, String> {
     runtime.block_on(async {
         let mut snapshots = Snapshots::at(location).await?;
         let now = snapshots.take("cogni: before `cogni undo`").await?;
-        let plan = checkpoints::plan_rewind(&snapshots, &list, turn, now)
+        let plan = checkpoints::plan_rewind(&mut snapshots, &list, turn, now)
             .await
             .map_err(|e| e.to_string())?;
         let target = list

@@ -83,7 +83,7 @@ pub struct RewindReport {
 /// The plan for going back to before `turn`, of `list` (the session's
 /// checkpoints), with the workspace snapshot `now`.
 pub async fn plan_rewind(
-    snapshots: &Snapshots,
+    snapshots: &mut Snapshots,
     list: &[TurnCheckpoint],
     turn: u32,
     now: String,
@@ -333,9 +333,9 @@ impl Session {
             .take("cogni: before a rewind")
             .await
             .map_err(CheckpointError::Snapshots)?;
-        let snapshots = self.conversation.checkpoints.snapshots.as_ref();
-        let snapshots = snapshots.expect("opened above");
-        plan_rewind(snapshots, &self.conversation.checkpoints.list, turn, now).await
+        let state = &mut self.conversation.checkpoints;
+        let snapshots = state.snapshots.as_mut().expect("opened above");
+        plan_rewind(snapshots, &state.list, turn, now).await
     }
 
     /// Take the turns from `plan.turn` on back: the files, the

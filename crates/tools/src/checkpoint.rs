@@ -63,6 +63,18 @@ pub struct Snapshots {
     scratch: tempfile::TempDir,
     /// The last snapshot: its commit and tree.
     last: Option<(String, String)>,
+    /// The repository's config file, and git opened (its filters read)
+    /// when the file was as stamped: opened again when the file changes.
+    config: PathBuf,
+    git: Option<(Git, Option<Stamp>)>,
+}
+
+/// A file's modification time and size, to notice that it changed.
+type Stamp = (std::time::SystemTime, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
 }
 
 impl Snapshots {
@@ -93,8 +105,17 @@ impl Snapshots {
             location,
             scratch,
             last: None,
+            config: PathBuf::new(),
+            git: None,
         };
-        let git = snapshots.git(None).await?;
+        let git = snapshots.git().await?.clone();
+        let paths = git
+            .run(&["rev-parse", "--git-path", "index", "--git-path", "config"])
+            .await?;
+        let mut paths = paths.lines().map(|p| snapshots.location.workspace.join(p));
+        let (index, config) = (paths.next(), paths.next());
+        snapshots.config = config.unwrap_or_default();
+        snapshots.git = Some((git.clone(), stamp(&snapshots.config)));
         // New snapshots continue the ref's chain (a resumed session's), so
         // none of the earlier ones becomes unreachable.
         let tip = format!("{}^{{commit}}", snapshots.location.reference);
@@ -104,11 +125,9 @@ impl Snapshots {
                 .await?;
             snapshots.last = Some((commit, tree));
         }
-        if snapshots.location.shadow.is_none() {
+        if let Some(index) = index.filter(|_| snapshots.location.shadow.is_none()) {
             // Start from the repository's index: its stat data spares
             // reading every unchanged file again.
-            let path = git.run(&["rev-parse", "--git-path", "index"]).await?;
-            let index = snapshots.location.workspace.join(path);
             if index.is_file() {
                 std::fs::copy(&index, snapshots.index())
                     .map_err(|e| format!("cannot copy {}: {e}", index.display()))?;
@@ -127,25 +146,30 @@ impl Snapshots {
     }
 
     /// Neutralised git in the workspace, on the shadow repository if there
-    /// is one, with `index` (default: the private one).
-    async fn git(&self, index: Option<&Path>) -> Result<Git, String> {
-        let private = self.index();
-        let mut vars: Vec<(&str, &Path)> = vec![("GIT_INDEX_FILE", index.unwrap_or(&private))];
-        if let Some(dir) = &self.location.shadow {
-            vars.push(("GIT_DIR", dir));
-            vars.push(("GIT_WORK_TREE", &self.location.workspace));
+    /// is one, with the private index; the repository's filters are read
+    /// again when its config file changed.
+    async fn git(&mut self) -> Result<&Git, String> {
+        let now = stamp(&self.config);
+        if self.git.as_ref().is_none_or(|(_, then)| *then != now) {
+            let private = self.index();
+            let mut vars: Vec<(&str, &Path)> = vec![("GIT_INDEX_FILE", &private)];
+            if let Some(dir) = &self.location.shadow {
+                vars.push(("GIT_DIR", dir));
+                vars.push(("GIT_WORK_TREE", &self.location.workspace));
+            }
+            let mut git = Git::open(&self.location.workspace, &vars).await?;
+            for (key, value) in SNAPSHOT_CONFIG {
+                git = git.with_config(key, value);
+            }
+            self.git = Some((git.with_capture(LISTING_BYTES), now));
         }
-        let mut git = Git::open(&self.location.workspace, &vars).await?;
-        for (key, value) in SNAPSHOT_CONFIG {
-            git = git.with_config(key, value);
-        }
-        Ok(git.with_capture(LISTING_BYTES))
+        Ok(&self.git.as_ref().expect("opened above").0)
     }
 
     /// Snapshot the workspace now; `message` describes it. The commit id
     /// (the last one again when nothing changed).
     pub async fn take(&mut self, message: &str) -> Result<String, String> {
-        let git = self.git(None).await?;
+        let git = self.git().await?.clone();
         // A file that cannot be read is left out (and stays as it is on
         // undo); everything else is snapshot.
         git.run_lenient(&["add", "--all", "--ignore-errors", "--", "."])
@@ -170,8 +194,8 @@ impl Snapshots {
 
     /// The paths of the workspace that differ from snapshot `from` to
     /// snapshot `to`.
-    pub async fn changes(&self, from: &str, to: &str) -> Result<Vec<Change>, String> {
-        let git = self.git(None).await?;
+    pub async fn changes(&mut self, from: &str, to: &str) -> Result<Vec<Change>, String> {
+        let git = self.git().await?;
         let out = git
             .run_bytes(
                 &[
@@ -192,8 +216,8 @@ impl Snapshots {
 
     /// The unified diff from snapshot `from` to `to`, with a stat above
     /// it (no colours: the files' own bytes are in it).
-    pub async fn diff(&self, from: &str, to: &str) -> Result<String, String> {
-        let git = self.git(None).await?;
+    pub async fn diff(&mut self, from: &str, to: &str) -> Result<String, String> {
+        let git = self.git().await?;
         let out = git
             .run_bytes(
                 &[
@@ -219,7 +243,7 @@ impl Snapshots {
         let workspace = self.location.workspace.clone();
         let target = self.scratch.path().join("restore-index");
         let _ = std::fs::remove_file(&target);
-        let git = self.git(Some(&target)).await?;
+        let git = self.git().await?.clone().with_index(&target);
         git.run(&["read-tree", to]).await?;
         let listed = git.run_bytes(&["ls-files", "-z", "--", "."], None).await?;
         let present: std::collections::HashSet<&[u8]> = listed

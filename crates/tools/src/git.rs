@@ -129,6 +129,7 @@ pub async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 /// git in one directory, neutralised, with the filter drivers the
 /// repository defined when it was opened emptied: for several commands in
 /// a row (one config read for all of them).
+#[derive(Clone)]
 pub struct Git {
     program: PathBuf,
     dir: PathBuf,
@@ -163,6 +164,16 @@ impl Git {
         let filters = git.repository_filters().await?;
         git.config.extend(filters);
         Ok(git)
+    }
+
+    /// The same git on another index file (`GIT_INDEX_FILE`).
+    pub fn with_index(mut self, index: &Path) -> Self {
+        self.vars.retain(|(k, _)| k != "GIT_INDEX_FILE");
+        self.vars.push((
+            "GIT_INDEX_FILE".into(),
+            index.to_string_lossy().into_owned(),
+        ));
+        self
     }
 
     /// The same git with `key` set to `value` for every command (after

@@ -267,3 +267,23 @@ fn refs_and_paths_from_elsewhere_are_checked() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_filter_defined_after_opening_does_not_run_either() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repository(dir.path());
+    let mut snaps = Snapshots::open(&repo, &dir.path().join("shadows"), "s6")
+        .await
+        .unwrap();
+    let before = snaps.take("before").await.unwrap();
+    let canary = dir.path().join("CANARY");
+    let touch = format!("touch '{}'", canary.display());
+    plain_git(&repo, &["config", "filter.late.clean", &touch]);
+    plain_git(&repo, &["config", "filter.late.required", "true"]);
+    write(&repo, ".gitattributes", "* filter=late\n");
+    write(&repo, "a.txt", "changed\n");
+    let after = snaps.take("after").await.unwrap();
+    assert!(!canary.exists(), "the new filter ran");
+    let changes = snaps.changes(&before, &after).await.unwrap();
+    assert_eq!(changed(&changes), ["A .gitattributes", "M a.txt"]);
+}
