@@ -210,7 +210,7 @@ pub fn pick(home: &Path, cwd: &Path, color: bool) -> Result<Option<String>, Stri
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let mut sessions = sessions;
-    sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
     let here = sessions.iter().any(|s| s.cwd == cwd);
     let mut picker = Picker {
         sessions,
