@@ -21,12 +21,19 @@ use std::path::PathBuf;
 /// the turns' records.
 #[derive(Default)]
 pub(crate) struct Checkpoints {
+    /// `None` while a snapshot is being taken (`pending` has them).
     snapshots: Option<Snapshots>,
+    /// The snapshot before the running turn, taken while the model is
+    /// asked (tools wait for it), with the turn's record to complete.
+    pending: Option<(Pending, TurnCheckpoint)>,
     /// Why snapshots cannot be taken (said once, then no more tries).
     unavailable: Option<String>,
     /// The turns not taken back, oldest first.
     pub(crate) list: Vec<TurnCheckpoint>,
 }
+
+/// A snapshot being taken on its own task: the snapshots come back with it.
+type Pending = tokio::task::JoinHandle<(Snapshots, Result<String, String>)>;
 
 /// Why taking turns back failed (nothing was changed).
 #[derive(Debug, thiserror::Error)]
@@ -209,7 +216,7 @@ impl Session {
     /// `None` (said once as a warning) when they cannot be.
     async fn snapshots(&mut self, sink: &dyn EventSink) -> Option<&mut Snapshots> {
         let state = &mut self.conversation.checkpoints;
-        if state.snapshots.is_none() && state.unavailable.is_none() {
+        if state.snapshots.is_none() && state.unavailable.is_none() && state.pending.is_none() {
             let root = self.extensions.run.checkpoints.clone()?;
             let opened = match state.list.last() {
                 // Resumed: the same snapshots as before.
@@ -230,8 +237,11 @@ impl Session {
         self.conversation.checkpoints.snapshots.as_mut()
     }
 
-    /// Snapshot the workspace before the turn for `prompt`, and record it.
-    async fn checkpoint_before(&mut self, prompt: &str, sink: &dyn EventSink) {
+    /// Start the snapshot of the workspace before the turn for `prompt`:
+    /// it is taken while the model is asked, and the turn's tools wait for
+    /// it ([`Session::settle_checkpoint`]). The turn's number, when one is
+    /// taken.
+    async fn checkpoint_before(&mut self, prompt: &str, sink: &dyn EventSink) -> Option<u32> {
         let turn = self
             .conversation
             .checkpoints
@@ -239,28 +249,53 @@ impl Session {
             .last()
             .map_or(1, |c| c.turn + 1);
         let message = format!("cogni: before turn {turn}: {}", headline(prompt, 60));
-        let Some(snapshots) = self.snapshots(sink).await else {
+        self.snapshots(sink).await?;
+        let mut snapshots = self.conversation.checkpoints.snapshots.take()?;
+        let location = snapshots.location().clone();
+        let record = TurnCheckpoint {
+            turn,
+            prompt: prompt.to_string(),
+            at: now_secs(),
+            history_len: Some(self.history.len()),
+            before: String::new(),
+            after: None,
+            files: Vec::new(),
+            workspace: location.workspace,
+            shadow: location.shadow,
+        };
+        let task = tokio::spawn(async move {
+            let taken = snapshots.take(&message).await;
+            (snapshots, taken)
+        });
+        self.conversation.checkpoints.pending = Some((task, record));
+        Some(turn)
+    }
+
+    /// Wait for the snapshot before the running turn, if one is being
+    /// taken, and record it: before a tool of the turn runs, and when the
+    /// turn ends.
+    pub(crate) async fn settle_checkpoint(&mut self, sink: &dyn EventSink) {
+        let Some((task, mut record)) = self.conversation.checkpoints.pending.take() else {
             return;
         };
-        let taken = snapshots.take(&message).await;
-        let location = snapshots.location().clone();
+        let taken = match task.await {
+            Ok((snapshots, taken)) => {
+                self.conversation.checkpoints.snapshots = Some(snapshots);
+                taken
+            }
+            Err(e) => {
+                let message = format!("the checkpoint's task ended: {e}");
+                self.conversation.checkpoints.unavailable = Some(message.clone());
+                Err(message)
+            }
+        };
         match taken {
             Ok(before) => {
-                let checkpoint = TurnCheckpoint {
-                    turn,
-                    prompt: prompt.to_string(),
-                    at: now_secs(),
-                    history_len: Some(self.history.len()),
-                    before,
-                    after: None,
-                    files: Vec::new(),
-                    workspace: location.workspace,
-                    shadow: location.shadow,
-                };
+                record.before = before;
                 if let Some(observer) = self.history.observer() {
-                    observer.checkpoint(&checkpoint);
+                    observer.checkpoint(&record);
                 }
-                self.conversation.checkpoints.list.push(checkpoint);
+                self.conversation.checkpoints.list.push(record);
             }
             Err(e) => sink.emit(AgentEvent::Warning {
                 message: format!("no checkpoint before this turn (it cannot be undone): {e}"),
@@ -271,11 +306,13 @@ impl Session {
     /// Snapshot the workspace after the turn `checkpoint_before` recorded,
     /// and complete its record.
     async fn checkpoint_after(&mut self, turn: u32, sink: &dyn EventSink) {
+        self.settle_checkpoint(sink).await;
         let Some(before) = self
             .conversation
             .checkpoints
             .list
             .last()
+            .filter(|c| c.turn == turn)
             .map(|c| c.before.clone())
         else {
             return;
@@ -416,7 +453,8 @@ impl Session {
 
 /// The middleware that snapshots the workspace around each run (with
 /// `[run] checkpoints`). Outermost, so a turn that panicked is snapshot
-/// after as well.
+/// after as well. The snapshot before overlaps the first model request;
+/// the turn's tools wait for it.
 pub(crate) struct Checkpointing;
 
 impl Middleware for Checkpointing {
@@ -432,11 +470,9 @@ impl Middleware for Checkpointing {
         next: Next<'a>,
     ) -> BoxFuture<'a, Result<TurnResult, AgentError>> {
         Box::pin(async move {
-            let before = session.turn_checkpoints().last().map(|c| c.turn);
-            session.checkpoint_before(&input, sink).await;
-            let taken = session.turn_checkpoints().last().map(|c| c.turn);
+            let turn = session.checkpoint_before(&input, sink).await;
             let result = next.run(session, input, sink).await;
-            if let Some(turn) = taken.filter(|t| Some(*t) != before) {
+            if let Some(turn) = turn {
                 session.checkpoint_after(turn, sink).await;
             }
             result

@@ -132,6 +132,9 @@ impl Session {
         watch: &Watch,
         sink: &dyn EventSink,
     ) -> Result<(Vec<ToolCallRecord>, Option<Ended>), AgentError> {
+        // Nothing the turn's calls change may go into the snapshot before
+        // it (the calls started early only read).
+        self.settle_checkpoint(sink).await;
         if let Some(error) = early.failed() {
             self.cancel_early(early, TURN_FAILED, run, sink);
             return Err(error);
