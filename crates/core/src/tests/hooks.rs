@@ -214,6 +214,64 @@ async fn ask_approved_runs_the_call() {
 }
 
 #[tokio::test]
+async fn notification_hooks_hear_every_question_someone_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("notices.jsonl");
+    let notices = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let hooks = || {
+        vec![
+            hook(
+                HookEvent::PreToolUse,
+                Some("shell"),
+                r#"echo '{"hookSpecificOutput": {"permissionDecision": "ask"}}'"#,
+            ),
+            hook(
+                HookEvent::Notification,
+                Some("permission_prompt"),
+                &format!("cat >> '{0}'; echo >> '{0}'", log.display()),
+            ),
+        ]
+    };
+    // A hook's `ask`, then the policy's own question: two notices.
+    let mut c = config();
+    c.cwd = dir.path().to_path_buf();
+    c.hooks = hooks();
+    c.approval_policy = ApprovalPolicy::Untrusted;
+    let mut h = harness_with(SHELL_THEN_DONE, c);
+    let yes = Arc::new(Yes(Mutex::new(0)));
+    h.session.set_approver(yes.clone());
+    h.run("x").await.unwrap();
+    h.end(EndReason::Exit).await;
+    let asked = *yes.0.lock().unwrap() as usize;
+    assert!(asked >= 2, "{asked}");
+    let got = notices();
+    assert_eq!(got.len(), asked, "one notice per question: {got:?}");
+    assert_eq!(got[0]["hook_event_name"], "Notification");
+    assert_eq!(got[0]["notification_type"], "permission_prompt");
+    assert_eq!(
+        got[0]["message"],
+        "cogni needs your permission to use shell"
+    );
+    assert_eq!(got[0]["session_id"], h.session.id.as_str());
+    assert!(
+        h.hook_events().iter().all(|e| e["event"] != "Notification"),
+        "not an effect: no hook event"
+    );
+    // No one to ask: no notice.
+    std::fs::remove_file(&log).unwrap();
+    let mut h = with_hooks(&dir, hooks(), SHELL_THEN_DONE);
+    h.run("x").await.unwrap();
+    h.end(EndReason::Exit).await;
+    assert!(notices().is_empty());
+}
+
+#[tokio::test]
 async fn post_tool_use_feeds_a_reason_back_and_adds_context() {
     let dir = tempfile::tempdir().unwrap();
     let post = hook(
