@@ -162,7 +162,7 @@ fn prepare(
         mcp: None,
         first: None,
         ahead: keys::Typed::default(),
-        status: status::StatusLine::new(opened.status_line),
+        status: status::StatusLine::new(opened.repl.status_line),
     };
     Ok((repl, completions))
 }
