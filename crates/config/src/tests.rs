@@ -808,5 +808,9 @@ fn repl_notify_settings_resolve_with_their_defaults() {
         assert_eq!(c.repl.notify_idle, Duration::from_secs(2));
     }
     let err = ConfigFile::parse(Path::new("c.toml"), "[repl]\nnotify = \"osc52\"\n").unwrap_err();
-    assert!(err.0.contains("osc52") && err.0.contains("osc777"), "{}", err.0);
+    assert!(
+        err.0.contains("osc52") && err.0.contains("osc777"),
+        "{}",
+        err.0
+    );
 }

@@ -2,9 +2,12 @@
 //! and what else is typed is kept for the next prompt instead of being
 //! lost or echoed into the answer. Ctrl-C stays a signal (the terminal
 //! keeps ISIG). An approval question takes the keyboard over
-//! ([`term::KEYBOARD`]) while it asks.
+//! ([`term::KEYBOARD`]) while it asks. With notifications on, the
+//! terminal reports focus changes while the turn runs
+//! ([`term::report_focus`]); the reports are read here, never taken for
+//! an Esc.
 
-use super::term;
+use super::term::{self, read_byte, readable, Esc};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,10 +15,6 @@ use std::time::Duration;
 
 /// How long the watch holds the keyboard between looks at the flag.
 const POLL: Duration = Duration::from_millis(50);
-
-/// How long after an Esc the rest of a key's sequence (an arrow's
-/// `ESC [ A`) may take to arrive: an Esc alone is a key.
-const SEQUENCE: Duration = Duration::from_millis(30);
 
 /// The watch of one turn.
 pub struct TurnKeys {
@@ -26,8 +25,10 @@ pub struct TurnKeys {
 
 impl TurnKeys {
     /// Watch the keyboard until [`TurnKeys::finish`]; Esc calls `stop`.
-    /// `None` when stdin is not a terminal.
-    pub fn start(stop: Arc<dyn Fn() + Send + Sync>) -> Option<TurnKeys> {
+    /// With `focus`, the terminal reports focus changes meanwhile (it has
+    /// the focus as the turn starts: the user just sent a message). `None`
+    /// when stdin is not a terminal.
+    pub fn start(stop: Arc<dyn Fn() + Send + Sync>, focus: bool) -> Option<TurnKeys> {
         if !std::io::stdin().is_terminal() {
             return None;
         }
@@ -44,6 +45,10 @@ impl TurnKeys {
             .name("cogni-keys".into())
             .spawn(move || watch(&watching, &*stop))
             .ok()?;
+        if focus {
+            term::set_focused(true);
+            term::report_focus(true);
+        }
         Some(TurnKeys {
             done,
             thread,
@@ -51,17 +56,19 @@ impl TurnKeys {
         })
     }
 
-    /// Stop watching, put the terminal back; what was typed meanwhile.
+    /// Stop watching, put the terminal back (focus reports off: a late
+    /// one is a key the line editor ignores); what was typed meanwhile.
     pub fn finish(self) -> Typed {
         self.done.store(true, Ordering::SeqCst);
         let bytes = self.thread.join().unwrap_or_default();
+        term::report_focus(false);
         term::set_attr(&self.saved);
         Typed::from_bytes(&bytes)
     }
 }
 
 /// Read keys until `done`: Esc alone calls `stop`; the other bytes are
-/// kept (escape sequences of other keys dropped).
+/// kept (escape sequences of other keys dropped, focus reports noted).
 fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
     let mut typed = Vec::new();
     while !done.load(Ordering::SeqCst) {
@@ -82,50 +89,11 @@ fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
             typed.push(byte);
             continue;
         }
-        if !readable(SEQUENCE) {
+        if term::after_esc() == Esc::Key {
             stop();
-            continue;
-        }
-        // Another key's sequence: ESC [ ... final, or ESC O x.
-        match read_byte() {
-            Some(b'[') => {
-                while readable(SEQUENCE) {
-                    match read_byte() {
-                        Some(b) if (0x40..=0x7e).contains(&b) => break,
-                        Some(_) => {}
-                        None => break,
-                    }
-                }
-            }
-            Some(b'O') => {
-                if readable(SEQUENCE) {
-                    read_byte();
-                }
-            }
-            // Alt and a key, or Esc twice: an Esc.
-            _ => stop(),
         }
     }
     typed
-}
-
-/// Whether stdin has a byte within `wait`.
-fn readable(wait: Duration) -> bool {
-    let mut fd = libc::pollfd {
-        fd: libc::STDIN_FILENO,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: polls one pollfd we own.
-    let n = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
-    n > 0 && fd.revents & (libc::POLLIN | libc::POLLHUP) != 0
-}
-
-fn read_byte() -> Option<u8> {
-    let mut byte = 0u8;
-    // SAFETY: reads one byte into a local.
-    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
-    (n == 1).then_some(byte)
 }
 
 /// What was typed while a turn ran: whole lines to run next, in order,

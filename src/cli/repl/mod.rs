@@ -17,6 +17,7 @@ mod init;
 mod keys;
 mod markdown;
 mod mentions;
+pub(super) mod notify;
 pub(super) mod sink;
 mod status;
 pub(super) mod term;
@@ -79,6 +80,8 @@ pub(super) struct Repl {
     ahead: keys::Typed,
     /// The status line above the prompt.
     status: status::StatusLine,
+    /// The terminal's notifications and the idle notice.
+    notices: notify::Notices,
 }
 
 /// Run the REPL, sending `first` as its first input if given; returns the
@@ -123,11 +126,13 @@ fn prepare(
     };
     let mut opened = interactive::open(&options, &launch_dir, cwd.clone(), resume, fork)?;
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
+    let notices = notify::Notices::new(&opened.repl, sink.caps(), &|k| std::env::var(k).ok());
     let stop = Arc::new(Mutex::new(opened.session.stop_handle()));
     let approver = Arc::new(approver::ReplApprover::new(
         stop_turn(stop.clone()),
         sink.caps(),
         cwd.clone(),
+        notices.terminal(),
     ));
     opened.session.set_approver(approver.clone());
     let (registry, problems) = commands::load(&cwd, &opened.home, opened.project_trusted);
@@ -163,6 +168,7 @@ fn prepare(
         first: None,
         ahead: keys::Typed::default(),
         status: status::StatusLine::new(opened.repl.status_line),
+        notices,
     };
     Ok((repl, completions))
 }
@@ -349,7 +355,7 @@ impl Repl {
                     tokio::select! {
                         biased;
                         () = quit.requested() => break,
-                        input = editor.read(prompt) => input,
+                        input = self.read_input(editor, prompt) => input,
                     }
                 }
             };
@@ -429,8 +435,10 @@ impl Repl {
                 .note(&format!("attached: {}", attached.join(", ")));
         }
         let spinner = self.sink.spawn_spinner();
+        let started = Instant::now();
         // Esc stops the turn as Ctrl-C does; typing is kept for later.
-        let keys = keys::TurnKeys::start(stop_turn(self.stop.clone()));
+        let follow_focus = self.notices.follow_focus();
+        let keys = keys::TurnKeys::start(stop_turn(self.stop.clone()), follow_focus);
         let result = self.session.run_turn(&message, &self.sink).await;
         if let Some(keys) = keys {
             self.ahead = keys.finish();
@@ -438,6 +446,7 @@ impl Repl {
         if let Some(spinner) = spinner {
             spinner.abort();
         }
+        self.notices.turn_ended(started.elapsed(), &result);
         if let (Some(file), Ok(turn)) = (&self.file, &result) {
             file.record_usage(&turn.usage);
         }

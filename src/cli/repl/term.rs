@@ -2,7 +2,9 @@
 //! it back the way it was on every way out (panics included).
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// What the output may contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,11 +105,115 @@ pub fn guard_panics() {
     }));
 }
 
-/// Put the terminal back as it was at start.
+/// Put the terminal back as it was at start (focus reporting off too).
 pub fn restore() {
+    report_focus(false);
     if let Some(t) = SAVED.get() {
         set_attr(t);
     }
+}
+
+/// xterm's focus reporting (mode 1004) is on: the terminal sends `ESC [ I`
+/// when it gains the focus and `ESC [ O` when it loses it.
+static REPORTING: AtomicBool = AtomicBool::new(false);
+
+/// The terminal has the focus, as it last reported (a terminal that
+/// reports nothing has it).
+static FOCUSED: AtomicBool = AtomicBool::new(true);
+
+/// Turn focus reporting on or off (a no-op when it already is). Written
+/// straight to stdout's descriptor: this also runs in the panic hook.
+pub fn report_focus(on: bool) {
+    if REPORTING.swap(on, Ordering::SeqCst) == on {
+        return;
+    }
+    let mode: &[u8] = if on { b"\x1b[?1004h" } else { b"\x1b[?1004l" };
+    // SAFETY: writes bytes we own to stdout.
+    unsafe { libc::write(libc::STDOUT_FILENO, mode.as_ptr().cast(), mode.len()) };
+}
+
+/// Whether the terminal has the focus, as far as cogni knows.
+pub fn focused() -> bool {
+    FOCUSED.load(Ordering::SeqCst)
+}
+
+/// Take the terminal's word (or the user's typing) for where the focus is.
+pub(super) fn set_focused(focused: bool) {
+    FOCUSED.store(focused, Ordering::SeqCst);
+}
+
+/// How long after an Esc the rest of a key's sequence (an arrow's
+/// `ESC [ A`) may take to arrive: an Esc alone is a key.
+const SEQUENCE: Duration = Duration::from_millis(30);
+
+/// What an Esc read from the keyboard was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Esc {
+    /// The Esc key (alone, or with Alt and another key, or twice).
+    Key,
+    /// The start of another key's sequence (an arrow), read and dropped.
+    Sequence,
+    /// A focus report, read (and taken note of).
+    Focus,
+}
+
+/// Read what follows an Esc just read from stdin: the rest of its
+/// sequence, when one comes within [`SEQUENCE`].
+pub(super) fn after_esc() -> Esc {
+    if !readable(SEQUENCE) {
+        return Esc::Key;
+    }
+    match read_byte() {
+        // CSI: parameters and intermediates up to a final byte.
+        Some(b'[') => {
+            let mut body = Vec::new();
+            while readable(SEQUENCE) {
+                match read_byte() {
+                    Some(b) => {
+                        body.push(b);
+                        if (0x40..=0x7e).contains(&b) {
+                            break;
+                        }
+                    }
+                    None => break,
+                }
+            }
+            match body.as_slice() {
+                b"I" | b"O" => {
+                    set_focused(body == b"I");
+                    Esc::Focus
+                }
+                _ => Esc::Sequence,
+            }
+        }
+        Some(b'O') => {
+            if readable(SEQUENCE) {
+                read_byte();
+            }
+            Esc::Sequence
+        }
+        _ => Esc::Key,
+    }
+}
+
+/// Whether stdin has a byte within `wait`.
+pub(super) fn readable(wait: Duration) -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polls one pollfd we own.
+    let n = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
+    n > 0 && fd.revents & (libc::POLLIN | libc::POLLHUP) != 0
+}
+
+/// One byte of stdin; `None` at its end.
+pub(super) fn read_byte() -> Option<u8> {
+    let mut byte = 0u8;
+    // SAFETY: reads one byte into a local.
+    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
+    (n == 1).then_some(byte)
 }
 
 /// One reader of the keyboard at a time: an approval question
@@ -128,20 +234,25 @@ fn take_keyboard() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Run `f` (which reads a line from stdin) with the keyboard held and the
-/// terminal as it was at start (echo, line editing), then as it was.
+/// terminal as it was at start (echo, line editing, no focus reports in
+/// the line), then as it was.
 pub fn cooked<T>(f: impl FnOnce() -> T) -> T {
     let _reader = take_keyboard();
     let now = get_attr();
+    let reporting = REPORTING.load(Ordering::SeqCst);
     restore();
     let result = f();
     if let Some(t) = now {
         set_attr(&t);
     }
+    report_focus(reporting);
     result
 }
 
 /// Read one key from stdin without waiting for Enter and without echo;
-/// `None` when stdin is not a terminal or at end of input. Blocking.
+/// `None` when stdin is not a terminal or at end of input. Blocking. The
+/// sequences of other keys (arrows) and focus reports are read past; Esc
+/// is the byte 0x1b.
 pub fn read_key() -> Option<u8> {
     let _reader = take_keyboard();
     let before = get_attr()?;
@@ -157,10 +268,12 @@ pub fn read_key() -> Option<u8> {
         }
     }
     let _restore = Restore(before);
-    let mut byte = 0u8;
-    // SAFETY: reads one byte into a local.
-    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
-    (n == 1).then_some(byte)
+    loop {
+        let byte = read_byte()?;
+        if byte != 0x1b || after_esc() == Esc::Key {
+            return Some(byte);
+        }
+    }
 }
 
 #[cfg(test)]
