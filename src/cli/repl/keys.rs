@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn typed_bytes_become_lines_and_the_line_begun() {
         assert_eq!(
-            Typed::from_bytes(b"fix it\r/stat\x7fus\rand th\x01en"),
+            Typed::from_bytes(b"fix it\r/statx\x7fus\rand th\x01en"),
             Typed {
                 lines: vec!["fix it".into(), "/status".into()],
                 partial: "and then".into(),
