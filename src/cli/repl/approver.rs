@@ -64,6 +64,8 @@ impl Approver for ReplApprover {
         let (color, cwd, notifier) = (self.caps.color, self.cwd.clone(), self.notifier);
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
+                // From before the question shows until it is answered.
+                let _keyboard = term::Wanted::new();
                 let asked = approve::question(&request, Some(&cwd), color);
                 if !std::io::stdin().is_terminal() {
                     let mut out = std::io::stdout().lock();

@@ -78,7 +78,8 @@ fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
             continue;
         }
         let _reader = term::KEYBOARD.lock().unwrap_or_else(|e| e.into_inner());
-        if !readable(POLL) {
+        // A question that came while this waited gets what was typed.
+        if !readable(POLL) || term::WANTED.load(Ordering::SeqCst) > 0 {
             continue;
         }
         let Some(byte) = read_byte() else {

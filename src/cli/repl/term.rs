@@ -221,16 +221,32 @@ pub(super) fn read_byte() -> Option<u8> {
 /// ([`super::keys`]), which steps aside while [`WANTED`] is set.
 pub(super) static KEYBOARD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Readers waiting for [`KEYBOARD`] (not the watch).
+/// Readers waiting for [`KEYBOARD`] (not the watch), and questions being
+/// asked ([`Wanted`]).
 pub(super) static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A question wants the keyboard: while this lives the watch of a running
+/// turn reads nothing more, so a key typed as soon as the question shows
+/// is the question's.
+pub(super) struct Wanted(());
+
+impl Wanted {
+    pub(super) fn new() -> Wanted {
+        WANTED.fetch_add(1, Ordering::SeqCst);
+        Wanted(())
+    }
+}
+
+impl Drop for Wanted {
+    fn drop(&mut self) {
+        WANTED.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Hold the keyboard for a question.
 fn take_keyboard() -> std::sync::MutexGuard<'static, ()> {
-    use std::sync::atomic::Ordering;
-    WANTED.fetch_add(1, Ordering::SeqCst);
-    let guard = KEYBOARD.lock().unwrap_or_else(|e| e.into_inner());
-    WANTED.fetch_sub(1, Ordering::SeqCst);
-    guard
+    let _wanted = Wanted::new();
+    KEYBOARD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Run `f` (which reads a line from stdin) with the keyboard held and the
