@@ -255,7 +255,7 @@ command = """echo '{"decision": "ask", "reason": "touches the database"}'"""
 #[test]
 fn a_notification_hook_hears_a_question_asked_on_a_terminal_and_nothing_without_one() {
     use crate::common::pty::Pty;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let env = Env::new();
     let notice = env.dir.path().join("notice.json");
     std::fs::write(
@@ -266,23 +266,7 @@ fn a_notification_hook_hears_a_question_asked_on_a_terminal_and_nothing_without_
         ),
     )
     .unwrap();
-    let script = env.write(
-        "script.toml",
-        "[[turns]]\n[[turns.tool_calls]]\nname = \"shell\"\narguments = { command = \"touch made.txt\" }\n\
-         [[turns]]\ntext = \"finished\"\n",
-    );
-    let run = || {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("cogni"));
-        cmd.current_dir(env.work())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", env.dir.path().join("home"))
-            .env("COGNI_HOME", env.dir.path().join("home"))
-            .args(["run", "--approval", "untrusted", "--no-color", "--script"])
-            .arg(&script)
-            .arg("create the file");
-        cmd
-    };
+    let run = || crate::approval_tty::cogni(&env);
     // No terminal: the answer is no at once, and no one is called for.
     let out = run().stdin(std::process::Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -290,15 +274,11 @@ fn a_notification_hook_hears_a_question_asked_on_a_terminal_and_nothing_without_
     // On a terminal the hook hears the question before it is answered.
     let mut pty = Pty::spawn(run(), 100);
     let wait = Duration::from_secs(20);
-    pty.expect("Allow shell: touch made.txt", wait);
-    let deadline = Instant::now() + wait;
-    while !notice.exists() {
-        assert!(Instant::now() < deadline, "no notice");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    pty.expect("Allow shell: touch created.txt", wait);
+    crate::repl_notify::wait_for_file(&notice);
     pty.send("y\r");
     assert_eq!(pty.wait(wait).code(), Some(0));
-    assert!(env.work().join("made.txt").exists());
+    assert!(env.work().join("created.txt").exists());
     let v = read_json(&notice);
     assert_eq!(v["hook_event_name"], "Notification", "{v}");
     assert_eq!(v["notification_type"], "permission_prompt", "{v}");

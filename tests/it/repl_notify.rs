@@ -157,7 +157,7 @@ fn read_json(path: &Path) -> serde_json::Value {
 }
 
 /// Wait until `path` exists.
-fn appears(path: &Path) {
+pub(crate) fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + WAIT;
     while !path.exists() {
         assert!(
@@ -242,7 +242,7 @@ fn a_question_waiting_while_away_is_notified_and_hooks_hear_it_and_the_idle_prom
         env.work().canonicalize().unwrap()
     );
     // A second after the turn, at the prompt: the idle notice.
-    appears(&log.join("idle.json"));
+    wait_for_file(&log.join("idle.json"));
     let idle = read_json(&log.join("idle.json"));
     assert_eq!(idle["notification_type"], "idle_prompt", "{idle}");
     assert_eq!(idle["message"], "cogni is waiting for your input", "{idle}");

@@ -205,15 +205,6 @@ impl Repl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
 
     const TERMINAL: Caps = Caps {
         color: true,
@@ -230,7 +221,12 @@ mod tests {
     }
 
     fn method(notify: Notify, caps: Caps, env: &[(&str, &str)]) -> Option<Method> {
-        Notifier::new(&settings(notify), caps, &env_of(env)).method
+        let var = |name: &str| {
+            env.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        };
+        Notifier::new(&settings(notify), caps, &var).method
     }
 
     #[test]
