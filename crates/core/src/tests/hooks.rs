@@ -216,12 +216,13 @@ async fn ask_approved_runs_the_call() {
 #[tokio::test]
 async fn notification_hooks_hear_every_question_someone_is_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("notices.jsonl");
+    let log = dir.path().join("notices");
+    std::fs::create_dir(&log).unwrap();
+    // One file a notice: notices do not wait for each other.
     let notices = || -> Vec<serde_json::Value> {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+        std::fs::read_dir(&log)
+            .unwrap()
+            .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
             .collect()
     };
     let hooks = || {
@@ -234,11 +235,12 @@ async fn notification_hooks_hear_every_question_someone_is_asked() {
             hook(
                 HookEvent::Notification,
                 Some("permission_prompt"),
-                &format!("cat >> '{0}'; echo >> '{0}'", log.display()),
+                &format!("cat > \"$(mktemp '{}/n.XXXXXX')\"", log.display()),
             ),
         ]
     };
-    // A hook's `ask`, then the policy's own question: two notices.
+    // The hook's `ask` about the shell call, then the policy's own
+    // questions about both calls: three notices.
     let mut c = config();
     c.cwd = dir.path().to_path_buf();
     c.hooks = hooks();
@@ -248,23 +250,30 @@ async fn notification_hooks_hear_every_question_someone_is_asked() {
     h.session.set_approver(yes.clone());
     h.run("x").await.unwrap();
     h.end(EndReason::Exit).await;
-    let asked = *yes.0.lock().unwrap() as usize;
-    assert!(asked >= 2, "{asked}");
+    assert_eq!(*yes.0.lock().unwrap(), 3);
     let got = notices();
-    assert_eq!(got.len(), asked, "one notice per question: {got:?}");
-    assert_eq!(got[0]["hook_event_name"], "Notification");
-    assert_eq!(got[0]["notification_type"], "permission_prompt");
+    let mut messages: Vec<&str> = got.iter().map(|n| n["message"].as_str().unwrap()).collect();
+    messages.sort_unstable();
     assert_eq!(
-        got[0]["message"],
-        "cogni needs your permission to use shell"
+        messages,
+        [
+            "cogni needs your permission to use echo",
+            "cogni needs your permission to use shell",
+            "cogni needs your permission to use shell",
+        ]
     );
-    assert_eq!(got[0]["session_id"], h.session.id.as_str());
+    for notice in &got {
+        assert_eq!(notice["hook_event_name"], "Notification");
+        assert_eq!(notice["notification_type"], "permission_prompt");
+        assert_eq!(notice["session_id"], h.session.id.as_str());
+    }
     assert!(
         h.hook_events().iter().all(|e| e["event"] != "Notification"),
         "not an effect: no hook event"
     );
     // No one to ask: no notice.
-    std::fs::remove_file(&log).unwrap();
+    std::fs::remove_dir_all(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
     let mut h = with_hooks(&dir, hooks(), SHELL_THEN_DONE);
     h.run("x").await.unwrap();
     h.end(EndReason::Exit).await;
