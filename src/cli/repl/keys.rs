@@ -39,6 +39,10 @@ impl TurnKeys {
         quiet.c_cc[libc::VMIN] = 0;
         quiet.c_cc[libc::VTIME] = 0;
         term::set_attr(&quiet);
+        if focus {
+            // Before the watch starts: a report typed already wins.
+            term::set_focused(true);
+        }
         let done = Arc::new(AtomicBool::new(false));
         let watching = done.clone();
         let thread = std::thread::Builder::new()
@@ -46,7 +50,6 @@ impl TurnKeys {
             .spawn(move || watch(&watching, &*stop))
             .ok()?;
         if focus {
-            term::set_focused(true);
             term::report_focus(true);
         }
         Some(TurnKeys {
