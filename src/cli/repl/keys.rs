@@ -7,7 +7,7 @@
 //! ([`term::report_focus`]); the reports are read here, never taken for
 //! an Esc.
 
-use super::term::{self, read_byte, readable, Esc};
+use super::term;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,6 +15,10 @@ use std::time::Duration;
 
 /// How long the watch holds the keyboard between looks at the flag.
 const POLL: Duration = Duration::from_millis(50);
+
+/// How long after an Esc the rest of a key's sequence (an arrow's
+/// `ESC [ A`) may take to arrive: an Esc alone is a key.
+const SEQUENCE: Duration = Duration::from_millis(30);
 
 /// The watch of one turn.
 pub struct TurnKeys {
@@ -93,11 +97,80 @@ fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
             typed.push(byte);
             continue;
         }
-        if term::after_esc() == Esc::Key {
+        if after_esc() == Esc::Key {
             stop();
         }
     }
     typed
+}
+
+/// Whether stdin has a byte within `wait`.
+pub(super) fn readable(wait: Duration) -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: polls one pollfd we own.
+    let n = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
+    n > 0 && fd.revents & (libc::POLLIN | libc::POLLHUP) != 0
+}
+
+pub(super) fn read_byte() -> Option<u8> {
+    let mut byte = 0u8;
+    // SAFETY: reads one byte into a local.
+    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
+    (n == 1).then_some(byte)
+}
+
+/// What an Esc read from the keyboard was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Esc {
+    /// The Esc key (alone, or with Alt and another key, or twice).
+    Key,
+    /// The start of another key's sequence (an arrow), read and dropped.
+    Sequence,
+    /// A focus report, read (and taken note of: [`term::focused`]).
+    Focus,
+}
+
+/// Read what follows an Esc just read from stdin: the rest of its
+/// sequence, when one comes within [`SEQUENCE`].
+pub(super) fn after_esc() -> Esc {
+    if !readable(SEQUENCE) {
+        return Esc::Key;
+    }
+    match read_byte() {
+        // CSI: parameters and intermediates up to a final byte.
+        Some(b'[') => {
+            let mut body = Vec::new();
+            while readable(SEQUENCE) {
+                match read_byte() {
+                    Some(b) => {
+                        body.push(b);
+                        if (0x40..=0x7e).contains(&b) {
+                            break;
+                        }
+                    }
+                    None => break,
+                }
+            }
+            match body.as_slice() {
+                b"I" | b"O" => {
+                    term::set_focused(body == b"I");
+                    Esc::Focus
+                }
+                _ => Esc::Sequence,
+            }
+        }
+        Some(b'O') => {
+            if readable(SEQUENCE) {
+                read_byte();
+            }
+            Esc::Sequence
+        }
+        _ => Esc::Key,
+    }
 }
 
 /// What was typed while a turn ran: whole lines to run next, in order,

@@ -1,10 +1,10 @@
 //! The terminal: what it can show, its width, one-key reads, and putting
 //! it back the way it was on every way out (panics included).
 
+use super::keys;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 /// What the output may contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,80 +142,6 @@ pub(super) fn set_focused(focused: bool) {
     FOCUSED.store(focused, Ordering::SeqCst);
 }
 
-/// How long after an Esc the rest of a key's sequence (an arrow's
-/// `ESC [ A`) may take to arrive: an Esc alone is a key.
-const SEQUENCE: Duration = Duration::from_millis(30);
-
-/// What an Esc read from the keyboard was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Esc {
-    /// The Esc key (alone, or with Alt and another key, or twice).
-    Key,
-    /// The start of another key's sequence (an arrow), read and dropped.
-    Sequence,
-    /// A focus report, read (and taken note of).
-    Focus,
-}
-
-/// Read what follows an Esc just read from stdin: the rest of its
-/// sequence, when one comes within [`SEQUENCE`].
-pub(super) fn after_esc() -> Esc {
-    if !readable(SEQUENCE) {
-        return Esc::Key;
-    }
-    match read_byte() {
-        // CSI: parameters and intermediates up to a final byte.
-        Some(b'[') => {
-            let mut body = Vec::new();
-            while readable(SEQUENCE) {
-                match read_byte() {
-                    Some(b) => {
-                        body.push(b);
-                        if (0x40..=0x7e).contains(&b) {
-                            break;
-                        }
-                    }
-                    None => break,
-                }
-            }
-            match body.as_slice() {
-                b"I" | b"O" => {
-                    set_focused(body == b"I");
-                    Esc::Focus
-                }
-                _ => Esc::Sequence,
-            }
-        }
-        Some(b'O') => {
-            if readable(SEQUENCE) {
-                read_byte();
-            }
-            Esc::Sequence
-        }
-        _ => Esc::Key,
-    }
-}
-
-/// Whether stdin has a byte within `wait`.
-pub(super) fn readable(wait: Duration) -> bool {
-    let mut fd = libc::pollfd {
-        fd: libc::STDIN_FILENO,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: polls one pollfd we own.
-    let n = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
-    n > 0 && fd.revents & (libc::POLLIN | libc::POLLHUP) != 0
-}
-
-/// One byte of stdin; `None` at its end.
-pub(super) fn read_byte() -> Option<u8> {
-    let mut byte = 0u8;
-    // SAFETY: reads one byte into a local.
-    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
-    (n == 1).then_some(byte)
-}
-
 /// One reader of the keyboard at a time: an approval question
 /// ([`read_key`], [`cooked`]) and the watch of a running turn
 /// ([`super::keys`]), which steps aside while [`WANTED`] is set.
@@ -285,8 +211,8 @@ pub fn read_key() -> Option<u8> {
     }
     let _restore = Restore(before);
     loop {
-        let byte = read_byte()?;
-        if byte != 0x1b || after_esc() == Esc::Key {
+        let byte = keys::read_byte()?;
+        if byte != 0x1b || keys::after_esc() == keys::Esc::Key {
             return Some(byte);
         }
     }
