@@ -89,8 +89,8 @@ pub(super) struct Configured {
     /// The MCP servers the session starts.
     pub mcp: McpConfig,
     pub verbose_max_bytes: usize,
-    /// `[repl] status_line`.
-    pub status_line: bool,
+    /// `[repl]`.
+    pub repl: crate::config::Repl,
     /// Every agent card of the catalog.
     pub cards: Vec<AgentCard>,
     /// Agent cards that could not be read; the front door shows them.
@@ -258,7 +258,7 @@ impl SessionBuilder {
             redact,
             mcp: loaded.mcp,
             verbose_max_bytes: loaded.verbose_max_bytes,
-            status_line: loaded.status_line,
+            repl: loaded.repl,
             cards: catalog.cards,
             problems: catalog.problems,
             project_trusted: loaded.project_trusted,

@@ -46,8 +46,8 @@ pub struct Opened {
     pub problems: Vec<String>,
     /// The directory is trusted: its own commands load.
     pub project_trusted: bool,
-    /// `[repl] status_line`: the REPL shows its status line.
-    pub status_line: bool,
+    /// `[repl]`: the status line, notifications.
+    pub repl: crate::config::Repl,
 }
 
 /// Open a session in `cwd` (`launch_dir`: where cogni was started, for
@@ -82,7 +82,7 @@ pub fn open(
         agents: configured.cards,
         mcp: configured.mcp,
         problems: configured.problems,
-        status_line: configured.status_line,
+        repl: configured.repl,
         project_trusted: configured.project_trusted,
     })
 }

@@ -345,7 +345,7 @@ pub struct RunArgs {
     pub no_persist: bool,
 
     /// Snapshot the workspace before and after each turn, so `cogni undo
-    /// SESSION` can take the run's changes back (also: [checkpoints] run).
+    /// SESSION` can take the run's changes back (also: `[checkpoints] run`).
     #[arg(long, conflicts_with = "no_persist")]
     pub checkpoint: bool,
 

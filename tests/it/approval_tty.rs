@@ -41,7 +41,9 @@ pub(crate) fn openpty() -> (std::fs::File, OwnedFd) {
     }
 }
 
-fn cogni(env: &Env) -> Command {
+/// `cogni run --approval untrusted` of a script whose one call creates
+/// `created.txt` (a command that is asked about).
+pub(crate) fn cogni(env: &Env) -> Command {
     let script = env.write("script.toml", SCRIPT);
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cogni"));
     cmd.current_dir(env.work())

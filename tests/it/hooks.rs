@@ -253,6 +253,53 @@ command = """echo '{"decision": "ask", "reason": "touches the database"}'"""
 }
 
 #[test]
+fn a_notification_hook_hears_a_question_asked_on_a_terminal_and_nothing_without_one() {
+    use crate::common::pty::Pty;
+    use std::time::Duration;
+    let env = Env::new();
+    let notice = env.dir.path().join("notice.json");
+    std::fs::write(
+        env.dir.path().join("home/config.toml"),
+        format!(
+            "[[hooks.Notification]]\nmatcher = \"permission_prompt\"\ncommand = \"cat > '{}'\"\n",
+            notice.display()
+        ),
+    )
+    .unwrap();
+    let run = || crate::approval_tty::cogni(&env);
+    // No terminal: the answer is no at once, and no one is called for.
+    let out = run().stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!notice.exists(), "nobody to notify");
+    // On a terminal the hook hears the question before it is answered.
+    let mut pty = Pty::spawn(run(), 100);
+    let wait = Duration::from_secs(20);
+    pty.expect("Allow shell: touch created.txt", wait);
+    crate::repl_notify::wait_for_file(&notice);
+    pty.send("y\r");
+    assert_eq!(pty.wait(wait).code(), Some(0));
+    assert!(env.work().join("created.txt").exists());
+    let v = read_json(&notice);
+    assert_eq!(v["hook_event_name"], "Notification", "{v}");
+    assert_eq!(v["notification_type"], "permission_prompt", "{v}");
+    assert_eq!(
+        v["message"], "cogni needs your permission to use shell",
+        "{v}"
+    );
+    assert_eq!(v["title"], "cogni", "{v}");
+    assert!(
+        v["session_id"].as_str().is_some_and(|s| !s.is_empty()),
+        "{v}"
+    );
+    let transcript = v["transcript_path"].as_str().unwrap();
+    assert!(Path::new(transcript).exists(), "{v}");
+    assert_eq!(
+        Path::new(v["cwd"].as_str().unwrap()),
+        env.work().canonicalize().unwrap()
+    );
+}
+
+#[test]
 fn a_hook_that_hangs_is_killed_at_its_timeout() {
     let marker = format!("{}.{}", 5000 + std::process::id() % 1000, 4321);
     let env = env_with(&format!(

@@ -52,11 +52,25 @@ struct Case {
     env: BTreeMap<String, String>,
     /// Given on cogni's stdin (default: nothing, stdin closed).
     stdin: Option<String>,
+    /// Run cogni on a pseudo-terminal instead, typing these in order;
+    /// its output (stdout and stderr, one stream) is `stdout`.
+    #[serde(default)]
+    terminal: Vec<Typed>,
     /// The run is killed after this long, and the case fails.
     #[serde(default = "default_timeout")]
     timeout_secs: u64,
     #[serde(default)]
     expect: Expect,
+}
+
+/// One step of a run on a terminal.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Typed {
+    /// Wait until the terminal shows this (escape sequences left out).
+    wait: Option<String>,
+    /// Then type this.
+    send: String,
 }
 
 fn default_timeout() -> u64 {
@@ -265,23 +279,30 @@ fn run_case(name: &str, dir: &Path) -> Option<String> {
 
     let mut cmd = dirs.command(env!("CARGO_BIN_EXE_cogni"));
     cmd.args(case.args.iter().map(|a| dirs.fill(a)))
-        .envs(case.env.iter().map(|(k, v)| (k, dirs.fill(v))))
-        .stdin(if case.stdin.is_some() {
+        .envs(case.env.iter().map(|(k, v)| (k, dirs.fill(v))));
+    let limit = Duration::from_secs(case.timeout_secs);
+    let (status, stdout, stderr, timed_out) = if case.terminal.is_empty() {
+        cmd.stdin(if case.stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    if let Some(input) = &case.stdin {
-        use std::io::Write as _;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(dirs.fill(input).as_bytes()).unwrap();
-    }
-    let (out, timed_out) = wait_for(child, Duration::from_secs(case.timeout_secs));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let mut child = cmd.spawn().unwrap();
+        if let Some(input) = &case.stdin {
+            use std::io::Write as _;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(dirs.fill(input).as_bytes()).unwrap();
+        }
+        let (out, timed_out) = wait_for(child, limit);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status, stdout, stderr, timed_out)
+    } else {
+        let (status, output, timed_out) = on_terminal(cmd, &dirs, &case.terminal, limit);
+        (status, output, String::new(), timed_out)
+    };
     for line in &case.after {
         dirs.sh(&dirs.fill(line));
     }
@@ -291,8 +312,8 @@ fn run_case(name: &str, dir: &Path) -> Option<String> {
         problems.push(format!("did not end within {} s", case.timeout_secs));
     }
     if let Some(code) = case.expect.exit {
-        if out.status.code() != Some(code) {
-            problems.push(format!("exit {:?}, expected {code}", out.status.code()));
+        if status.code() != Some(code) {
+            problems.push(format!("exit {:?}, expected {code}", status.code()));
         }
     }
     for canary in canaries(&dirs.root) {
@@ -353,6 +374,43 @@ fn run_case(name: &str, dir: &Path) -> Option<String> {
             indent(&stdout[stdout.len().saturating_sub(2000)..])
         )
     })
+}
+
+/// Run `cmd` on a pseudo-terminal, typing `steps`: how it exited, all
+/// it wrote, and whether it ran past `limit` (and was killed). A step
+/// whose text never shows counts as running past it.
+fn on_terminal(
+    cmd: Command,
+    dirs: &Dirs,
+    steps: &[Typed],
+    limit: Duration,
+) -> (std::process::ExitStatus, String, bool) {
+    let start = Instant::now();
+    let mut pty = crate::common::pty::Pty::spawn(cmd, 100);
+    let mut timed_out = false;
+    for step in steps {
+        if let Some(wait) = &step.wait {
+            if !pty.appears(&dirs.fill(wait), limit.saturating_sub(start.elapsed())) {
+                timed_out = true;
+                break;
+            }
+        }
+        pty.send(&dirs.fill(&step.send));
+    }
+    let status = loop {
+        if let Some(status) = pty.child.try_wait().unwrap() {
+            break status;
+        }
+        if timed_out || start.elapsed() > limit {
+            timed_out = true;
+            let _ = pty.child.kill();
+            break pty.child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // What the child wrote last may still be on its way from the master.
+    std::thread::sleep(Duration::from_millis(100));
+    (status, pty.raw(), timed_out)
 }
 
 /// The child's output, killed (and waited for) after `limit`.

@@ -34,6 +34,7 @@ mod plan;
 mod prompt;
 mod record;
 mod repl;
+mod repl_notify;
 mod repl_shows;
 mod responses_provider;
 mod runner;

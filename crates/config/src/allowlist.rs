@@ -109,6 +109,8 @@ const ALLOWED: &[Entry] = &[
     entry("tools.background_timeout_secs", Rule::AtMost(|b| { let (t, d) = tools(b); Some(t.background_timeout_secs.unwrap_or(d.background_timeout.as_secs()) as f64) }), LIMIT),
     entry("context_strategy", Rule::Any, "how history is fitted into the context window"),
     entry("repl.status_line", Rule::Any, "how the REPL looks"),
+    entry("repl.notify", Rule::Any, "how the REPL tells you a turn ended"),
+    entry("repl.notify_min_secs", Rule::Any, "how the REPL tells you a turn ended"),
     entry("memory.max_bytes", Rule::AtMost(|b| Some(b.memory.as_ref().and_then(|m| m.max_bytes).unwrap_or(cogni_tools::memory::DEFAULT_MAX_BYTES) as f64)), CAP),
     entry("compaction.token_limit", Rule::AtMost(|b| b.compaction.as_ref().and_then(|c| c.token_limit).map(|t| t as f64)), "compacting sooner"),
     entry("compaction.context_fraction", Rule::AtMost(|b| b.compaction.as_ref().and_then(|c| c.context_fraction).or(Some(cogni_core::CompactionConfig::default().context_fraction))), "compacting sooner"),

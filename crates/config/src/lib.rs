@@ -36,7 +36,7 @@ pub use allowlist::{allowed as untrusted_allowlist, inside as inside_project};
 pub use cogni_spec::strategies::AgentFile;
 pub use load::{
     cogni_home, discover, load, read_layers, resolve, validate, Checkpoints, Config, Discovered,
-    Layers, Sources, Validated, DEFAULT_VERBOSE_MAX_BYTES,
+    Layers, Repl, Sources, Validated, DEFAULT_VERBOSE_MAX_BYTES,
 };
 pub use mcp::{add_server, remove_server, NewServer};
 pub use providers::{ProviderFile, BUILTIN_IDS as BUILTIN_PROVIDERS};
@@ -167,8 +167,38 @@ cogni_protocol::layered! {
         /// The status line above the prompt (model, mode, context used,
         /// tokens, cost); default on.
         pub status_line: Option<bool>,
+        /// How the terminal is told that a turn ended or a question waits
+        /// while it is not focused (default `auto`).
+        pub notify: Option<Notify>,
+        /// Turns shorter than this many seconds end without a notification
+        /// (default 5).
+        pub notify_min_secs: Option<u64>,
+        /// Notification hooks hear `idle_prompt` once the prompt has waited
+        /// this many seconds after a turn (default 60; 0: when the turn
+        /// ends).
+        pub notify_idle_secs: Option<u64>,
     }
 }
+
+/// `[repl] notify`: how the REPL notifies the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Notify {
+    /// Never.
+    Off,
+    /// The terminal bell (BEL).
+    Bell,
+    /// OSC 9 (iTerm2, WezTerm, Windows Terminal, kitty, Ghostty).
+    Osc9,
+    /// OSC 777 `notify` (foot, rxvt-unicode with its notify extension).
+    Osc777,
+    /// OSC 9 where the terminal is known to show it, OSC 777 on foot, the
+    /// bell elsewhere.
+    #[default]
+    Auto,
+}
+
+cogni_protocol::replaced_whole!(Notify);
 
 cogni_protocol::layered! {
     /// `[skills]`

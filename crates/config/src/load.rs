@@ -17,7 +17,7 @@
 
 use super::{
     agents_md, allowlist, keys, mcp, model_aliases, providers, run, soul, trust, ConfigError,
-    ConfigFile, DelegationFile, SandboxLimitsFile, ToolsFile,
+    ConfigFile, DelegationFile, Notify, ReplFile, SandboxLimitsFile, ToolsFile,
 };
 use cogni_core::delegate::DelegationLimits;
 use cogni_core::{AuthMode, CompactionConfig, Features, ProjectSoul, Sampling, SessionConfig};
@@ -77,8 +77,39 @@ pub struct Config {
     pub skills: Arc<Skills>,
     /// `[mcp_servers.NAME]` and `[mcp]`: the servers front doors start.
     pub mcp: cogni_mcp::McpConfig,
-    /// `[repl] status_line`: the REPL shows its status line.
+    /// `[repl]`.
+    pub repl: Repl,
+}
+
+/// `[repl]`, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repl {
+    /// The REPL shows its status line.
     pub status_line: bool,
+    /// How the terminal is notified.
+    pub notify: Notify,
+    /// Turns shorter than this end without a notification.
+    pub notify_min: Duration,
+    /// How long the prompt waits after a turn before Notification hooks
+    /// hear `idle_prompt`.
+    pub notify_idle: Duration,
+}
+
+impl Repl {
+    /// Turns this short end without a notification, by default.
+    pub const NOTIFY_MIN: Duration = Duration::from_secs(5);
+    /// Claude Code's wait before its `idle_prompt` notification.
+    pub const NOTIFY_IDLE: Duration = Duration::from_secs(60);
+
+    fn of(file: Option<&ReplFile>) -> Repl {
+        let secs = |n: Option<u64>, default: Duration| n.map_or(default, Duration::from_secs);
+        Repl {
+            status_line: file.and_then(|r| r.status_line).unwrap_or(true),
+            notify: file.and_then(|r| r.notify).unwrap_or_default(),
+            notify_min: secs(file.and_then(|r| r.notify_min_secs), Self::NOTIFY_MIN),
+            notify_idle: secs(file.and_then(|r| r.notify_idle_secs), Self::NOTIFY_IDLE),
+        }
+    }
 }
 
 /// `[checkpoints]`, resolved: which front doors snapshot the workspace
@@ -469,7 +500,7 @@ pub fn resolve(
         session,
         warnings,
         verbose_max_bytes: c.verbose_max_bytes.unwrap_or(DEFAULT_VERBOSE_MAX_BYTES),
-        status_line: c.repl.and_then(|r| r.status_line).unwrap_or(true),
+        repl: Repl::of(c.repl.as_ref()),
         delegation,
         checkpoints: Checkpoints {
             interactive: c

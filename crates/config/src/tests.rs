@@ -1,6 +1,7 @@
 use super::*;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Steps 2 to 4 of `load` on one merged file (no pins).
 fn resolve_file(
@@ -772,5 +773,44 @@ fn an_untrusted_project_cannot_define_or_choose_a_profile() {
         c.warnings.iter().any(|w| w.contains("profile")),
         "{:?}",
         c.warnings
+    );
+}
+
+#[test]
+fn repl_notify_settings_resolve_with_their_defaults() {
+    let d = dirs();
+    let env = env_of(&[("OPENAI_API_KEY", "k")]);
+    let c = load_with(&d, ConfigFile::default(), &env).unwrap();
+    assert_eq!(
+        c.repl,
+        Repl {
+            status_line: true,
+            notify: Notify::Auto,
+            notify_min: Duration::from_secs(5),
+            notify_idle: Duration::from_secs(60),
+        }
+    );
+    for (value, want) in [
+        ("off", Notify::Off),
+        ("bell", Notify::Bell),
+        ("osc9", Notify::Osc9),
+        ("osc777", Notify::Osc777),
+        ("auto", Notify::Auto),
+    ] {
+        std::fs::write(
+            d.home.join("config.toml"),
+            format!("[repl]\nnotify = \"{value}\"\nnotify_min_secs = 0\nnotify_idle_secs = 2\n"),
+        )
+        .unwrap();
+        let c = load_with(&d, ConfigFile::default(), &env).unwrap();
+        assert_eq!(c.repl.notify, want, "{value}");
+        assert_eq!(c.repl.notify_min, Duration::ZERO);
+        assert_eq!(c.repl.notify_idle, Duration::from_secs(2));
+    }
+    let err = ConfigFile::parse(Path::new("c.toml"), "[repl]\nnotify = \"osc52\"\n").unwrap_err();
+    assert!(
+        err.0.contains("osc52") && err.0.contains("osc777"),
+        "{}",
+        err.0
     );
 }

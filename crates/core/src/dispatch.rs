@@ -7,6 +7,7 @@
 use super::approval::{self, Precheck};
 use super::delegate::is_delegation_tool;
 use super::early::{EarlyCalls, Running, TURN_FAILED};
+use super::effects::hooks::notify::Notice;
 use super::effects::{Point, Stop};
 use super::limits::Watch;
 use super::outcome::{AgentError, ToolCallRecord};
@@ -576,6 +577,11 @@ impl Session {
             approvals,
         );
         let interactive = self.conversation.approver.is_interactive();
+        if interactive {
+            self.notify(&Notice::Permission {
+                tool: call.name.clone(),
+            });
+        }
         let decision = self.conversation.approver.ask(&request).await;
         let status = approval::status_of(&decision);
         let why = match (&decision, interactive) {

@@ -40,6 +40,7 @@ pub use cogni_tools as tools;
 pub use checkpoints::{CheckpointError, Rewind, RewindPlan, RewindReport};
 pub use context::EnvironmentContext;
 pub use context_strategy::{AtLimit, ContextStrategy, Conversation, View};
+pub use effects::hooks::notify::Notice;
 pub use effects::{effect_fn, Decision, Effect, EffectFn, EndReason, IterationContext, Phase};
 pub use limits::{Limit, StopHandle, TurnLimits};
 pub use outcome::{AgentError, ToolCallRecord, TurnResult};

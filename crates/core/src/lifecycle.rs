@@ -1,8 +1,11 @@
 //! The points of a session outside its turns: `session_start` (once,
 //! before the first turn), `session_end` ([`Session::end`], called by the
-//! front doors) and `before_compact` for a compaction the user asked for.
+//! front doors), `before_compact` for a compaction the user asked for,
+//! and the notices of Notification hooks ([`Session::notify`]).
 
-use super::effects::{EndReason, Phase, Point};
+use super::effects::hooks::contract;
+use super::effects::hooks::notify::{About, Notice};
+use super::effects::{EndReason, IterationContext, Phase, Point};
 use super::outcome::{AgentError, TurnResult};
 use super::session::Session;
 use super::turn::TurnRun;
@@ -17,6 +20,21 @@ impl EndReason {
             Ok(t) if t.outcome == TurnOutcome::Interrupted => EndReason::Interrupted,
             Ok(_) => EndReason::Done,
         }
+    }
+}
+
+impl IterationContext<'_> {
+    /// [`Session::notify`], from an effect (a PreToolUse hook's `ask`).
+    pub(crate) fn notify(&self, notice: &Notice) {
+        let about = About {
+            session: contract::Session {
+                id: self.session_id,
+                transcript_path: self.transcript_path,
+                cwd: self.cwd,
+            },
+            pins: &self.ctx.sandbox_policy.pins,
+        };
+        self.notifications.fire(about, notice);
     }
 }
 
@@ -68,6 +86,23 @@ impl Session {
             self.at_lifecycle_point(Point::SessionEnd { reason }, &run, sink)
                 .await;
         }
+        // Notices still being delivered are not cut short.
+        self.conversation.notices.settle().await;
+    }
+
+    /// cogni wants the user's attention: the Notification hooks matching
+    /// `notice` start in the background (nothing waits for them; the
+    /// session's end does).
+    pub fn notify(&self, notice: &Notice) {
+        let about = About {
+            session: contract::Session {
+                id: &self.id,
+                transcript_path: self.history.transcript_path(),
+                cwd: &self.ctx.cwd,
+            },
+            pins: &self.ctx.sandbox_policy.pins,
+        };
+        self.extensions.notifications.fire(about, notice);
     }
 
     /// The `before_compact` effects of a compaction the user asked for.

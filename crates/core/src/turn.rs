@@ -657,6 +657,7 @@ impl Session {
             sink,
             approver: &*self.conversation.approver,
             transcript_path: self.history.transcript_path(),
+            notifications: &self.extensions.notifications,
         };
         (&mut self.extensions.effects, cx)
     }

@@ -35,11 +35,15 @@ pub enum HookEvent {
     SubagentStart,
     /// A delegated agent is about to finish (its turn's end).
     SubagentStop,
+    /// cogni wants the user's attention (matcher: `permission_prompt` when
+    /// an approval question waits, `idle_prompt` when the REPL waits for
+    /// input after a turn). It cannot block anything.
+    Notification,
 }
 
 impl HookEvent {
     /// Every event, in lifecycle order.
-    pub const ALL: [HookEvent; 9] = [
+    pub const ALL: [HookEvent; 10] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -49,6 +53,7 @@ impl HookEvent {
         HookEvent::SessionEnd,
         HookEvent::SubagentStart,
         HookEvent::SubagentStop,
+        HookEvent::Notification,
     ];
 
     /// The name in config and in the hook's JSON (Claude Code's).
@@ -63,6 +68,7 @@ impl HookEvent {
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::Notification => "Notification",
         }
     }
 
@@ -80,6 +86,7 @@ impl HookEvent {
             HookEvent::PreCompact => Some("trigger: manual or auto"),
             HookEvent::SessionEnd => Some("reason"),
             HookEvent::SubagentStart | HookEvent::SubagentStop => Some("agent name"),
+            HookEvent::Notification => Some("notification_type: permission_prompt or idle_prompt"),
             HookEvent::UserPromptSubmit | HookEvent::Stop => None,
         }
     }
@@ -289,6 +296,9 @@ mod tests {
             command = "compact"
             [[hooks.Stop]]
             command = "stop"
+            [[hooks.Notification]]
+            matcher = "permission_prompt"
+            command = "ping"
             "#,
         )
         .unwrap();
@@ -307,6 +317,7 @@ mod tests {
                 ("PreCompact", "compact"),
                 ("Stop", "stop"),
                 ("SessionEnd", "end"),
+                ("Notification", "ping"),
             ]
         );
         assert_eq!(

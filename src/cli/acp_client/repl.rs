@@ -13,6 +13,7 @@ use super::{configure, connect, Control, Failure, Launch};
 use crate::cli::render::{one_line, strip_terminal_controls};
 use crate::cli::repl::approver::ReplApprover;
 use crate::cli::repl::editor::{Completions, Editor, Input, Prompt};
+use crate::cli::repl::notify::Notifier;
 use crate::cli::repl::sink::ReplSink;
 use crate::cli::repl::{listen_for_signals, private_file, term, Quit};
 use crate::cli::{exit, setup, slash, ReplArgs};
@@ -67,7 +68,13 @@ pub fn run(args: ReplArgs) -> u8 {
         let control = control.clone();
         Arc::new(move || control.stop())
     };
-    let approver = ReplApprover::new(stop.clone(), sink.caps(), setup.cwd.clone());
+    // No notifications: the agent's turns are not watched for focus.
+    let approver = ReplApprover::new(
+        stop.clone(),
+        sink.caps(),
+        setup.cwd.clone(),
+        Notifier::default(),
+    );
     let launch = Launch {
         command: args.acp.clone().unwrap_or_default(),
         cwd: setup.cwd.clone(),

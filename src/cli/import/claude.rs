@@ -56,6 +56,8 @@ const EVENTS: &[(&str, Matcher)] = &[
     ("PreCompact", Matcher::Kept),
     ("SessionStart", Matcher::Kept),
     ("SessionEnd", Matcher::Dropped),
+    // `notification_type`: cogni sends permission_prompt and idle_prompt.
+    ("Notification", Matcher::Kept),
 ];
 
 /// Claude Code's model aliases, as the models cogni's catalog names.
@@ -123,7 +125,6 @@ const REASONS: &[(&str, &str)] = &[
     ("enabledMcpjsonServers", MCPJSON),
     ("permissions.disableBypassPermissionsMode", "cogni has no such switch; approval_policy = \"never\" is the equivalent of bypassing"),
     ("permissions.defaultMode", "no approval policy asks alike; `cogni --mode plan` starts the REPL read-only"),
-    ("hooks.Notification", "cogni has no Notification event"),
 ];
 
 const NO_SUCH: &str = "cogni has no such setting";

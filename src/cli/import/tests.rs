@@ -319,7 +319,10 @@ fn claude_hooks_become_cogni_hooks_with_cognis_tool_names() {
         hooks(&t, "SessionStart"),
         vec![(Some("startup".into()), "git status --short".into(), None)]
     );
-    assert!(why(&imp, &format!("hooks.Notification in {file}")).contains("Notification"));
+    assert_eq!(
+        hooks(&t, "Notification"),
+        vec![(None, "notify-send Claude".into(), None)]
+    );
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Approval questions inside the REPL: asked inline, answered with one key
 //! (y, a, n, m; Enter or Esc is no). Ctrl-C answers no and stops the turn.
-//! When stdin is not a terminal, answers are read as lines.
+//! When stdin is not a terminal, answers are read as lines. A terminal
+//! without the focus is notified of the question ([`Notifier`]).
 
+use super::notify::Notifier;
 use super::term::{self, Caps};
 use crate::cli::approve::{self, ask_blocking, CHOICES};
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
@@ -17,11 +19,23 @@ pub struct ReplApprover {
     /// The working directory: a `write_file` question shows the diff
     /// against the file there.
     cwd: PathBuf,
+    /// Tells a terminal without the focus that a question waits.
+    notifier: Notifier,
 }
 
 impl ReplApprover {
-    pub fn new(stop: Arc<dyn Fn() + Send + Sync>, caps: Caps, cwd: PathBuf) -> Self {
-        ReplApprover { stop, caps, cwd }
+    pub fn new(
+        stop: Arc<dyn Fn() + Send + Sync>,
+        caps: Caps,
+        cwd: PathBuf,
+        notifier: Notifier,
+    ) -> Self {
+        ReplApprover {
+            stop,
+            caps,
+            cwd,
+            notifier,
+        }
     }
 }
 
@@ -47,14 +61,18 @@ impl Approver for ReplApprover {
     fn ask<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
         let request = request.clone();
         let stop = self.stop.clone();
-        let (color, cwd) = (self.caps.color, self.cwd.clone());
+        let (color, cwd, notifier) = (self.caps.color, self.cwd.clone(), self.notifier);
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
+                // From before the question shows until it is answered.
+                let _keyboard = term::Wanted::new();
                 let asked = approve::question(&request, Some(&cwd), color);
-                let mut out = std::io::stdout().lock();
                 if !std::io::stdin().is_terminal() {
+                    let mut out = std::io::stdout().lock();
                     return ask_blocking(&asked, &mut std::io::stdin().lock(), &mut out);
                 }
+                notifier.approval(&request);
+                let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{asked}");
                 for _ in 0..3 {
                     let _ = write!(out, "{CHOICES}");

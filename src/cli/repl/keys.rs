@@ -2,7 +2,10 @@
 //! and what else is typed is kept for the next prompt instead of being
 //! lost or echoed into the answer. Ctrl-C stays a signal (the terminal
 //! keeps ISIG). An approval question takes the keyboard over
-//! ([`term::KEYBOARD`]) while it asks.
+//! ([`term::KEYBOARD`]) while it asks. With notifications on, the
+//! terminal reports focus changes while the turn runs
+//! ([`term::report_focus`]); the reports are read here, never taken for
+//! an Esc.
 
 use super::term;
 use std::io::IsTerminal;
@@ -26,8 +29,10 @@ pub struct TurnKeys {
 
 impl TurnKeys {
     /// Watch the keyboard until [`TurnKeys::finish`]; Esc calls `stop`.
-    /// `None` when stdin is not a terminal.
-    pub fn start(stop: Arc<dyn Fn() + Send + Sync>) -> Option<TurnKeys> {
+    /// With `focus`, the terminal reports focus changes meanwhile (it has
+    /// the focus as the turn starts: the user just sent a message). `None`
+    /// when stdin is not a terminal.
+    pub fn start(stop: Arc<dyn Fn() + Send + Sync>, focus: bool) -> Option<TurnKeys> {
         if !std::io::stdin().is_terminal() {
             return None;
         }
@@ -38,12 +43,19 @@ impl TurnKeys {
         quiet.c_cc[libc::VMIN] = 0;
         quiet.c_cc[libc::VTIME] = 0;
         term::set_attr(&quiet);
+        if focus {
+            // Before the watch starts: a report typed already wins.
+            term::set_focused(true);
+        }
         let done = Arc::new(AtomicBool::new(false));
         let watching = done.clone();
         let thread = std::thread::Builder::new()
             .name("cogni-keys".into())
             .spawn(move || watch(&watching, &*stop))
             .ok()?;
+        if focus {
+            term::report_focus(true);
+        }
         Some(TurnKeys {
             done,
             thread,
@@ -51,17 +63,19 @@ impl TurnKeys {
         })
     }
 
-    /// Stop watching, put the terminal back; what was typed meanwhile.
+    /// Stop watching, put the terminal back (focus reports off: a late
+    /// one is a key the line editor ignores); what was typed meanwhile.
     pub fn finish(self) -> Typed {
         self.done.store(true, Ordering::SeqCst);
         let bytes = self.thread.join().unwrap_or_default();
+        term::report_focus(false);
         term::set_attr(&self.saved);
         Typed::from_bytes(&bytes)
     }
 }
 
 /// Read keys until `done`: Esc alone calls `stop`; the other bytes are
-/// kept (escape sequences of other keys dropped).
+/// kept (escape sequences of other keys dropped, focus reports noted).
 fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
     let mut typed = Vec::new();
     while !done.load(Ordering::SeqCst) {
@@ -71,7 +85,8 @@ fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
             continue;
         }
         let _reader = term::KEYBOARD.lock().unwrap_or_else(|e| e.into_inner());
-        if !readable(POLL) {
+        // A question that came while this waited gets what was typed.
+        if !readable(POLL) || term::WANTED.load(Ordering::SeqCst) > 0 {
             continue;
         }
         let Some(byte) = read_byte() else {
@@ -82,28 +97,8 @@ fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
             typed.push(byte);
             continue;
         }
-        if !readable(SEQUENCE) {
+        if after_esc() == Esc::Key {
             stop();
-            continue;
-        }
-        // Another key's sequence: ESC [ ... final, or ESC O x.
-        match read_byte() {
-            Some(b'[') => {
-                while readable(SEQUENCE) {
-                    match read_byte() {
-                        Some(b) if (0x40..=0x7e).contains(&b) => break,
-                        Some(_) => {}
-                        None => break,
-                    }
-                }
-            }
-            Some(b'O') => {
-                if readable(SEQUENCE) {
-                    read_byte();
-                }
-            }
-            // Alt and a key, or Esc twice: an Esc.
-            _ => stop(),
         }
     }
     typed
@@ -126,6 +121,56 @@ pub(super) fn read_byte() -> Option<u8> {
     // SAFETY: reads one byte into a local.
     let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
     (n == 1).then_some(byte)
+}
+
+/// What an Esc read from the keyboard was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Esc {
+    /// The Esc key (alone, or with Alt and another key, or twice).
+    Key,
+    /// Another key's sequence (an arrow: `ESC [ A`, `ESC O B`), read;
+    /// its last byte (`A` up, `B` down, `C` right, `D` left).
+    Sequence(u8),
+    /// A focus report, read (and taken note of: [`term::focused`]).
+    Focus,
+}
+
+/// Read what follows an Esc just read from stdin: the rest of its
+/// sequence, when one comes within [`SEQUENCE`].
+pub(super) fn after_esc() -> Esc {
+    if !readable(SEQUENCE) {
+        return Esc::Key;
+    }
+    match read_byte() {
+        // CSI: parameters and intermediates up to a final byte.
+        Some(b'[') => {
+            let mut body = Vec::new();
+            while readable(SEQUENCE) {
+                match read_byte() {
+                    Some(b) => {
+                        body.push(b);
+                        if (0x40..=0x7e).contains(&b) {
+                            break;
+                        }
+                    }
+                    None => break,
+                }
+            }
+            match body.as_slice() {
+                b"I" | b"O" => {
+                    term::set_focused(body == b"I");
+                    Esc::Focus
+                }
+                _ => Esc::Sequence(body.last().copied().unwrap_or(0)),
+            }
+        }
+        Some(b'O') => Esc::Sequence(if readable(SEQUENCE) {
+            read_byte().unwrap_or(0)
+        } else {
+            0
+        }),
+        _ => Esc::Key,
+    }
 }
 
 /// What was typed while a turn ran: whole lines to run next, in order,
@@ -165,7 +210,7 @@ mod tests {
     #[test]
     fn typed_bytes_become_lines_and_the_line_begun() {
         assert_eq!(
-            Typed::from_bytes(b"fix it\r/stat\x7fus\rand th\x01en"),
+            Typed::from_bytes(b"fix it\r/statx\x7fus\rand th\x01en"),
             Typed {
                 lines: vec!["fix it".into(), "/status".into()],
                 partial: "and then".into(),

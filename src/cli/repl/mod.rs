@@ -17,6 +17,7 @@ mod init;
 mod keys;
 mod markdown;
 mod mentions;
+pub(super) mod notify;
 pub(super) mod picker;
 mod replay;
 pub(super) mod sink;
@@ -81,6 +82,8 @@ pub(super) struct Repl {
     ahead: keys::Typed,
     /// The status line above the prompt.
     status: status::StatusLine,
+    /// The terminal's notifications and the idle notice.
+    notices: notify::Notices,
 }
 
 /// `cogni resume` without an id: the session the user picks on the
@@ -133,11 +136,13 @@ fn prepare(
     };
     let mut opened = interactive::open(&options, &launch_dir, cwd.clone(), resume, fork)?;
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
+    let notices = notify::Notices::new(&opened.repl, sink.caps(), &|k| std::env::var(k).ok());
     let stop = Arc::new(Mutex::new(opened.session.stop_handle()));
     let approver = Arc::new(approver::ReplApprover::new(
         stop_turn(stop.clone()),
         sink.caps(),
         cwd.clone(),
+        notices.terminal(),
     ));
     opened.session.set_approver(approver.clone());
     let (registry, problems) = commands::load(&cwd, &opened.home, opened.project_trusted);
@@ -172,7 +177,8 @@ fn prepare(
         mcp: None,
         first: None,
         ahead: keys::Typed::default(),
-        status: status::StatusLine::new(opened.status_line),
+        status: status::StatusLine::new(opened.repl.status_line),
+        notices,
     };
     Ok((repl, completions))
 }
@@ -374,7 +380,7 @@ impl Repl {
                     tokio::select! {
                         biased;
                         () = quit.requested() => break,
-                        input = editor.read(prompt) => input,
+                        input = self.read_input(editor, prompt) => input,
                     }
                 }
             };
@@ -454,8 +460,10 @@ impl Repl {
                 .note(&format!("attached: {}", attached.join(", ")));
         }
         let spinner = self.sink.spawn_spinner();
+        let started = Instant::now();
         // Esc stops the turn as Ctrl-C does; typing is kept for later.
-        let keys = keys::TurnKeys::start(stop_turn(self.stop.clone()));
+        let follow_focus = self.notices.follow_focus();
+        let keys = keys::TurnKeys::start(stop_turn(self.stop.clone()), follow_focus);
         let result = self.session.run_turn(&message, &self.sink).await;
         if let Some(keys) = keys {
             self.ahead = keys.finish();
@@ -463,6 +471,7 @@ impl Repl {
         if let Some(spinner) = spinner {
             spinner.abort();
         }
+        self.notices.turn_ended(started.elapsed(), &result);
         if let (Some(file), Ok(turn)) = (&self.file, &result) {
             file.record_usage(&turn.usage);
         }

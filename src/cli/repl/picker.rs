@@ -2,13 +2,12 @@
 //! directory (Tab: of every directory), newest first: ↑ and ↓ move, typing
 //! filters by prompt or id, Enter opens, Esc or Ctrl-C cancels.
 
-use super::keys::{read_byte, readable};
+use super::keys::{after_esc, read_byte, Esc};
 use super::term;
 use crate::cli::render::strip_terminal_controls;
 use crate::store::{Store, Summary};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Sessions shown at once.
 const ROWS: usize = 10;
@@ -158,17 +157,12 @@ fn read_key() -> Option<Key> {
             0x03 | 0x04 => Key::Cancel,
             0x7f | 0x08 => Key::Backspace,
             b'\t' => Key::Tab,
-            0x1b => {
-                if !readable(Duration::from_millis(30)) {
-                    return Some(Key::Cancel);
-                }
-                let _intro = read_byte()?;
-                match read_byte()? {
-                    b'A' => Key::Up,
-                    b'B' => Key::Down,
-                    _ => continue,
-                }
-            }
+            0x1b => match after_esc() {
+                Esc::Key => Key::Cancel,
+                Esc::Sequence(b'A') => Key::Up,
+                Esc::Sequence(b'B') => Key::Down,
+                _ => continue,
+            },
             b if b < 0x20 => continue,
             b => {
                 // A character of several bytes: read the rest.

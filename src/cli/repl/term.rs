@@ -1,7 +1,9 @@
 //! The terminal: what it can show, its width, one-key reads, and putting
 //! it back the way it was on every way out (panics included).
 
+use super::keys;
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// What the output may contain.
@@ -103,11 +105,41 @@ pub fn guard_panics() {
     }));
 }
 
-/// Put the terminal back as it was at start.
+/// Put the terminal back as it was at start (focus reporting off too).
 pub fn restore() {
+    report_focus(false);
     if let Some(t) = SAVED.get() {
         set_attr(t);
     }
+}
+
+/// xterm's focus reporting (mode 1004) is on: the terminal sends `ESC [ I`
+/// when it gains the focus and `ESC [ O` when it loses it.
+static REPORTING: AtomicBool = AtomicBool::new(false);
+
+/// The terminal has the focus, as it last reported (a terminal that
+/// reports nothing has it).
+static FOCUSED: AtomicBool = AtomicBool::new(true);
+
+/// Turn focus reporting on or off (a no-op when it already is). Written
+/// straight to stdout's descriptor: this also runs in the panic hook.
+pub fn report_focus(on: bool) {
+    if REPORTING.swap(on, Ordering::SeqCst) == on {
+        return;
+    }
+    let mode: &[u8] = if on { b"\x1b[?1004h" } else { b"\x1b[?1004l" };
+    // SAFETY: writes bytes we own to stdout.
+    unsafe { libc::write(libc::STDOUT_FILENO, mode.as_ptr().cast(), mode.len()) };
+}
+
+/// Whether the terminal has the focus, as far as cogni knows.
+pub fn focused() -> bool {
+    FOCUSED.load(Ordering::SeqCst)
+}
+
+/// Take the terminal's word (or the user's typing) for where the focus is.
+pub(super) fn set_focused(focused: bool) {
+    FOCUSED.store(focused, Ordering::SeqCst);
 }
 
 /// One reader of the keyboard at a time: an approval question
@@ -115,33 +147,54 @@ pub fn restore() {
 /// ([`super::keys`]), which steps aside while [`WANTED`] is set.
 pub(super) static KEYBOARD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Readers waiting for [`KEYBOARD`] (not the watch).
+/// Readers waiting for [`KEYBOARD`] (not the watch), and questions being
+/// asked ([`Wanted`]).
 pub(super) static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A question wants the keyboard: while this lives the watch of a running
+/// turn reads nothing more, so a key typed as soon as the question shows
+/// is the question's.
+pub(super) struct Wanted(());
+
+impl Wanted {
+    pub(super) fn new() -> Wanted {
+        WANTED.fetch_add(1, Ordering::SeqCst);
+        Wanted(())
+    }
+}
+
+impl Drop for Wanted {
+    fn drop(&mut self) {
+        WANTED.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Hold the keyboard for a question.
 fn take_keyboard() -> std::sync::MutexGuard<'static, ()> {
-    use std::sync::atomic::Ordering;
-    WANTED.fetch_add(1, Ordering::SeqCst);
-    let guard = KEYBOARD.lock().unwrap_or_else(|e| e.into_inner());
-    WANTED.fetch_sub(1, Ordering::SeqCst);
-    guard
+    let _wanted = Wanted::new();
+    KEYBOARD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Run `f` (which reads a line from stdin) with the keyboard held and the
-/// terminal as it was at start (echo, line editing), then as it was.
+/// terminal as it was at start (echo, line editing, no focus reports in
+/// the line), then as it was.
 pub fn cooked<T>(f: impl FnOnce() -> T) -> T {
     let _reader = take_keyboard();
     let now = get_attr();
+    let reporting = REPORTING.load(Ordering::SeqCst);
     restore();
     let result = f();
     if let Some(t) = now {
         set_attr(&t);
     }
+    report_focus(reporting);
     result
 }
 
 /// Read one key from stdin without waiting for Enter and without echo;
-/// `None` when stdin is not a terminal or at end of input. Blocking.
+/// `None` when stdin is not a terminal or at end of input. Blocking. The
+/// sequences of other keys (arrows) and focus reports are read past; Esc
+/// is the byte 0x1b.
 pub fn read_key() -> Option<u8> {
     let _reader = take_keyboard();
     let before = get_attr()?;
@@ -157,10 +210,12 @@ pub fn read_key() -> Option<u8> {
         }
     }
     let _restore = Restore(before);
-    let mut byte = 0u8;
-    // SAFETY: reads one byte into a local.
-    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
-    (n == 1).then_some(byte)
+    loop {
+        let byte = keys::read_byte()?;
+        if byte != 0x1b || keys::after_esc() == keys::Esc::Key {
+            return Some(byte);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -140,18 +140,26 @@ impl Pty {
     /// Wait until `needle` appears after the previous match; panics with
     /// the screen after `timeout`.
     pub fn expect(&mut self, needle: &str, timeout: Duration) {
+        assert!(
+            self.appears(needle, timeout),
+            "`{needle}` did not appear within {timeout:?}; screen after the last match:\n{}",
+            self.screen().get(self.cursor..).unwrap_or("")
+        );
+    }
+
+    /// Whether `needle` appears after the previous match within `timeout`
+    /// (the next match then starts after it).
+    pub fn appears(&mut self, needle: &str, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
             let screen = self.screen();
             if let Some(at) = screen.get(self.cursor..).and_then(|s| s.find(needle)) {
                 self.cursor += at + needle.len();
-                return;
+                return true;
             }
-            assert!(
-                Instant::now() < deadline,
-                "`{needle}` did not appear within {timeout:?}; screen after the last match:\n{}",
-                screen.get(self.cursor..).unwrap_or("")
-            );
+            if Instant::now() >= deadline {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
     }

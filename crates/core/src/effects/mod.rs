@@ -289,6 +289,8 @@ pub struct IterationContext<'a> {
     pub approver: &'a dyn Approver,
     /// The session file, when the session is saved (hooks get its path).
     pub transcript_path: Option<&'a Path>,
+    /// The Notification hooks, told when a hook's `ask` asks the user.
+    pub(crate) notifications: &'a hooks::notify::Notifications,
 }
 
 impl IterationContext<'_> {

@@ -7,6 +7,7 @@ use super::delegate::{self, AgentRegistry, Delegation, DelegationLimits};
 use super::effects::budget::{Budget, BudgetEffect};
 use super::effects::compact::{CompactEffect, Threshold, DEFAULT_COMPACT_FRACTION};
 use super::effects::hooks;
+use super::effects::hooks::notify::{Notifications, Pending};
 use super::effects::output::OutputSchemaEffect;
 use super::effects::plan::PlanEffect;
 use super::effects::reflect::{ReflectConfig, ReflectEffect, ReflectionPlacement};
@@ -140,6 +141,8 @@ pub(crate) struct Extensions {
     /// Estimated tokens of the instructions and tools, with what they were
     /// counted for (prompt length, tool count, estimator).
     pub(crate) fixed_tokens: Option<((usize, usize, Estimator), u64)>,
+    /// The Notification hooks (not effects: nothing waits for them).
+    pub(crate) notifications: Notifications,
 }
 
 /// What belongs to the conversation and lasts as long as the session,
@@ -172,6 +175,9 @@ pub(crate) struct Conversation {
     pub(crate) files: Files,
     /// The workspace before and after each turn (with checkpoints on).
     pub(crate) checkpoints: Checkpoints,
+    /// Notices whose Notification hooks still run ([`Session::end`]
+    /// waits for them).
+    pub(crate) notices: Pending,
 }
 
 impl Conversation {
@@ -193,6 +199,7 @@ impl Conversation {
             )),
             files: Files::default(),
             checkpoints: Checkpoints::default(),
+            notices: Pending::default(),
         }
     }
 }
@@ -412,6 +419,7 @@ fn derive(
             context: Strategies::default(),
             fixed_tokens: None,
             first_plan: config.enable_plan,
+            notifications: Notifications::new(&config.hooks, conversation.notices.clone()),
         },
         agent: config.agent,
         initial,

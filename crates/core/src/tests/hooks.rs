@@ -214,6 +214,73 @@ async fn ask_approved_runs_the_call() {
 }
 
 #[tokio::test]
+async fn notification_hooks_hear_every_question_someone_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("notices");
+    std::fs::create_dir(&log).unwrap();
+    // One file a notice: notices do not wait for each other.
+    let notices = || -> Vec<serde_json::Value> {
+        std::fs::read_dir(&log)
+            .unwrap()
+            .map(|f| serde_json::from_slice(&std::fs::read(f.unwrap().path()).unwrap()).unwrap())
+            .collect()
+    };
+    let hooks = || {
+        vec![
+            hook(
+                HookEvent::PreToolUse,
+                Some("shell"),
+                r#"echo '{"hookSpecificOutput": {"permissionDecision": "ask"}}'"#,
+            ),
+            hook(
+                HookEvent::Notification,
+                Some("permission_prompt"),
+                &format!("cat > \"$(mktemp '{}/n.XXXXXX')\"", log.display()),
+            ),
+        ]
+    };
+    // The hook's `ask` about the shell call, then the policy's own
+    // questions about both calls: three notices.
+    let mut c = config();
+    c.cwd = dir.path().to_path_buf();
+    c.hooks = hooks();
+    c.approval_policy = ApprovalPolicy::Untrusted;
+    let mut h = harness_with(SHELL_THEN_DONE, c);
+    let yes = Arc::new(Yes(Mutex::new(0)));
+    h.session.set_approver(yes.clone());
+    h.run("x").await.unwrap();
+    h.end(EndReason::Exit).await;
+    assert_eq!(*yes.0.lock().unwrap(), 3);
+    let got = notices();
+    let mut messages: Vec<&str> = got.iter().map(|n| n["message"].as_str().unwrap()).collect();
+    messages.sort_unstable();
+    assert_eq!(
+        messages,
+        [
+            "cogni needs your permission to use echo",
+            "cogni needs your permission to use shell",
+            "cogni needs your permission to use shell",
+        ]
+    );
+    for notice in &got {
+        assert_eq!(notice["hook_event_name"], "Notification");
+        assert_eq!(notice["notification_type"], "permission_prompt");
+        assert_eq!(notice["session_id"], h.session.id.as_str());
+    }
+    assert!(
+        h.hook_events().iter().all(|e| e["event"] != "Notification"),
+        "not an effect: no hook event"
+    );
+    // No one to ask: no notice.
+    std::fs::remove_dir_all(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let mut h = with_hooks(&dir, hooks(), SHELL_THEN_DONE);
+    h.run("x").await.unwrap();
+    h.end(EndReason::Exit).await;
+    assert!(notices().is_empty());
+}
+
+#[tokio::test]
 async fn post_tool_use_feeds_a_reason_back_and_adds_context() {
     let dir = tempfile::tempdir().unwrap();
     let post = hook(

@@ -47,6 +47,11 @@ pub enum EventData<'a> {
         agent: &'a str,
         stop_hook_active: bool,
     },
+    /// Not an effect's point: see `notify`.
+    Notification {
+        kind: &'static str,
+        message: &'a str,
+    },
 }
 
 impl EventData<'_> {
@@ -61,6 +66,7 @@ impl EventData<'_> {
             EventData::SessionEnd { .. } => HookEvent::SessionEnd,
             EventData::SubagentStart { .. } => HookEvent::SubagentStart,
             EventData::SubagentStop { .. } => HookEvent::SubagentStop,
+            EventData::Notification { .. } => HookEvent::Notification,
         }
     }
 
@@ -76,6 +82,7 @@ impl EventData<'_> {
             EventData::SubagentStart { agent } | EventData::SubagentStop { agent, .. } => {
                 Some(agent)
             }
+            EventData::Notification { kind, .. } => Some(kind),
             EventData::UserPromptSubmit { .. } | EventData::Stop { .. } => None,
         }
     }
@@ -132,6 +139,11 @@ pub fn input(session: Session<'_>, data: &EventData<'_>) -> Value {
             agent,
             stop_hook_active,
         } => json!({ "agent_type": agent, "stop_hook_active": stop_hook_active }),
+        EventData::Notification { kind, message } => json!({
+            "message": message,
+            "title": "cogni",
+            "notification_type": kind,
+        }),
     };
     if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
         v.extend(extra);

@@ -10,6 +10,7 @@
 //! | PreCompact | `before_compact` | be told (nothing to decide) |
 //! | Stop | `turn_end` | keep the turn going with a reason |
 //! | SessionEnd | `session_end` | be told |
+//! | Notification | (none: [`notify`]) | be told, in the background |
 //!
 //! Each hook is one effect, registered after every other effect in config
 //! order, so when several change a call's input each sees what the one
@@ -22,6 +23,7 @@
 //! Every run is a `hook` event with its duration.
 
 pub mod contract;
+pub mod notify;
 
 use super::command;
 use super::{Decision, Effect, EffectError, IterationContext, Outcome, Phase, Point, Stop};
@@ -51,12 +53,15 @@ fn phases(event: HookEvent) -> &'static [Phase] {
         HookEvent::SessionEnd => &[Phase::SessionEnd],
         HookEvent::SubagentStart => &[Phase::SessionStart],
         HookEvent::SubagentStop => &[Phase::TurnEnd],
+        // Not an effect: nothing waits for it (`notify`).
+        HookEvent::Notification => &[],
     }
 }
 
 /// The hooks of `specs` as effects, in order, named by their place among
-/// their event's hooks (`hooks.PreToolUse[1]`). With any hook, the fork
-/// server that will start them starts now, in the background.
+/// their event's hooks (`hooks.PreToolUse[1]`); Notification hooks are
+/// not effects ([`notify`]). With any hook, the fork server that will
+/// start them starts now, in the background.
 pub fn build(specs: &[HookSpec]) -> Vec<Box<dyn Effect>> {
     if !specs.is_empty() {
         cogni_sandbox::fork_server::start_in_background();
@@ -65,6 +70,7 @@ pub fn build(specs: &[HookSpec]) -> Vec<Box<dyn Effect>> {
     let mut counts = std::collections::HashMap::new();
     specs
         .iter()
+        .filter(|spec| spec.event != HookEvent::Notification)
         .map(|spec| {
             let n = counts.entry(spec.event).or_insert(0usize);
             let name = format!("hooks.{}[{n}]", spec.event.name());
@@ -228,7 +234,10 @@ impl Hook {
             EventData::SessionStart { .. }
             | EventData::SubagentStart { .. }
             | EventData::PreCompact { .. }
-            | EventData::SessionEnd { .. } => (Plan::new("failed", Decision::Continue), "going on"),
+            | EventData::SessionEnd { .. }
+            | EventData::Notification { .. } => {
+                (Plan::new("failed", Decision::Continue), "going on")
+            }
             _ => (
                 Plan {
                     label: "failed",
@@ -362,7 +371,8 @@ impl Hook {
             EventData::SessionStart { .. }
             | EventData::SubagentStart { .. }
             | EventData::PreCompact { .. }
-            | EventData::SessionEnd { .. } => {
+            | EventData::SessionEnd { .. }
+            | EventData::Notification { .. } => {
                 let mut plan = Plan::new("block", Decision::Continue).because(reason.clone());
                 plan.warnings.push(format!(
                     "hook {} ({event} hooks cannot block anything): {reason}",
@@ -412,7 +422,8 @@ impl Hook {
                 Some(_),
                 EventData::Stop { .. }
                 | EventData::PreCompact { .. }
-                | EventData::SessionEnd { .. },
+                | EventData::SessionEnd { .. }
+                | EventData::Notification { .. },
             ) => {
                 warnings.push(dropped("additional_context"));
                 None
@@ -459,6 +470,11 @@ impl Hook {
         };
         report(ApprovalStatus::Asked, &request.reason);
         let interactive = cx.approver.is_interactive();
+        if interactive {
+            cx.notify(&notify::Notice::Permission {
+                tool: call.name.clone(),
+            });
+        }
         let decision = cx.approver.ask(&request).await;
         let why = match (&decision, interactive) {
             (_, false) => "no one to ask in a non-interactive run: answered no",
@@ -473,6 +489,16 @@ impl Hook {
             no => Err(approval::denial_output(&no, !interactive)),
         }
     }
+}
+
+/// The variables a hook gets besides cogni's own environment.
+fn hook_env(cwd: &std::path::Path, session_id: &str) -> [(&'static str, String); 3] {
+    let dir = cwd.to_string_lossy().into_owned();
+    [
+        ("COGNI_PROJECT_DIR", dir.clone()),
+        ("CLAUDE_PROJECT_DIR", dir),
+        ("COGNI_SESSION_ID", session_id.to_string()),
+    ]
 }
 
 /// A hook's stderr as the end of a warning: `: STDERR`, or nothing.
@@ -538,12 +564,7 @@ impl Effect for Hook {
                 cwd: cx.cwd,
             };
             let input = contract::input(session, &data);
-            let dir = cx.cwd.to_string_lossy().into_owned();
-            let env = [
-                ("COGNI_PROJECT_DIR", dir.clone()),
-                ("CLAUDE_PROJECT_DIR", dir),
-                ("COGNI_SESSION_ID", cx.session_id.to_string()),
-            ];
+            let env = hook_env(cx.cwd, cx.session_id);
             let started = std::time::Instant::now();
             let ran = command::run(
                 &self.spec.command,
