@@ -283,7 +283,7 @@ mod tests {
         let lines = p.lines(100, false);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert!(
-            lines[2].starts_with("›    1 min ago     2 KB  fix the parser"),
+            lines[2] == "› 1 min ago     2 KB  fix the parser",
             "{lines:#?}"
         );
         assert!(!lines.iter().any(|l| l.contains("write docs")));
