@@ -543,7 +543,18 @@ fn slash_commands_are_advertised_updated_and_namespaced() {
             let first = commands_of(&editor.updates()).remove(0);
             assert_eq!(
             first,
-            ["help", "mode", "model", "cogni:compact", "context", "plan", "compact"],
+            [
+                "help",
+                "mode",
+                "model",
+                "cogni:compact",
+                "context",
+                "plan",
+                "undo",
+                "rewind",
+                "diff",
+                "compact"
+            ],
             "your /compact takes the name; the built-in moves to /cogni:compact; /help stays cogni's; \
              the untrusted project's /mode and /deploy are not offered"
         );

@@ -579,6 +579,9 @@ fn resume_last_reopens_the_conversation_and_sessions_lists_it() {
     server.enqueue(chat::text_response("You said blue."));
     let mut pty = Pty::spawn(cogni(&env, Some(&server), &["resume", "--last"]), 100);
     pty.expect("(resumed)", WAIT);
+    // The conversation so far is shown, then the prompt.
+    pty.expect("› my favourite color is blue", WAIT);
+    pty.expect("── now ──", WAIT);
     pty.expect("› ", WAIT);
     pty.send("/sessions\r");
     pty.expect("my favourite", WAIT);
