@@ -17,6 +17,10 @@
 use crate::git::Git;
 use std::path::{Component, Path, PathBuf};
 
+/// Days a session's snapshots are kept after its last one (then the ref
+/// goes and git's gc may collect them).
+pub const KEEP_DAYS: u64 = 30;
+
 /// Bytes kept of a listing of paths or a diff.
 const LISTING_BYTES: usize = 64 * 1024 * 1024;
 
@@ -87,12 +91,39 @@ impl Snapshots {
             Ok(inside) if inside == "true" => None,
             _ => Some(shadow_repository(workspace, shadow_root).await?),
         };
-        Self::at(Location {
+        let mut snapshots = Self::at(Location {
             workspace: workspace.to_path_buf(),
             shadow,
             reference,
         })
-        .await
+        .await?;
+        snapshots.prune(KEEP_DAYS).await?;
+        Ok(snapshots)
+    }
+
+    /// Drop the refs of other sessions' snapshots whose newest is older
+    /// than `days`, so their objects can be collected by git's gc.
+    async fn prune(&mut self, days: u64) -> Result<(), String> {
+        let own = self.location.reference.clone();
+        let git = self.git().await?;
+        let listed = git
+            .run(&[
+                "for-each-ref",
+                "--format=%(refname) %(committerdate:unix)",
+                "refs/cogni/checkpoints/",
+            ])
+            .await?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let old = stale_refs(&listed, &own, now.saturating_sub(days * 86_400));
+        if old.is_empty() {
+            return Ok(());
+        }
+        let input: String = old.iter().map(|r| format!("delete {r}\n")).collect();
+        git.run_bytes(&["update-ref", "--stdin"], Some(input.into_bytes()))
+            .await
+            .map(|_| ())
     }
 
     /// The snapshots at `location` (an earlier session's, to restore them).
@@ -266,6 +297,21 @@ impl Snapshots {
         }
         Ok(())
     }
+}
+
+/// The refs of `listed` (`for-each-ref`'s `REF UNIXTIME` lines) last
+/// written before `cutoff`, `own` left out.
+fn stale_refs<'a>(listed: &'a str, own: &str, cutoff: u64) -> Vec<&'a str> {
+    listed
+        .lines()
+        .filter_map(|line| line.rsplit_once(' '))
+        .filter(|(name, time)| {
+            *name != own
+                && name.starts_with("refs/cogni/checkpoints/")
+                && time.parse::<u64>().is_ok_and(|t| t < cutoff)
+        })
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// `refs/cogni/checkpoints/ID`, for a session id git accepts in a ref.

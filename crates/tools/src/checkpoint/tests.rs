@@ -287,3 +287,45 @@ async fn a_filter_defined_after_opening_does_not_run_either() {
     let changes = snaps.changes(&before, &after).await.unwrap();
     assert_eq!(changed(&changes), ["A .gitattributes", "M a.txt"]);
 }
+
+#[tokio::test]
+async fn other_sessions_old_snapshots_are_let_go_and_recent_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repository(dir.path());
+    let shadows = dir.path().join("shadows");
+    let mut old = Snapshots::open(&repo, &shadows, "old").await.unwrap();
+    old.take("long ago").await.unwrap();
+    let mut recent = Snapshots::open(&repo, &shadows, "recent").await.unwrap();
+    write(&repo, "a.txt", "recent\n");
+    recent.take("lately").await.unwrap();
+    // Age the old session's ref: point it at a commit dated 40 days ago.
+    let tree = plain_git(&repo, &["rev-parse", "refs/cogni/checkpoints/old^{tree}"]);
+    let aged = Command::new("git")
+        .args(["commit-tree", tree.trim(), "-m", "aged"])
+        .current_dir(&repo)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_COMMITTER_DATE", "@1000000000 +0000")
+        .output()
+        .unwrap();
+    let aged = String::from_utf8_lossy(&aged.stdout).trim().to_string();
+    plain_git(&repo, &["update-ref", "refs/cogni/checkpoints/old", &aged]);
+    Snapshots::open(&repo, &shadows, "new").await.unwrap();
+    let refs = plain_git(
+        &repo,
+        &["for-each-ref", "--format=%(refname)", "refs/cogni/"],
+    );
+    assert_eq!(refs.trim(), "refs/cogni/checkpoints/recent", "{refs}");
+}
+
+#[test]
+fn stale_refs_are_other_sessions_older_than_the_cutoff() {
+    let listed = "refs/cogni/checkpoints/a 100\nrefs/cogni/checkpoints/b 300\nrefs/cogni/checkpoints/me 50\nrefs/heads/main 1\nrefs/cogni/checkpoints/bad x\n";
+    assert_eq!(
+        stale_refs(listed, "refs/cogni/checkpoints/me", 200),
+        ["refs/cogni/checkpoints/a"]
+    );
+}
