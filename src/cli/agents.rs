@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Every agent, with the problems met finding them.
+#[derive(Default)]
 pub struct Catalog {
     pub cards: Vec<AgentCard>,
     pub problems: Vec<String>,

@@ -169,7 +169,8 @@ impl SessionBuilder {
     }
 
     /// Check only the workspace, not the kernel sandbox: the session's
-    /// commands are not cogni's to run (`--acp`).
+    /// commands are not cogni's to run (`--acp`). Nor are its agents: no
+    /// catalog of agent cards is read.
     pub fn workspace_check_only(mut self) -> Self {
         self.sandbox_check = SandboxCheck::Workspace;
         self
@@ -196,7 +197,12 @@ impl SessionBuilder {
             Some(Checkpoints::Interactive) => loaded.checkpoints.interactive,
             Some(Checkpoints::Run { asked }) => asked || loaded.checkpoints.run,
         };
-        let catalog = super::agents::catalog(&loaded, &home);
+        let catalog = match self.sandbox_check {
+            SandboxCheck::Full => super::agents::catalog(&loaded, &home),
+            // The agent behind `--acp` delegates as it likes; no card of
+            // cogni's is applied or offered.
+            SandboxCheck::Workspace => super::agents::Catalog::default(),
+        };
         let base = loaded.session.clone();
         let mut config = loaded.session;
         let card = match self.card {
