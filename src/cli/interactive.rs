@@ -3,14 +3,12 @@
 //! check, the session file (new or resumed) and the agents it may
 //! delegate to.
 
-use super::builder::{Checkpoints, SessionBuilder};
-use super::mode::{Mode, Modes};
+use super::builder::{Checkpoints, Configured, SessionBuilder};
+use super::mode::Mode;
 use super::persist::Resume;
 use super::{ConfigArgs, PolicyArgs};
-use crate::agent::{Session, SessionConfig};
-use crate::mcp::McpConfig;
-use crate::spec::cards::AgentCard;
-use crate::store::{Redactor, SessionFile, Store};
+use crate::agent::Session;
+use crate::store::SessionFile;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,28 +24,13 @@ pub struct Options {
     pub persist: bool,
 }
 
-/// An open session and what its front door keeps of its setup.
+/// An open session, with its session file and what the builder checked
+/// (configuration with the mode applied, mode, home, agents, servers,
+/// `[repl]`, trust), which the front door keeps.
 pub struct Opened {
     pub session: Session,
-    /// The configuration as loaded, with the mode applied.
-    pub config: SessionConfig,
     pub file: Option<Arc<SessionFile>>,
-    pub store: Store,
-    pub redact: Redactor,
-    pub mode: Mode,
-    /// What the modes mean here (`--no-sandbox`, the configured approval
-    /// policy).
-    pub modes: Modes,
-    /// `$COGNI_HOME`.
-    pub home: PathBuf,
-    pub agents: Vec<AgentCard>,
-    pub mcp: McpConfig,
-    /// Warnings for the user (agent cards that could not be read).
-    pub problems: Vec<String>,
-    /// The directory is trusted: its own commands load.
-    pub project_trusted: bool,
-    /// `[repl]`: the status line, notifications.
-    pub repl: crate::config::Repl,
+    pub configured: Configured,
 }
 
 /// Open a session in `cwd` (`launch_dir`: where cogni was started, for
@@ -72,17 +55,7 @@ pub fn open(
     let (session, file) = configured.start(None)?;
     Ok(Opened {
         session,
-        store: configured.store().clone(),
-        config: configured.config,
         file,
-        redact: configured.redact,
-        mode: configured.mode,
-        modes: configured.modes,
-        home: configured.home,
-        agents: configured.cards,
-        mcp: configured.mcp,
-        problems: configured.problems,
-        repl: configured.repl,
-        project_trusted: configured.project_trusted,
+        configured,
     })
 }

@@ -10,6 +10,7 @@ use super::live::{self, Command, Live};
 use super::updates::Updates;
 use super::{Cx, Responder};
 use crate::agent::StopHandle;
+use crate::cli::builder::Configured;
 use crate::cli::interactive::{self, Opened, Options};
 use crate::cli::mode::Mode;
 use crate::cli::persist::Resume;
@@ -182,7 +183,7 @@ impl Agent {
         request: acp::NewSessionRequest,
     ) -> Result<acp::NewSessionResponse, Error> {
         let opened = self.open(&request.cwd, None, &request.mcp_servers)?;
-        let (mode, modes) = (opened.mode, opened.modes);
+        let (mode, modes) = (opened.configured.mode, opened.configured.modes);
         let id = opened.session.id.clone();
         self.start(opened, request.cwd, None);
         Ok(acp::NewSessionResponse::new(id).modes(live::modes(mode, modes)))
@@ -232,14 +233,13 @@ impl Agent {
             false,
         )
         .map_err(|e| if resuming { invalid(e) } else { failed(e) })?;
-        for problem in &opened.problems {
-            eprintln!("cogni: warning: {problem}");
-        }
+        opened.configured.warn_problems();
         for server in servers {
             match client_server(server) {
                 Ok(config) => {
-                    opened.mcp.servers.retain(|s| s.name != config.name);
-                    opened.mcp.servers.push(config);
+                    let mcp = &mut opened.configured.mcp;
+                    mcp.servers.retain(|s| s.name != config.name);
+                    mcp.servers.push(config);
                 }
                 Err(e) => return Err(invalid(e)),
             }
@@ -251,15 +251,18 @@ impl Agent {
     fn start(&mut self, opened: Opened, cwd: PathBuf, first: Option<Command>) {
         let Opened {
             mut session,
-            config,
             file,
+            configured,
+        } = opened;
+        let Configured {
+            config,
             mode,
             modes,
             home,
             mcp,
             project_trusted,
             ..
-        } = opened;
+        } = configured;
         let max_context_bytes = config.max_context_bytes;
         let id = acp::SessionId::new(session.id.clone());
         let updates = Arc::new(Updates::new(self.cx.clone(), id.clone(), cwd.clone()));

@@ -134,19 +134,23 @@ fn prepare(
         mode: args.mode.as_deref().and_then(Mode::parse),
         persist: !args.no_persist,
     };
-    let mut opened = interactive::open(&options, &launch_dir, cwd.clone(), resume, fork)?;
+    let interactive::Opened {
+        mut session,
+        file,
+        configured,
+    } = interactive::open(&options, &launch_dir, cwd.clone(), resume, fork)?;
     let sink = ReplSink::new(term::Caps::detect(args.no_color));
-    let notices = notify::Notices::new(&opened.repl, sink.caps(), &|k| std::env::var(k).ok());
-    let stop = Arc::new(Mutex::new(opened.session.stop_handle()));
+    let notices = notify::Notices::new(&configured.repl, sink.caps(), &|k| std::env::var(k).ok());
+    let stop = Arc::new(Mutex::new(session.stop_handle()));
     let approver = Arc::new(approver::ReplApprover::new(
         stop_turn(stop.clone()),
         sink.caps(),
         cwd.clone(),
         notices.terminal(),
     ));
-    opened.session.set_approver(approver.clone());
-    let (registry, problems) = commands::load(&cwd, &opened.home, opened.project_trusted);
-    for p in problems.iter().chain(&opened.problems) {
+    session.set_approver(approver.clone());
+    let (registry, problems) = commands::load(&cwd, &configured.home, configured.project_trusted);
+    for p in problems.iter().chain(&configured.problems) {
         sink.error(&format!("warning: {p}"));
     }
     let registry = Arc::new(registry);
@@ -154,30 +158,31 @@ fn prepare(
         commands: Arc::new(Mutex::new(registry.completion_names())),
         cwd,
     };
+    let store = configured.store().clone();
     let repl = Repl {
-        session: opened.session,
-        original: opened.config.clone(),
-        current: opened.config,
+        session,
+        original: configured.config.clone(),
+        current: configured.config,
         sink,
-        file: opened.file,
-        store: opened.store,
+        file,
+        store,
         persist: options.persist,
-        redact: opened.redact,
-        mode: opened.mode,
-        modes: opened.modes,
+        redact: configured.redact,
+        mode: configured.mode,
+        modes: configured.modes,
         agent: None,
         model_typed: options.common.model.is_some(),
-        home: opened.home,
+        home: configured.home,
         registry,
         stop,
         approver,
         save_failure_reported: false,
-        agents: opened.agents,
-        mcp_config: opened.mcp,
+        agents: configured.cards,
+        mcp_config: configured.mcp,
         mcp: None,
         first: None,
         ahead: keys::Typed::default(),
-        status: status::StatusLine::new(opened.repl.status_line),
+        status: status::StatusLine::new(configured.repl.status_line),
         notices,
     };
     Ok((repl, completions))
