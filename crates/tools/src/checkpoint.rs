@@ -21,6 +21,10 @@ use std::path::{Component, Path, PathBuf};
 /// goes and git's gc may collect them).
 pub const KEEP_DAYS: u64 = 30;
 
+/// The largest repository index copied to start the private one from
+/// (an index of a million files is about 100 MB).
+const INDEX_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Bytes kept of a listing of paths or a diff.
 const LISTING_BYTES: usize = 64 * 1024 * 1024;
 
@@ -158,10 +162,19 @@ impl Snapshots {
         }
         if let Some(index) = index.filter(|_| snapshots.location.shadow.is_none()) {
             // Start from the repository's index: its stat data spares
-            // reading every unchanged file again.
-            if index.is_file() {
-                std::fs::copy(&index, snapshots.index())
-                    .map_err(|e| format!("cannot copy {}: {e}", index.display()))?;
+            // reading every unchanged file again. The repository names
+            // it: a FIFO, a device or a huge file is not read (the
+            // private index then starts empty, and the first snapshot
+            // reads every file once).
+            let copied = tokio::task::spawn_blocking(move || {
+                crate::fs::read_limited(&index, INDEX_MAX_BYTES).ok()
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some(bytes) = copied {
+                std::fs::write(snapshots.index(), bytes)
+                    .map_err(|e| format!("cannot write the checkpoint index: {e}"))?;
             }
         }
         Ok(snapshots)
