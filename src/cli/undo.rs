@@ -3,7 +3,7 @@
 //! `/rewind` show in the REPL and `cogni acp`.
 
 use super::render::{plural, strip_terminal_controls};
-use super::{exit, setup, UndoArgs};
+use super::{exit, setup, slash, UndoArgs};
 use crate::agent::checkpoints::{self, Rewind, RewindPlan};
 use crate::agent::Session;
 use crate::config::ConfigFile;
@@ -54,6 +54,31 @@ pub fn list_turns(list: &[TurnCheckpoint]) -> Vec<String> {
         .collect()
 }
 
+/// `/undo`, `/rewind` and `/diff` as built-ins of a front door's command
+/// registry (the REPL's, `cogni acp`'s), run by its handlers.
+pub fn builtins<H>(undo: H, rewind: H, diff: H) -> [slash::Builtin<H>; 3] {
+    [
+        slash::Builtin {
+            name: "undo",
+            usage: "[--force|--keep-mine]",
+            help: "take the last turn back: its changes to the files and its place in the conversation",
+            run: undo,
+        },
+        slash::Builtin {
+            name: "rewind",
+            usage: "[N [both|files|conversation] [--force|--keep-mine]]",
+            help: "list the turns, or go back to before turn N (files, conversation or both)",
+            run: rewind,
+        },
+        slash::Builtin {
+            name: "diff",
+            usage: "",
+            help: "everything changed in the workspace since the session's first turn",
+            run: diff,
+        },
+    ]
+}
+
 /// What to do with the paths changed by hand since the turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settle {
@@ -76,7 +101,7 @@ pub struct Asked {
 }
 
 /// The usage of `/rewind`.
-pub const REWIND_USAGE: &str =
+const REWIND_USAGE: &str =
     "usage: /rewind [N [both|files|conversation] [--force|--keep-mine]] (no N: list the turns)";
 
 /// `/undo ARGS` (`undo`) or `/rewind ARGS`: what is asked, or `None` for

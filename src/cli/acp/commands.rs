@@ -24,7 +24,7 @@ macro_rules! handler {
 }
 
 pub fn builtins() -> Vec<Builtin> {
-    vec![
+    let mut list = vec![
         Builtin {
             name: "help",
             usage: "",
@@ -61,25 +61,13 @@ pub fn builtins() -> Vec<Builtin> {
             help: "show the model's plan (with [agent] enable_plan)",
             run: handler!(plan),
         },
-        Builtin {
-            name: "undo",
-            usage: "[--force|--keep-mine]",
-            help: "take the last turn back: its changes to the files and its place in the conversation",
-            run: handler!(undo),
-        },
-        Builtin {
-            name: "rewind",
-            usage: "[N [both|files|conversation] [--force|--keep-mine]]",
-            help: "list the turns, or go back to before turn N (files, conversation or both)",
-            run: handler!(rewind),
-        },
-        Builtin {
-            name: "diff",
-            usage: "",
-            help: "everything changed in the workspace since the session's first turn",
-            run: handler!(diff),
-        },
-    ]
+    ];
+    list.extend(undo::builtins(
+        handler!(undo) as Handler,
+        handler!(rewind),
+        handler!(diff),
+    ));
+    list
 }
 
 /// The commands as the client lists them.

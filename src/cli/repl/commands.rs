@@ -44,7 +44,7 @@ macro_rules! handler {
 }
 
 fn builtins() -> Vec<Builtin> {
-    vec![
+    let mut list = vec![
         Builtin {
             name: "help",
             usage: "",
@@ -171,24 +171,14 @@ fn builtins() -> Vec<Builtin> {
             help: "list agent cards or switch to one",
             run: handler!(agent),
         },
-        Builtin {
-            name: "undo",
-            usage: "[--force|--keep-mine]",
-            help: "take the last turn back: its changes to the files and its place in the conversation",
-            run: handler!(undo),
-        },
-        Builtin {
-            name: "rewind",
-            usage: "[N [both|files|conversation]]",
-            help: "list the turns, or go back to before turn N (files, conversation or both)",
-            run: handler!(rewind),
-        },
-        Builtin {
-            name: "diff",
-            usage: "",
-            help: "everything changed in the workspace since the session's first turn",
-            run: handler!(diff),
-        },
+    ];
+    // /undo, /rewind, /diff: the same in `cogni acp`.
+    list.extend(crate::cli::undo::builtins(
+        handler!(undo) as Handler,
+        handler!(rewind),
+        handler!(diff),
+    ));
+    list.extend([
         Builtin {
             name: "sessions",
             usage: "",
@@ -201,7 +191,8 @@ fn builtins() -> Vec<Builtin> {
             help: "reopen a saved session (no ID: pick one)",
             run: handler!(resume),
         },
-    ]
+    ]);
+    list
 }
 
 async fn help(r: &mut Repl, _: &str) -> Flow {
