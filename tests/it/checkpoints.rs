@@ -178,15 +178,12 @@ fn without_checkpoints_undo_says_how_to_get_them() {
 
 /// The REPL in the workspace, auto mode, replaying `script`.
 fn repl(env: &Env, script: &Path) -> Pty {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("cogni"));
-    cmd.current_dir(env.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.dir.path().join("home"))
-        .env("COGNI_HOME", env.dir.path().join("home"))
-        .env("TERM", "xterm-256color")
-        .args(["repl", "--no-sandbox", "--mode", "auto", "--script"])
-        .arg(script);
+    let mut cmd = crate::repl::cogni(
+        env,
+        None,
+        &["repl", "--no-sandbox", "--mode", "auto", "--script"],
+    );
+    cmd.arg(script);
     Pty::spawn(cmd, 120)
 }
 

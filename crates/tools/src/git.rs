@@ -410,11 +410,26 @@ pub fn tail(text: &str, max: usize) -> String {
     format!("[...]{}", &text[start..])
 }
 
+/// git as anyone would run it (no neutral settings, a fixed identity), for
+/// the tests to make repositories and show what plain git would do.
+#[cfg(test)]
+pub(crate) fn plain(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
-    use std::process::Command;
 
     /// A repository at `DIR/repo` with one committed file (and, with
     /// `attributes`, a committed `.gitattributes`), and the path of a
@@ -438,18 +453,7 @@ mod tests {
 
     /// git as anyone would run it, to show that the vector is live.
     fn plain_git(dir: &Path, args: &[&str]) -> bool {
-        Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap()
-            .status
-            .success()
+        plain(dir, args).status.success()
     }
 
     fn set(repo: &Path, key: &str, value: &str) {
