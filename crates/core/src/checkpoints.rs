@@ -32,8 +32,37 @@ pub(crate) struct Checkpoints {
     pub(crate) list: Vec<TurnCheckpoint>,
 }
 
-/// A snapshot being taken on its own task: the snapshots come back with it.
-type Pending = tokio::task::JoinHandle<(Snapshots, Result<String, String>)>;
+/// A snapshot being taken on its own task (the snapshots opened first,
+/// at the first turn): the snapshots come back with it, or why they could
+/// not be opened.
+type Pending = tokio::task::JoinHandle<Result<(Snapshots, Result<String, String>), String>>;
+
+/// Where a session's snapshots are opened: those of its last checkpoint
+/// when it has one (resumed), else the workspace's.
+enum Opening {
+    Resumed(Location),
+    New {
+        workspace: PathBuf,
+        shadow_root: PathBuf,
+        id: String,
+    },
+}
+
+impl Opening {
+    /// Open the snapshots and watch the workspace for what changes.
+    async fn open(self) -> Result<Snapshots, String> {
+        let mut snapshots = match self {
+            Opening::Resumed(location) => Snapshots::at(location).await?,
+            Opening::New {
+                workspace,
+                shadow_root,
+                id,
+            } => Snapshots::open(&workspace, &shadow_root, &id).await?,
+        };
+        snapshots.watch().await;
+        Ok(snapshots)
+    }
+}
 
 /// Why taking turns back failed (nothing was changed).
 #[derive(Debug, thiserror::Error)]
@@ -212,36 +241,53 @@ impl Session {
         self.conversation.checkpoints.list = list;
     }
 
+    /// Where this session's snapshots are opened; `None` when checkpoints
+    /// are off or unavailable.
+    fn opening(&self) -> Option<Opening> {
+        let state = &self.conversation.checkpoints;
+        if state.unavailable.is_some() {
+            return None;
+        }
+        let shadow_root = self.extensions.run.checkpoints.clone()?;
+        Some(match state.list.last() {
+            // Resumed: the same snapshots as before.
+            Some(last) => Opening::Resumed(location(last, &self.id)),
+            None => Opening::New {
+                workspace: self.ctx.cwd.clone(),
+                shadow_root,
+                id: self.id.clone(),
+            },
+        })
+    }
+
+    /// Checkpoints are off for this session: say why, once.
+    fn unavailable(&mut self, why: &str, sink: &dyn EventSink) {
+        let message = format!("checkpoints are off for this session: {why}");
+        sink.emit(AgentEvent::Warning {
+            message: message.clone(),
+        });
+        self.conversation.checkpoints.unavailable = Some(message);
+    }
+
     /// The snapshots, opened for this session's workspace at first use;
     /// `None` (said once as a warning) when they cannot be.
     async fn snapshots(&mut self, sink: &dyn EventSink) -> Option<&mut Snapshots> {
-        let state = &mut self.conversation.checkpoints;
-        if state.snapshots.is_none() && state.unavailable.is_none() && state.pending.is_none() {
-            let root = self.extensions.run.checkpoints.clone()?;
-            let opened = match state.list.last() {
-                // Resumed: the same snapshots as before.
-                Some(last) => Snapshots::at(location(last, &self.id)).await,
-                None => Snapshots::open(&self.ctx.cwd, &root, &self.id).await,
-            };
-            match opened {
-                Ok(snapshots) => state.snapshots = Some(snapshots),
-                Err(e) => {
-                    let message = format!("checkpoints are off for this session: {e}");
-                    sink.emit(AgentEvent::Warning {
-                        message: message.clone(),
-                    });
-                    state.unavailable = Some(message);
-                }
+        let state = &self.conversation.checkpoints;
+        if state.snapshots.is_none() && state.pending.is_none() {
+            match self.opening()?.open().await {
+                Ok(snapshots) => self.conversation.checkpoints.snapshots = Some(snapshots),
+                Err(e) => self.unavailable(&e, sink),
             }
         }
         self.conversation.checkpoints.snapshots.as_mut()
     }
 
-    /// Start the snapshot of the workspace before the turn for `prompt`:
-    /// it is taken while the model is asked, and the turn's tools wait for
-    /// it ([`Session::settle_checkpoint`]). The turn's number, when one is
+    /// Start the snapshot of the workspace before the turn for `prompt`
+    /// (opening the snapshots at the first turn): it is taken while the
+    /// model is asked, and the turn's tools wait for it
+    /// ([`Session::settle_checkpoint`]). The turn's number, when one is
     /// taken.
-    async fn checkpoint_before(&mut self, prompt: &str, sink: &dyn EventSink) -> Option<u32> {
+    fn checkpoint_before(&mut self, prompt: &str) -> Option<u32> {
         let turn = self
             .conversation
             .checkpoints
@@ -249,9 +295,13 @@ impl Session {
             .last()
             .map_or(1, |c| c.turn + 1);
         let message = format!("cogni: before turn {turn}: {}", headline(prompt, 60));
-        self.snapshots(sink).await?;
-        let mut snapshots = self.conversation.checkpoints.snapshots.take()?;
-        let location = snapshots.location().clone();
+        if self.conversation.checkpoints.pending.is_some() {
+            return None;
+        }
+        let opened = match self.conversation.checkpoints.snapshots.take() {
+            Some(snapshots) => Ok(snapshots),
+            None => Err(self.opening()?),
+        };
         let record = TurnCheckpoint {
             turn,
             prompt: prompt.to_string(),
@@ -260,12 +310,16 @@ impl Session {
             before: String::new(),
             after: None,
             files: Vec::new(),
-            workspace: location.workspace,
-            shadow: location.shadow,
+            workspace: PathBuf::new(),
+            shadow: None,
         };
         let task = tokio::spawn(async move {
+            let mut snapshots = match opened {
+                Ok(snapshots) => snapshots,
+                Err(opening) => opening.open().await?,
+            };
             let taken = snapshots.take(&message).await;
-            (snapshots, taken)
+            Ok((snapshots, taken))
         });
         self.conversation.checkpoints.pending = Some((task, record));
         Some(turn)
@@ -279,10 +333,14 @@ impl Session {
             return;
         };
         let taken = match task.await {
-            Ok((snapshots, taken)) => {
+            Ok(Ok((snapshots, taken))) => {
+                let location = snapshots.location();
+                record.workspace = location.workspace.clone();
+                record.shadow = location.shadow.clone();
                 self.conversation.checkpoints.snapshots = Some(snapshots);
                 taken
             }
+            Ok(Err(e)) => return self.unavailable(&e, sink),
             Err(e) => {
                 let message = format!("the checkpoint's task ended: {e}");
                 self.conversation.checkpoints.unavailable = Some(message.clone());
@@ -470,7 +528,7 @@ impl Middleware for Checkpointing {
         next: Next<'a>,
     ) -> BoxFuture<'a, Result<TurnResult, AgentError>> {
         Box::pin(async move {
-            let turn = session.checkpoint_before(&input, sink).await;
+            let turn = session.checkpoint_before(&input);
             let result = next.run(session, input, sink).await;
             if let Some(turn) = turn {
                 session.checkpoint_after(turn, sink).await;

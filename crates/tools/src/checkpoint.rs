@@ -15,7 +15,44 @@
 //! applies as it does to its commits.
 
 use crate::git::Git;
+use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
+
+#[cfg(target_os = "linux")]
+mod journal;
+
+/// Without inotify there is no journal: every snapshot looks at the
+/// whole workspace.
+#[cfg(not(target_os = "linux"))]
+mod journal {
+    pub(crate) enum Journal {}
+
+    impl Journal {
+        pub(crate) fn start(_: &std::path::Path, _: Vec<String>) -> Option<Journal> {
+            None
+        }
+
+        pub(crate) fn drain(&mut self) -> Option<super::Changed> {
+            match *self {}
+        }
+
+        pub(crate) fn blocked(&self) -> Option<&std::path::Path> {
+            match *self {}
+        }
+    }
+}
+
+use journal::Journal;
+
+/// What may differ from the last snapshot.
+#[derive(Debug, PartialEq, Eq)]
+enum Changed {
+    /// Only these paths, relative to the workspace (files and
+    /// directories, some of them gone).
+    Paths(BTreeSet<PathBuf>),
+    /// Anything: look at the whole workspace.
+    Everything,
+}
 
 /// Days a session's snapshots are kept after its last one (then the ref
 /// goes and git's gc may collect them).
@@ -75,6 +112,11 @@ pub struct Snapshots {
     /// when the file was as stamped: opened again when the file changes.
     config: PathBuf,
     git: Option<(Git, Option<Stamp>)>,
+    /// What the kernel says changed, once [`Snapshots::watch`] started it.
+    journal: Option<Journal>,
+    /// The private index may not match the last snapshot (a snapshot
+    /// failed half-way): the next one looks at everything.
+    unsure: bool,
 }
 
 /// A file's modification time and size, to notice that it changed.
@@ -142,6 +184,8 @@ impl Snapshots {
             last: None,
             config: PathBuf::new(),
             git: None,
+            journal: None,
+            unsure: false,
         };
         let git = snapshots.git().await?.clone();
         let paths = git
@@ -210,14 +254,59 @@ impl Snapshots {
         Ok(&self.git.as_ref().expect("opened above").0)
     }
 
+    /// Watch the workspace, so that later snapshots look only at the
+    /// paths that changed (Linux; elsewhere, or when the tree has too many
+    /// directories, every snapshot looks at everything).
+    pub async fn watch(&mut self) {
+        let root = self.location.workspace.clone();
+        let excluded: Vec<String> = match self.location.shadow {
+            Some(_) => SHADOW_EXCLUDES
+                .lines()
+                .filter_map(|l| l.strip_suffix('/'))
+                .map(str::to_string)
+                .collect(),
+            None => Vec::new(),
+        };
+        self.journal = tokio::task::spawn_blocking(move || Journal::start(&root, excluded))
+            .await
+            .ok()
+            .flatten();
+    }
+
     /// Snapshot the workspace now; `message` describes it. The commit id
     /// (the last one again when nothing changed).
     pub async fn take(&mut self, message: &str) -> Result<String, String> {
+        let taken = self.snapshot(message).await;
+        self.unsure = taken.is_err();
+        taken
+    }
+
+    async fn snapshot(&mut self, message: &str) -> Result<String, String> {
         let git = self.git().await?.clone();
-        // A file that cannot be read is left out (and stays as it is on
-        // undo); everything else is snapshot.
-        git.run_lenient(&["add", "--all", "--ignore-errors", "--", "."])
-            .await?;
+        let changed = match self.changed().await {
+            _ if self.unsure => Changed::Everything,
+            changed => changed,
+        };
+        if let Some(bad) = self.journal.as_ref().and_then(Journal::blocked) {
+            return Err(format!(
+                "{} is not a regular file within the size limit, and git would wait on it \
+                 or read it without end: no snapshot is taken while it is there",
+                bad.display()
+            ));
+        }
+        match changed {
+            Changed::Paths(paths) if paths.is_empty() => {
+                if let Some((commit, _)) = &self.last {
+                    return Ok(commit.clone());
+                }
+            }
+            Changed::Paths(paths) => {
+                if !self.add_paths(&git, paths).await? {
+                    add_everything(&git).await?;
+                }
+            }
+            Changed::Everything => add_everything(&git).await?,
+        }
         let tree = git.run(&["write-tree"]).await?;
         if let Some((commit, last_tree)) = &self.last {
             if *last_tree == tree {
@@ -234,6 +323,62 @@ impl Snapshots {
             .await?;
         self.last = Some((commit.clone(), tree));
         Ok(commit)
+    }
+
+    /// What the journal says changed since the last snapshot (everything,
+    /// without one).
+    async fn changed(&mut self) -> Changed {
+        let Some(mut journal) = self.journal.take() else {
+            return Changed::Everything;
+        };
+        let drained = tokio::task::spawn_blocking(move || {
+            let changed = journal.drain();
+            changed.map(|changed| (journal, changed))
+        })
+        .await;
+        match drained {
+            Ok(Some((journal, changed))) => {
+                self.journal = Some(journal);
+                changed
+            }
+            _ => Changed::Everything,
+        }
+    }
+
+    /// Put `paths` (relative to the workspace) into the private index as
+    /// they are now: those still there added, the others removed. False
+    /// when git refused the list (a path inside a nested repository):
+    /// then everything is looked at.
+    async fn add_paths(&self, git: &Git, paths: BTreeSet<PathBuf>) -> Result<bool, String> {
+        let workspace = &self.location.workspace;
+        let (present, gone): (Vec<PathBuf>, Vec<PathBuf>) = paths
+            .into_iter()
+            .partition(|p| std::fs::symlink_metadata(workspace.join(p)).is_ok());
+        let commands: [(&[&str], Vec<PathBuf>); 2] = [
+            (
+                &["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch"],
+                gone,
+            ),
+            (&["add", "--all", "--ignore-errors"], present),
+        ];
+        for (command, paths) in commands {
+            if paths.is_empty() {
+                continue;
+            }
+            let mut args = vec!["--literal-pathspecs"];
+            args.extend(command);
+            args.extend(["--pathspec-from-file=-", "--pathspec-file-nul"]);
+            let mut list = Vec::new();
+            for path in &paths {
+                list.extend_from_slice(path.as_os_str().as_encoded_bytes());
+                list.push(0);
+            }
+            let stderr = git.run_lenient(&args, Some(list)).await?;
+            if stderr.contains("fatal:") {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The paths of the workspace that differ from snapshot `from` to
@@ -310,6 +455,14 @@ impl Snapshots {
         }
         Ok(())
     }
+}
+
+/// Add every file of the workspace to the private index (a file that
+/// cannot be read is left out, and stays as it is on undo).
+async fn add_everything(git: &Git) -> Result<(), String> {
+    git.run_lenient(&["add", "--all", "--ignore-errors", "--", "."], None)
+        .await
+        .map(|_| ())
 }
 
 /// The refs of `listed` (`for-each-ref`'s `REF UNIXTIME` lines) last

@@ -224,9 +224,13 @@ impl Git {
 
     /// `git ARGS`, where a failure that still did part of the work (`add
     /// --ignore-errors` skipping an unreadable file) is not an error; a
-    /// timeout is. Its stderr, for a warning.
-    pub async fn run_lenient(&self, args: &[&str]) -> Result<String, String> {
-        let out = self.output(args, None).await?;
+    /// timeout is. `input` goes to its stdin. Its stderr, for a warning.
+    pub async fn run_lenient(
+        &self,
+        args: &[&str],
+        input: Option<Vec<u8>>,
+    ) -> Result<String, String> {
+        let out = self.output(args, input).await?;
         if out.timed_out {
             return Err(format!("git {}: timed out", args.join(" ")));
         }

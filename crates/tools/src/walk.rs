@@ -43,7 +43,13 @@ pub(crate) fn builder(root: &Path) -> WalkBuilder {
 /// An ignore file of `dir` that must not be read: not a regular file
 /// (symlinks followed), or larger than the limit.
 fn unsafe_ignore_file(dir: &Path) -> Option<std::path::PathBuf> {
-    IGNORE_FILES
+    unsafe_file(dir, IGNORE_FILES)
+}
+
+/// The first of `names` in `dir` that must not be read: not a regular
+/// file (symlinks followed), or larger than the limit.
+pub(crate) fn unsafe_file(dir: &Path, names: &[&str]) -> Option<std::path::PathBuf> {
+    names
         .iter()
         .map(|name| dir.join(name))
         .find(|file| match std::fs::metadata(file) {

@@ -320,3 +320,103 @@ fn stale_refs_are_other_sessions_older_than_the_cutoff() {
         ["refs/cogni/checkpoints/a"]
     );
 }
+
+/// A watched workspace's snapshots hold what a look at every file finds,
+/// change after change.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn watched_snapshots_hold_what_a_full_look_finds() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repository(dir.path());
+    let plain = dir.path().join("plain");
+    write(&plain, "a.txt", "one\n");
+    write(&plain, "src/b.txt", "bee\n");
+    write(&plain, ".gitignore", "ignored.log\n");
+    let shadows = dir.path().join("shadows");
+    type Step = Box<dyn Fn(&Path)>;
+    let steps: Vec<(&str, Step)> = vec![
+        ("a file changed", Box::new(|w| write(w, "a.txt", "two\n"))),
+        (
+            "a new directory",
+            Box::new(|w| write(w, "src/new/deeper/x.txt", "x\n")),
+        ),
+        (
+            "written again inside it",
+            Box::new(|w| write(w, "src/new/deeper/x.txt", "y\n")),
+        ),
+        (
+            "a file and a directory removed",
+            Box::new(|w| {
+                std::fs::remove_file(w.join("src/b.txt")).unwrap();
+                std::fs::remove_dir_all(w.join("src/new")).unwrap();
+            }),
+        ),
+        (
+            "a directory moved",
+            Box::new(|w| std::fs::rename(w.join("src"), w.join("lib")).unwrap()),
+        ),
+        (
+            "made and removed in one turn",
+            Box::new(|w| {
+                write(w, "tmp.txt", "t\n");
+                std::fs::remove_file(w.join("tmp.txt")).unwrap();
+            }),
+        ),
+        (
+            "names that look like pathspecs",
+            Box::new(|w| {
+                write(w, "*", "star\n");
+                write(w, ":(exclude)a.txt", "magic\n");
+                let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+                std::fs::write(w.join(odd), "latin-1\n").unwrap();
+            }),
+        ),
+        (
+            "made executable",
+            Box::new(|w| {
+                let path = w.join("a.txt");
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }),
+        ),
+        (
+            "an ignored file, then the rule gone",
+            Box::new(|w| {
+                write(w, "ignored.log", "log 3\n");
+                write(w, ".gitignore", "\n");
+            }),
+        ),
+        (
+            "a nested repository",
+            Box::new(|w| {
+                write(w, "nested/n.txt", "n\n");
+                plain_git(&w.join("nested"), &["init", "-q"]);
+                plain_git(&w.join("nested"), &["add", "."]);
+                plain_git(&w.join("nested"), &["commit", "-qm", "n"]);
+            }),
+        ),
+    ];
+    for workspace in [&repo, &plain] {
+        let mut watched = Snapshots::open(workspace, &shadows, "watched")
+            .await
+            .unwrap();
+        watched.watch().await;
+        assert!(watched.journal.is_some(), "inotify is there");
+        watched.take("first").await.unwrap();
+        for (n, (step, change)) in steps.iter().enumerate() {
+            change(workspace);
+            let seen = watched.take(step).await.unwrap();
+            let mut full = Snapshots::open(workspace, &shadows, &format!("full{n}"))
+                .await
+                .unwrap();
+            let looked = full.take(step).await.unwrap();
+            let differ = watched.changes(&seen, &looked).await.unwrap();
+            assert!(
+                differ.is_empty(),
+                "{}: after `{step}` the watched snapshot differs: {differ:?}",
+                workspace.display()
+            );
+        }
+    }
+}
