@@ -29,6 +29,7 @@ fn history(n: usize) -> Vec<HistoryItem> {
                 content: "fn main() {}\n".repeat(20),
                 is_error: false,
                 command: None,
+                images: Vec::new(),
             }),
         })
         .collect()

@@ -28,6 +28,7 @@ fn history(n: usize) -> Vec<HistoryItem> {
                 content: "fn main() { println!(\"hello\"); }\n".repeat(40),
                 is_error: false,
                 command: None,
+                images: Vec::new(),
             }),
             _ => HistoryItem::text(
                 Role::Assistant,

@@ -284,6 +284,7 @@ async fn anthropic_thinking_round_trips_with_its_signature_before_the_tool_use()
         content: "fn main() {}".into(),
         is_error: false,
         command: None,
+        images: Vec::new(),
     }));
     let mut req = API.request(&history);
     req.tools = &tools;
@@ -652,6 +653,7 @@ fn snapshot_history() -> Vec<HistoryItem> {
             content: "# Projcet\n".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
         // With thinking on, every answer of the tool loop starts with one.
         HistoryItem {
@@ -669,6 +671,7 @@ fn snapshot_history() -> Vec<HistoryItem> {
             content: "patch rejected: context not found".into(),
             is_error: true,
             command: None,
+            images: Vec::new(),
         }),
         HistoryItem::text(Role::User, "Try again, carefully."),
     ]
@@ -810,6 +813,7 @@ async fn anthropic_pairing_check_reports_violations() {
             content: "orphan".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
     ];
     let tools = snapshot_tools();
@@ -839,6 +843,7 @@ async fn the_mock_rejects_what_the_messages_api_rejects() {
             content: "ok".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         })
     };
     // Each body breaks one rule; the API's own words come back.

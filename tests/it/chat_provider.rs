@@ -472,12 +472,14 @@ async fn chat_request_body_headers_and_query() {
             content: "a\nb".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
         HistoryItem::tool_output(ToolOutput {
             call_id: "call_2".into(),
             content: "denied".into(),
             is_error: true,
             command: None,
+            images: Vec::new(),
         }),
     ];
     let tools = [ToolSpec {
@@ -560,6 +562,7 @@ async fn the_mock_rejects_what_chat_completions_rejects() {
             content: "ok".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         })
     };
     let server = MockServer::start();
@@ -619,12 +622,14 @@ async fn mock_records_tool_pairing_violations() {
             content: "ok".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
         HistoryItem::tool_output(ToolOutput {
             call_id: "call_9".into(),
             content: "orphan".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
     ];
     let error = run_err(&API.provider_for(&server), &API.request(&input)).await;

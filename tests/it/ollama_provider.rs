@@ -87,6 +87,7 @@ async fn ollama_two_tool_calls_and_tool_history() {
             content: "src\nCargo.toml".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
     ];
     let events = run_ok(&API.provider_for(&server), &API.request(&input)).await;

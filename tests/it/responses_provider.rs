@@ -526,6 +526,7 @@ async fn responses_request_payload_snapshot() {
             content: "pub fn add(a: i32, b: i32) -> i32 { a - b }".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
         HistoryItem::tool_call(tool_call(
             "call_patch",
@@ -538,6 +539,7 @@ async fn responses_request_payload_snapshot() {
             content: "Success. Updated: M src/lib.rs".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
     ];
     let tools = [
@@ -605,12 +607,14 @@ async fn mock_records_responses_pairing_violations() {
             content: "ok".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
         HistoryItem::tool_output(ToolOutput {
             call_id: "call_9".into(),
             content: "orphan".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         }),
     ];
     // The API rejects the orphaned output first, in its own words.

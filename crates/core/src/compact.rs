@@ -55,6 +55,7 @@ use cogni_protocol::{
 use cogni_provider::{ModelRequest, Provider, ProviderError};
 use cogni_tools::skills::SKILL_TOOL;
 use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::time::Instant;
 
 /// The user message that asks for the summary, after the history.
@@ -452,6 +453,13 @@ pub(crate) fn items_to_keep(
                 kept_calls.contains(o.call_id.as_str()) || skills.contains(o.call_id.as_str())
             }
             Content::Reasoning(_) => kept_reasoning[idx],
+            // The images attached to the latest request stay with it.
+            Content::Image(_) => latest_request.is_some_and(|r| {
+                idx > r
+                    && history[r + 1..idx]
+                        .iter()
+                        .all(|i| matches!(i.content, Content::Image(_)))
+            }),
         })
         .collect()
 }
@@ -501,8 +509,32 @@ pub(crate) fn compacted_history(
         MessageTag::Summary,
         format!("Summary of the conversation so far (earlier messages were compacted):\n{summary}"),
     ));
+    let dropped: Vec<String> = history
+        .iter()
+        .zip(keep)
+        .filter_map(|(i, k)| match &i.content {
+            Content::Image(image) if !*k => Some(image.describe()),
+            _ => None,
+        })
+        .collect();
+    if !dropped.is_empty() {
+        out.push(HistoryItem::text(
+            Role::User,
+            format!(
+                "[images attached earlier, dropped by compaction: {}]",
+                dropped.join("; ")
+            ),
+        ));
+    }
     out.extend(rest.into_iter().map(|mut item| {
         if let Content::ToolOutput(output) = &mut item.content {
+            for image in std::mem::take(&mut output.images) {
+                let _ = write!(
+                    output.content,
+                    "\n[image {}: dropped by compaction]",
+                    image.describe()
+                );
+            }
             let id = output.call_id.as_str();
             if skills.contains(id) && !kept_calls.contains(id) {
                 return HistoryItem::tagged(

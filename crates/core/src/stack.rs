@@ -247,6 +247,7 @@ mod tests {
             content: format!("out {id}"),
             is_error: false,
             command: None,
+            images: Vec::new(),
         })
     }
 
@@ -433,6 +434,7 @@ text = "summary two"
                 content: "<skill name=\"b\">".into(),
                 is_error: false,
                 command: None,
+                images: Vec::new(),
             }),
         ]);
         s.summarize().await.unwrap();

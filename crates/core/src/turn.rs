@@ -346,6 +346,7 @@ impl Session {
                     content: record.result.clone(),
                     is_error: record.is_error,
                     command: record.command,
+                    images: Vec::new(),
                 })
             }));
             self.append(items);
@@ -458,6 +459,7 @@ impl Session {
                 content: output.to_string(),
                 is_error: true,
                 command: None,
+                images: Vec::new(),
             }));
         }
         self.append(items);

@@ -170,6 +170,7 @@ mod tests {
             content: "ok".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         })
     }
 

@@ -28,17 +28,26 @@ const PER_ITEM_OVERHEAD: u64 = 4;
 
 /// Tokens of one history item as a model would see it.
 pub fn count_item(item: &HistoryItem) -> u64 {
-    item_tokens(item, count)
+    item_tokens(item, count, false)
 }
 
-/// An item's tokens, its texts counted by `count`.
-fn item_tokens(item: &HistoryItem, count: impl Fn(&str) -> u64) -> u64 {
+/// An item's tokens, its texts counted by `count`, its images by
+/// Anthropic's rule when `anthropic_images`, else OpenAI's
+/// ([`cogni_protocol::Image::tokens`]).
+fn item_tokens(item: &HistoryItem, count: impl Fn(&str) -> u64, anthropic_images: bool) -> u64 {
     PER_ITEM_OVERHEAD
         + match &item.content {
             Content::Text { text, .. } => count(text),
             Content::ToolCall(c) => count(&c.name) + count(&c.arguments),
-            Content::ToolOutput(o) => count(&o.content),
+            Content::ToolOutput(o) => {
+                count(&o.content)
+                    + o.images
+                        .iter()
+                        .map(|i| i.tokens(anthropic_images))
+                        .sum::<u64>()
+            }
             Content::Reasoning(r) => count(&r.text),
+            Content::Image(image) => image.tokens(anthropic_images),
         }
 }
 
@@ -61,9 +70,11 @@ impl Estimator {
     }
 
     /// Estimated tokens of one history item: its text (a call's name and
-    /// arguments, an output, reasoning) plus a fixed per-item overhead.
+    /// arguments, an output, reasoning) plus a fixed per-item overhead; an
+    /// image as OpenAI counts it for tiktoken's models (512-pixel tiles),
+    /// as Anthropic does for the others (width × height / 750).
     pub fn count_item(self, item: &HistoryItem) -> u64 {
-        item_tokens(item, |t| self.count(t))
+        item_tokens(item, |t| self.count(t), self == Estimator::Bytes)
     }
 }
 

@@ -1,6 +1,7 @@
 //! What a conversation is made of: history items, tool calls and outputs,
 //! plans, test runs, reflections, tool specs, usage and prices.
 
+use crate::Image;
 use serde::{Deserialize, Serialize};
 
 /// Who a history item speaks for (the spec's `HistoryItem.role`).
@@ -77,6 +78,8 @@ pub enum Content {
     ToolOutput(ToolOutput),
     /// The model's reasoning, kept so providers that need it back get it.
     Reasoning(Reasoning),
+    /// An image the user attached (after the text of their message).
+    Image(Image),
 }
 
 /// Reasoning a provider returned with a response (OpenAI Responses
@@ -195,8 +198,11 @@ impl HistoryItem {
                     content,
                     is_error: output.is_error,
                     command,
+                    images: output.images.clone(),
                 })
             }
+            // An image's name is the user's or a tool's: kept.
+            Content::Image(image) => Content::Image(image.clone()),
             Content::Reasoning(Reasoning {
                 id,
                 text,
@@ -262,6 +268,10 @@ pub struct ToolOutput {
     /// as data beside the text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandEnd>,
+    /// Images the tool returned (`view_image`, an MCP tool), for the
+    /// model to look at.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 /// How a command a tool ran ended.

@@ -14,12 +14,14 @@
 mod checkpoint;
 mod events;
 mod history;
+mod image;
 pub mod layer;
 mod policy;
 
 pub use checkpoint::*;
 pub use events::*;
 pub use history::*;
+pub use image::*;
 pub use policy::*;
 
 /// The UTC date (`YYYY-MM-DD`) and time of day (hours, minutes, seconds)

@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod chat_completions;
 mod freeform;
 pub mod http;
+mod images;
 pub mod model_family;
 pub mod models;
 pub mod ndjson;
@@ -32,6 +33,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use images::has_images;
 pub use model_family::{ModelFamily, ToolCallMode};
 
 /// Everything a provider needs to send one request.

@@ -59,6 +59,8 @@ pub struct ModelFamily {
     /// How the model calls tools: the API's tool calling, or JSON blocks in
     /// its text ([`super::text_tools`]); native for every built-in family.
     pub tool_call_mode: ToolCallMode,
+    /// Whether the model takes images (attached ones, `view_image`).
+    pub supports_images: bool,
 }
 
 /// How a model calls tools.
@@ -156,6 +158,11 @@ const CATALOG: &[CatalogEntry] = &[
 /// `max_completion_tokens` (OpenAI rejects `max_tokens` for them).
 const COMPLETION_TOKENS_FAMILIES: &[&str] = &["gpt-5", "o3", "o4-mini"];
 
+/// Families whose models take images.
+const IMAGE_FAMILIES: &[&str] = &[
+    "gpt-5", "gpt-4.1", "gpt-4o", "o3", "o4-mini", "claude", "gemini", "scripted",
+];
+
 /// Families whose tokenizer is o200k (or close to it, like gpt-oss's).
 const TIKTOKEN_FAMILIES: &[&str] = &["gpt-5", "gpt-4.1", "gpt-4o", "gpt-oss", "o3", "o4-mini"];
 
@@ -236,6 +243,8 @@ pub struct FamilyOverride {
     /// `native` (default) or `text`: tool calls written as JSON blocks in
     /// the reply, for models without tool calling.
     pub tool_call_mode: Option<ToolCallMode>,
+    /// Whether the model takes images.
+    pub supports_images: Option<bool>,
     /// USD per million tokens; all four default to the catalog's price or 0.
     pub input_price: Option<f64>,
     /// USD per million input tokens read from the prompt cache.
@@ -349,6 +358,7 @@ impl ModelFamily {
             tools_in_prompt: false,
             context_strategy: None,
             tool_call_mode: ToolCallMode::Native,
+            supports_images: IMAGE_FAMILIES.contains(&e.family),
         }
     }
 
@@ -401,6 +411,9 @@ impl ModelFamily {
         }
         if let Some(v) = o.tool_call_mode {
             self.tool_call_mode = v;
+        }
+        if let Some(v) = o.supports_images {
+            self.supports_images = v;
         }
         let priced = o.input_price.is_some()
             || o.cached_input_price.is_some()

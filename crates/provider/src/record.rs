@@ -328,18 +328,21 @@ text = "Done."
                     exit_code: Some(0),
                     output_start: "exit code 0, 0.1s\n".len(),
                 }),
+                images: Vec::new(),
             }),
             HistoryItem::tool_output(ToolOutput {
                 call_id: "c2".into(),
                 content: "patch applied".into(),
                 is_error: false,
                 command: None,
+                images: Vec::new(),
             }),
             HistoryItem::tool_output(ToolOutput {
                 call_id: "c3".into(),
                 content: "error: no such file x".into(),
                 is_error: true,
                 command: None,
+                images: Vec::new(),
             }),
         ];
         drain(&recorder, &outputs).await;
@@ -390,6 +393,7 @@ text = "Done."
                 exit_code: Some(1),
                 output_start: "exit code 1, 0.1s\n".len(),
             }),
+            images: Vec::new(),
         });
         let err: Vec<_> = replay.stream(&request(&changed)).collect().await;
         let message = err[0].as_ref().err().unwrap().to_string();
@@ -419,6 +423,7 @@ text = "Done."
                 exit_code: Some(0),
                 output_start: "exit code 0, 0.0s\n".len(),
             }),
+            images: Vec::new(),
         })];
         recording.see_outputs(&request(&input));
         let script = recording.script("m");

@@ -534,6 +534,7 @@ usage = { input_tokens = 7, output_tokens = 1 }
             content: "hello\n".into(),
             is_error: false,
             command: None,
+            images: Vec::new(),
         })];
         let second = collect(&p, &history).await;
         assert!(matches!(
@@ -559,6 +560,7 @@ usage = { input_tokens = 7, output_tokens = 1 }
             content: "nope".into(),
             is_error: true,
             command: None,
+            images: Vec::new(),
         })];
         let out = collect(&p, &history).await;
         assert!(out[0]

@@ -5,7 +5,9 @@
 use super::http::{Framing, WireParser};
 use super::sse::SseEvent;
 use super::{ndjson, sse, ModelRequest, ResponseEvent};
-use cogni_protocol::{HistoryItem, ToolCall, ToolCallKind, ToolFormat, ToolOutput, ToolSpec};
+use cogni_protocol::{
+    Content, HistoryItem, Role, ToolCall, ToolCallKind, ToolFormat, ToolOutput, ToolSpec,
+};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -33,7 +35,39 @@ pub(crate) fn tool_output(id: &str, content: &str, is_error: bool) -> HistoryIte
         content: content.into(),
         is_error,
         command: None,
+        images: Vec::new(),
     })
+}
+
+/// An image (a 1×1 PNG's worth of base64, not a real one) named `name`.
+pub(crate) fn image(name: &str) -> cogni_protocol::Image {
+    cogni_protocol::Image {
+        media_type: "image/png".into(),
+        hash: format!("hash-{name}"),
+        width: 1,
+        height: 1,
+        name: name.into(),
+        data: std::sync::Arc::from(format!("BASE64-{name}")),
+    }
+}
+
+/// A conversation with an image attached to the user's message and one
+/// returned by a tool.
+pub(crate) fn with_images() -> Vec<HistoryItem> {
+    let mut shown = tool_output("c1", "viewed", false);
+    if let Content::ToolOutput(output) = &mut shown.content {
+        output.images.push(image("tool.png"));
+    }
+    vec![
+        HistoryItem::text(Role::User, "look"),
+        HistoryItem {
+            role: Role::User,
+            content: Content::Image(image("shot.png")),
+        },
+        HistoryItem::tool_call(call("c1", "view_image", r#"{"path":"tool.png"}"#)),
+        shown,
+        HistoryItem::text(Role::Assistant, "seen"),
+    ]
 }
 
 /// A successful tool output.

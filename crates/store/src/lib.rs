@@ -26,9 +26,10 @@
 #![deny(missing_docs)]
 
 use cogni_protocol::{
-    Content, HistoryItem, HistoryObserver, Role, ToolOutput, TurnCheckpoint, Usage,
+    Content, HistoryItem, HistoryObserver, Image, Role, ToolOutput, TurnCheckpoint, Usage,
 };
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
@@ -141,6 +142,17 @@ enum Record {
     Usage { usage: Usage },
     Checkpoint { checkpoint: TurnCheckpoint },
     Rewind { turn: u32 },
+    Image(ImageBytes),
+}
+
+/// An image's bytes, kept once per session file (the items that show
+/// the image name it by hash).
+#[derive(Serialize, Deserialize)]
+struct ImageBytes {
+    hash: String,
+    media_type: String,
+    /// base64
+    data: String,
 }
 
 /// A line as written (borrowing, so nothing is copied).
@@ -148,11 +160,26 @@ enum Record {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum RecordRef<'a> {
     Session(&'a Header),
-    Item { item: &'a HistoryItem },
-    Replace { items: &'a [HistoryItem] },
-    Usage { usage: &'a Usage },
-    Checkpoint { checkpoint: &'a TurnCheckpoint },
-    Rewind { turn: u32 },
+    Item {
+        item: &'a HistoryItem,
+    },
+    Replace {
+        items: &'a [HistoryItem],
+    },
+    Usage {
+        usage: &'a Usage,
+    },
+    Checkpoint {
+        checkpoint: &'a TurnCheckpoint,
+    },
+    Rewind {
+        turn: u32,
+    },
+    Image {
+        hash: &'a str,
+        media_type: &'a str,
+        data: &'a str,
+    },
 }
 
 /// A session read back from disk.
@@ -235,7 +262,7 @@ impl Store {
             .open(&path)
             .map_err(io_error(&path))?;
         lock(&file, &path, &header.id)?;
-        let session = SessionFile::new(file, path, 0, redact);
+        let session = SessionFile::new(file, path, 0, redact, HashSet::new());
         session.write(&RecordRef::Session(header))?;
         for item in history {
             session.write(&RecordRef::Item { item })?;
@@ -361,7 +388,11 @@ impl Store {
             // Cut the torn line so new lines start on a line of their own.
             file.set_len(loaded.valid_len).map_err(io_error(&path))?;
         }
-        let session = SessionFile::new(file, path, loaded.valid_len, redact);
+        let images = images_of(&loaded.history)
+            .into_iter()
+            .map(|image| image.hash.clone())
+            .collect();
+        let session = SessionFile::new(file, path, loaded.valid_len, redact, images);
         if loaded.repaired {
             session.write(&RecordRef::Replace {
                 items: &loaded.history,
@@ -470,6 +501,7 @@ fn parse(text: &str) -> Result<Loaded, String> {
         return Err("not a cogni session file (the header line is incomplete)".into());
     }
     let mut number = 1;
+    let mut images: HashMap<String, Arc<str>> = HashMap::new();
     for line in lines {
         number += 1;
         let complete = line.ends_with('\n');
@@ -493,6 +525,9 @@ fn parse(text: &str) -> Result<Loaded, String> {
                         loaded.checkpoints.push(checkpoint);
                     }
                     Record::Rewind { turn } => loaded.checkpoints.retain(|c| c.turn < turn),
+                    Record::Image(image) => {
+                        images.insert(image.hash, Arc::from(image.data));
+                    }
                     Record::Session(_) => {
                         loaded.repaired = true;
                         loaded
@@ -515,6 +550,12 @@ fn parse(text: &str) -> Result<Loaded, String> {
             }
         }
     }
+    if fill_images(&mut loaded.history, &images) {
+        loaded.repaired = true;
+        loaded
+            .warnings
+            .push("images whose bytes were not in the file became notes".into());
+    }
     if repair(&mut loaded.history) {
         loaded.repaired = true;
         loaded.warnings.push(
@@ -523,6 +564,61 @@ fn parse(text: &str) -> Result<Loaded, String> {
         );
     }
     Ok(loaded)
+}
+
+/// Give every image of `history` its bytes from `images` (by hash); an
+/// image whose bytes are not there becomes a note. Whether one did.
+fn fill_images(history: &mut [HistoryItem], images: &HashMap<String, Arc<str>>) -> bool {
+    let mut missing = false;
+    let note = |image: &Image| format!("[image {} is no longer available]", image.describe());
+    for item in history.iter_mut() {
+        match &mut item.content {
+            Content::Image(image) => match images.get(&image.hash) {
+                Some(data) => image.data = data.clone(),
+                None => {
+                    missing = true;
+                    let text = note(image);
+                    item.content = Content::Text { text, tag: None };
+                }
+            },
+            Content::ToolOutput(output) => {
+                let mut notes = String::new();
+                output
+                    .images
+                    .retain_mut(|image| match images.get(&image.hash) {
+                        Some(data) => {
+                            image.data = data.clone();
+                            true
+                        }
+                        None => {
+                            notes.push('\n');
+                            notes.push_str(&note(image));
+                            false
+                        }
+                    });
+                if !notes.is_empty() {
+                    missing = true;
+                    output.content.push_str(&notes);
+                }
+            }
+            _ => {}
+        }
+    }
+    missing
+}
+
+/// The images `items` show, each once.
+fn images_of(items: &[HistoryItem]) -> Vec<&Image> {
+    let mut seen = HashSet::new();
+    items
+        .iter()
+        .flat_map(|item| match &item.content {
+            Content::Image(image) => std::slice::from_ref(image),
+            Content::ToolOutput(output) => output.images.as_slice(),
+            _ => &[],
+        })
+        .filter(|image| !image.is_missing() && seen.insert(image.hash.as_str()))
+        .collect()
 }
 
 /// Make every call have exactly one output: a missing one becomes
@@ -567,6 +663,7 @@ fn repair(history: &mut Vec<HistoryItem>) -> bool {
                     content: INTERRUPTED_OUTPUT.into(),
                     is_error: true,
                     command: None,
+                    images: Vec::new(),
                 }),
             );
             answered.insert(call_id);
@@ -595,16 +692,19 @@ struct FileState {
     /// Bytes of complete lines.
     len: u64,
     failure: Option<String>,
+    /// The hashes of the images whose bytes the file holds.
+    images: HashSet<String>,
 }
 
 impl SessionFile {
-    fn new(file: File, path: PathBuf, len: u64, redact: Redactor) -> Self {
+    fn new(file: File, path: PathBuf, len: u64, redact: Redactor, images: HashSet<String>) -> Self {
         SessionFile {
             path,
             state: Mutex::new(FileState {
                 file,
                 len,
                 failure: None,
+                images,
             }),
             redact,
         }
@@ -643,10 +743,12 @@ impl SessionFile {
                     checkpoint: &checkpoint,
                 })
             }
-            // The header, usage and rewinds hold no free text.
-            RecordRef::Session(_) | RecordRef::Usage { .. } | RecordRef::Rewind { .. } => {
-                serde_json::to_string(record)
-            }
+            // The header, usage and rewinds hold no free text; an image's
+            // bytes are kept as they are.
+            RecordRef::Session(_)
+            | RecordRef::Usage { .. }
+            | RecordRef::Rewind { .. }
+            | RecordRef::Image { .. } => serde_json::to_string(record),
         }
     }
 
@@ -657,6 +759,28 @@ impl SessionFile {
         if state.failure.is_some() {
             return Ok(());
         }
+        // The bytes of images the file does not hold yet go first, once.
+        let items = match record {
+            RecordRef::Item { item } => std::slice::from_ref(*item),
+            RecordRef::Replace { items } => items,
+            _ => &[],
+        };
+        for image in images_of(items) {
+            if state.images.contains(&image.hash) {
+                continue;
+            }
+            let bytes = RecordRef::Image {
+                hash: &image.hash,
+                media_type: &image.media_type,
+                data: &image.data,
+            };
+            self.write_line(&mut state, &bytes)?;
+            state.images.insert(image.hash.clone());
+        }
+        self.write_line(&mut state, record)
+    }
+
+    fn write_line(&self, state: &mut FileState, record: &RecordRef<'_>) -> Result<(), StoreError> {
         let mut line = self.encode(record).map_err(|e| StoreError::Invalid {
             path: self.path.clone(),
             message: e.to_string(),

@@ -1,5 +1,5 @@
 use super::*;
-use cogni_protocol::{ToolCall, ToolCallKind};
+use cogni_protocol::{Image, ToolCall, ToolCallKind};
 use std::os::unix::fs::PermissionsExt;
 
 fn header(id: &str) -> Header {
@@ -21,6 +21,7 @@ fn output(id: &str) -> HistoryItem {
         content: "ok".into(),
         is_error: false,
         command: None,
+        images: Vec::new(),
     })
 }
 
@@ -98,6 +99,7 @@ fn the_redactor_sees_each_text_before_it_is_encoded() {
         content: "out\nTOKEN".into(),
         is_error: false,
         command: None,
+        images: Vec::new(),
     });
     file.replaced(&[item, output]);
     let text = std::fs::read_to_string(file.path()).unwrap();
@@ -227,6 +229,7 @@ fn corrupted_lines_and_unanswered_calls_are_repaired() {
         path.clone(),
         0,
         none(),
+        HashSet::new(),
     );
     file.appended(&[output("zzz"), HistoryItem::text(Role::User, "next")]);
     drop(file);
@@ -244,6 +247,7 @@ fn corrupted_lines_and_unanswered_calls_are_repaired() {
             Content::ToolCall(c) => format!("call {}", c.id),
             Content::ToolOutput(o) => format!("output {} {}", o.call_id, o.content),
             Content::Reasoning(_) => "reasoning".into(),
+            Content::Image(i) => format!("image {}", i.name),
         })
         .collect();
     assert_eq!(
@@ -300,7 +304,7 @@ fn a_session_in_use_is_refused_but_can_be_forked() {
 #[test]
 fn a_failed_write_is_reported_and_stops_saving() {
     let full = OpenOptions::new().append(true).open("/dev/full").unwrap();
-    let file = SessionFile::new(full, PathBuf::from("/dev/full"), 0, none());
+    let file = SessionFile::new(full, PathBuf::from("/dev/full"), 0, none(), HashSet::new());
     file.appended(&[HistoryItem::text(Role::User, "lost")]);
     let failure = file.failure().unwrap();
     assert!(failure.contains("no longer saved"), "{failure}");
@@ -348,4 +352,86 @@ fn times_format_as_utc() {
     assert_eq!(format_time(0), "1970-01-01 00:00");
     assert_eq!(format_time(1_700_000_000), "2023-11-14 22:13");
     assert_eq!(format_time(951_782_400), "2000-02-29 00:00");
+}
+
+fn image(hash: &str, data: &str) -> Image {
+    Image {
+        media_type: "image/png".into(),
+        hash: hash.into(),
+        width: 2,
+        height: 3,
+        name: format!("{hash}.png"),
+        data: Arc::from(data),
+    }
+}
+
+#[test]
+fn an_images_bytes_are_kept_once_unredacted_and_filled_back_in() {
+    let (_dir, store) = store();
+    let file = store
+        .create(
+            &header("s1"),
+            &[],
+            Arc::new(|line: &str| line.replace("SECRET", "[REDACTED]")),
+        )
+        .unwrap();
+    let attached = HistoryItem {
+        role: Role::User,
+        content: Content::Image(image("aa", "SECRETbytes")),
+    };
+    let mut shown = output("c1");
+    if let Content::ToolOutput(o) = &mut shown.content {
+        o.images.push(image("aa", "SECRETbytes"));
+        o.images.push(image("bb", "other"));
+    }
+    file.appended(&[attached.clone(), call("c1"), shown]);
+    file.replaced(std::slice::from_ref(&attached));
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    assert_eq!(
+        text.matches("\"type\":\"image\",\"hash\"").count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("SECRETbytes").count(),
+        1,
+        "bytes as they are, once: {text}"
+    );
+    drop(file);
+
+    // Resumed: the file already holds both images.
+    let (loaded, file) = store.open("s1", None, none()).unwrap();
+    assert_eq!(loaded.history, std::slice::from_ref(&attached));
+    let Content::Image(back) = &loaded.history[0].content else {
+        panic!("{:?}", loaded.history[0]);
+    };
+    assert_eq!(&*back.data, "SECRETbytes");
+    file.appended(&[attached]);
+    drop(file);
+    let text = std::fs::read_to_string(store.dir().join("s1.jsonl")).unwrap();
+    assert_eq!(text.matches("SECRETbytes").count(), 1, "{text}");
+}
+
+#[test]
+fn an_image_whose_bytes_are_gone_becomes_a_note() {
+    let (_dir, store) = store();
+    let file = store.create(&header("s1"), &[], none()).unwrap();
+    file.appended(&[HistoryItem {
+        role: Role::User,
+        content: Content::Image(image("aa", "bytes")),
+    }]);
+    drop(file);
+    let path = store.dir().join("s1.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"data\":\"bytes\""))
+        .collect();
+    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+    let loaded = store.load("s1").unwrap();
+    assert_eq!(
+        loaded.history[0].as_text(),
+        Some("[image aa.png (image/png, 2×3, 0 KB) is no longer available]")
+    );
+    assert!(!loaded.warnings.is_empty());
 }

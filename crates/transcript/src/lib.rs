@@ -562,6 +562,7 @@ pub fn from_history(history: &[HistoryItem]) -> Transcript {
                     *err = output.is_error;
                 }
             }
+            Content::Image(image) => b.note(format!("image attached: {}", image.describe())),
             Content::Reasoning(_) => {}
         }
     }
@@ -803,6 +804,7 @@ mod tests {
                     exit_code: Some(1),
                     output_start: "exit code 1, 0.1s\n".len(),
                 }),
+                images: Vec::new(),
             }),
             HistoryItem::text(Role::Assistant, "It fails."),
         ];

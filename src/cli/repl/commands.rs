@@ -491,6 +491,7 @@ fn describe(item: &HistoryItem) -> String {
         Content::ToolCall(c) => format!("{} {}", c.name, c.arguments),
         Content::ToolOutput(o) => o.content.clone(),
         Content::Reasoning(r) => format!("(reasoning) {}", r.text),
+        Content::Image(image) => format!("(image) {}", image.describe()),
     };
     let flat: String = text
         .chars()

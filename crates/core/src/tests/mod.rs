@@ -991,6 +991,7 @@ async fn reasoning_is_kept_before_the_calls_and_model_info_sets_the_limit() {
             Content::Reasoning(_) => "reasoning",
             Content::ToolCall(_) => "call",
             Content::ToolOutput(_) => "output",
+            Content::Image(_) => "image",
         })
         .collect();
     assert_eq!(
@@ -1134,6 +1135,7 @@ fn output(id: &str, text: &str) -> HistoryItem {
         content: text.into(),
         is_error: false,
         command: None,
+        images: Vec::new(),
     })
 }
 
@@ -1176,6 +1178,7 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
             Content::ToolCall(c) => format!("call {}", c.id),
             Content::ToolOutput(o) => format!("output {}", o.call_id),
             Content::Reasoning(r) => format!("reasoning {}", r.text),
+            Content::Image(i) => format!("image {}", i.name),
         })
         .collect();
     assert_eq!(
@@ -1210,6 +1213,7 @@ fn compaction_keeps_the_skills_loaded_whole() {
             content: "there is no skill `x`".into(),
             is_error: true,
             command: None,
+            images: Vec::new(),
         }),
         call("r1", "look"),
         output("r1", "big file"),
@@ -1667,6 +1671,7 @@ fn thinking_that_opens_a_kept_call_of_the_current_request_is_kept() {
             Content::ToolCall(c) => format!("call {}", c.id),
             Content::ToolOutput(o) => format!("output {}", o.call_id),
             Content::Text { text, .. } => text.clone(),
+            Content::Image(i) => format!("image {}", i.name),
         })
         .collect();
     assert_eq!(

@@ -3,6 +3,7 @@
 //! cache breakpoints.
 
 use super::*;
+use cogni_protocol::Image;
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -66,11 +67,33 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ToolResultContent<'a>,
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+/// A tool result's content: text, or text and images.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ToolResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// `{"type": "base64", "media_type": ..., "data": ...}`
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
 }
 
 impl<'a> Block<'a> {
@@ -81,12 +104,24 @@ impl<'a> Block<'a> {
         }
     }
 
+    fn image(image: &'a Image) -> Self {
+        Block::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type: &image.media_type,
+                data: crate::images::base64(image),
+            },
+            cache_control: None,
+        }
+    }
+
     /// Where a cache breakpoint goes; thinking blocks cannot carry one.
     fn cache_slot(&mut self) -> Option<&mut Option<CacheControl>> {
         match self {
             Block::Text { cache_control, .. }
             | Block::ToolUse { cache_control, .. }
-            | Block::ToolResult { cache_control, .. } => Some(cache_control),
+            | Block::ToolResult { cache_control, .. }
+            | Block::Image { cache_control, .. } => Some(cache_control),
             Block::Thinking { .. } | Block::RedactedThinking { .. } => None,
         }
     }
@@ -262,19 +297,30 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
                     cache_control: None,
                 },
             ),
-            Content::ToolOutput(output) => (
-                "user",
-                Block::ToolResult {
-                    tool_use_id: &output.call_id,
-                    content: if is_blank(&output.content) {
-                        "(no output)"
-                    } else {
-                        &output.content
+            Content::ToolOutput(output) => {
+                let text = if is_blank(&output.content) {
+                    "(no output)"
+                } else {
+                    &output.content
+                };
+                let content = if output.images.is_empty() {
+                    ToolResultContent::Text(text)
+                } else {
+                    let mut blocks = vec![Block::text(text)];
+                    blocks.extend(output.images.iter().map(Block::image));
+                    ToolResultContent::Blocks(blocks)
+                };
+                (
+                    "user",
+                    Block::ToolResult {
+                        tool_use_id: &output.call_id,
+                        content,
+                        is_error: output.is_error,
+                        cache_control: None,
                     },
-                    is_error: output.is_error,
-                    cache_control: None,
-                },
-            ),
+                )
+            }
+            Content::Image(image) => ("user", Block::image(image)),
         };
         match messages.last_mut() {
             Some(last) if last.role == role => {

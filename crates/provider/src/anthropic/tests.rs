@@ -358,3 +358,24 @@ fn bad_config_fails_at_construction() {
     let info = ProviderInfo::new("x", "not a url", super::super::WireApi::Anthropic);
     assert!(AnthropicMessages::new(info).is_err());
 }
+
+#[test]
+fn images_are_base64_image_blocks_also_inside_tool_results() {
+    let input = crate::test_support::with_images();
+    let body = body_json(&request(&input, &[]));
+    let messages = body["messages"].as_array().unwrap();
+    let source = json!({"type": "base64", "media_type": "image/png", "data": "BASE64-shot.png"});
+    assert_eq!(
+        messages[0]["content"],
+        json!([{"type": "text", "text": "look"}, {"type": "image", "source": source}])
+    );
+    let result = &messages[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(
+        result["content"],
+        json!([
+            {"type": "text", "text": "viewed"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "BASE64-tool.png"}},
+        ])
+    );
+}

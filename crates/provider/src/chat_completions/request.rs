@@ -1,6 +1,8 @@
 //! The Chat Completions request body.
 
 use super::*;
+use crate::images::{DataUrl, TOOL_IMAGES_NOTE};
+use cogni_protocol::Image;
 
 #[derive(Serialize)]
 pub(super) struct Body<'a> {
@@ -31,21 +33,78 @@ struct StreamOptions {
 pub(super) struct Message<'a> {
     role: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    content: Option<&'a str>,
+    content: Option<MessageContent<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
 }
 
+/// A message's content: a string, or parts when it holds images.
+#[derive(Serialize, PartialEq)]
+#[serde(untagged)]
+enum MessageContent<'a> {
+    Text(&'a str),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: DataUrl<'a>,
+}
+
+impl PartialEq for ImageUrl<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.url.0, other.url.0)
+    }
+}
+
+impl<'a> Part<'a> {
+    fn image(image: &'a Image) -> Self {
+        Part::ImageUrl {
+            image_url: ImageUrl {
+                url: DataUrl(image),
+            },
+        }
+    }
+}
+
 impl<'a> Message<'a> {
     fn text(role: &'static str, content: &'a str) -> Self {
         Message {
             role,
-            content: Some(content),
+            content: Some(MessageContent::Text(content)),
             tool_calls: Vec::new(),
             tool_call_id: None,
         }
+    }
+
+    fn parts(role: &'static str, parts: Vec<Part<'a>>) -> Self {
+        Message {
+            role,
+            content: Some(MessageContent::Parts(parts)),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// Add `image` to this user message (its text becomes a part).
+    fn push_image(&mut self, image: &'a Image) {
+        let parts = match self.content.take() {
+            Some(MessageContent::Parts(parts)) => parts,
+            Some(MessageContent::Text(text)) => vec![Part::Text { text }],
+            None => Vec::new(),
+        };
+        let mut parts = parts;
+        parts.push(Part::image(image));
+        self.content = Some(MessageContent::Parts(parts));
     }
 }
 
@@ -117,7 +176,13 @@ pub(super) fn build_messages<'a>(
     }
     // The assistant message that following tool calls join, if any.
     let mut open_assistant: Option<usize> = None;
+    // Images of the tool outputs just sent: a tool message takes only
+    // text, so they follow the outputs in a user message.
+    let mut tool_images: Vec<Part<'a>> = Vec::new();
     for item in input {
+        if !matches!(item.content, Content::ToolOutput(_)) {
+            flush_tool_images(&mut messages, &mut tool_images);
+        }
         match &item.content {
             // Chat Completions has no place for another API's reasoning.
             Content::Reasoning(_) => {}
@@ -159,7 +224,7 @@ pub(super) fn build_messages<'a>(
                     }
                 };
                 let message = &mut messages[index];
-                if message.content == Some("") {
+                if message.content == Some(MessageContent::Text("")) {
                     message.content = None;
                 }
                 message.tool_calls.push(wire);
@@ -168,15 +233,36 @@ pub(super) fn build_messages<'a>(
             Content::ToolOutput(output) => {
                 messages.push(Message {
                     role: "tool",
-                    content: Some(&output.content),
+                    content: Some(MessageContent::Text(&output.content)),
                     tool_calls: Vec::new(),
                     tool_call_id: Some(&output.call_id),
                 });
+                tool_images.extend(output.images.iter().map(Part::image));
+                open_assistant = None;
+            }
+            Content::Image(image) => {
+                match messages.last_mut() {
+                    Some(last) if last.role == "user" => last.push_image(image),
+                    _ => messages.push(Message::parts("user", vec![Part::image(image)])),
+                }
                 open_assistant = None;
             }
         }
     }
+    flush_tool_images(&mut messages, &mut tool_images);
     messages
+}
+
+/// The images of the tool outputs just sent, as a user message after them.
+fn flush_tool_images<'a>(messages: &mut Vec<Message<'a>>, images: &mut Vec<Part<'a>>) {
+    if images.is_empty() {
+        return;
+    }
+    let mut parts = vec![Part::Text {
+        text: TOOL_IMAGES_NOTE,
+    }];
+    parts.append(images);
+    messages.push(Message::parts("user", parts));
 }
 
 /// A tool as a Chat Completions function (Ollama's `/api/chat` takes the

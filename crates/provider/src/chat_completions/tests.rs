@@ -610,3 +610,30 @@ fn a_call_is_emitted_when_the_next_begins_and_only_when_it_is_whole() {
         ]
     );
 }
+
+#[test]
+fn images_are_data_url_parts_of_user_messages() {
+    let input = crate::test_support::with_images();
+    let body = body_json(&request(&input, &[]));
+    let messages = body["messages"].as_array().unwrap();
+    // system, user (text + image), assistant call, tool, user (tool's image), assistant
+    assert_eq!(messages[1]["role"], "user");
+    assert_eq!(
+        messages[1]["content"],
+        json!([
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,BASE64-shot.png"}},
+        ])
+    );
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(
+        messages[3]["content"], "viewed",
+        "a tool message holds text only"
+    );
+    assert_eq!(messages[4]["role"], "user");
+    assert_eq!(
+        messages[4]["content"][1]["image_url"]["url"],
+        "data:image/png;base64,BASE64-tool.png"
+    );
+    assert_eq!(messages[5]["role"], "assistant");
+}

@@ -40,6 +40,9 @@ pub(super) struct Message<'a> {
     tool_calls: Vec<WireCallOut<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_name: Option<&'a str>,
+    /// Images as bare base64.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    images: Vec<&'a str>,
 }
 
 impl<'a> Message<'a> {
@@ -50,6 +53,7 @@ impl<'a> Message<'a> {
             thinking: None,
             tool_calls: Vec::new(),
             tool_name: None,
+            images: Vec::new(),
         }
     }
 }
@@ -164,7 +168,20 @@ pub(super) fn build_messages<'a>(
             Content::ToolOutput(output) => {
                 let mut message = Message::new("tool", &output.content);
                 message.tool_name = names.get(output.call_id.as_str()).copied();
+                message.images = output.images.iter().map(crate::images::base64).collect();
                 messages.push(message);
+                open = None;
+            }
+            Content::Image(image) => {
+                let image = crate::images::base64(image);
+                match messages.last_mut() {
+                    Some(last) if last.role == "user" => last.images.push(image),
+                    _ => {
+                        let mut message = Message::new("user", "");
+                        message.images.push(image);
+                        messages.push(message);
+                    }
+                }
                 open = None;
             }
         }

@@ -563,3 +563,14 @@ fn bad_config_fails_at_construction() {
     let info = ProviderInfo::new("ollama", "not a url", super::super::WireApi::Ollama);
     assert!(Ollama::new(info).is_err());
 }
+
+#[test]
+fn images_are_the_messages_images_arrays() {
+    let input = crate::test_support::with_images();
+    let body = body_json(&request(&input, &[]));
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages[1]["content"], "look");
+    assert_eq!(messages[1]["images"], json!(["BASE64-shot.png"]));
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["images"], json!(["BASE64-tool.png"]));
+}

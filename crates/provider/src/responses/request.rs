@@ -1,6 +1,8 @@
 //! The Responses request body.
 
 use super::*;
+use crate::images::{DataUrl, TOOL_IMAGES_NOTE};
+use cogni_protocol::Image;
 
 #[derive(Serialize)]
 pub(super) struct Body<'a> {
@@ -39,7 +41,7 @@ struct ReasoningSettings<'a> {
 enum InputItem<'a> {
     Message {
         role: &'static str,
-        content: [Part<'a>; 1],
+        content: Vec<MessagePart<'a>>,
     },
     FunctionCall {
         call_id: &'a str,
@@ -65,6 +67,27 @@ enum InputItem<'a> {
         summary: Vec<Part<'a>>,
         encrypted_content: &'a str,
     },
+}
+
+/// What a message holds: typed text, or (from the user) an image.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MessagePart<'a> {
+    Text(Part<'a>),
+    Image {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        image_url: DataUrl<'a>,
+    },
+}
+
+impl<'a> MessagePart<'a> {
+    fn image(image: &'a Image) -> Self {
+        MessagePart::Image {
+            kind: "input_image",
+            image_url: DataUrl(image),
+        }
+    }
 }
 
 /// A typed text: message content (`input_text`, `output_text`) or a
@@ -132,7 +155,13 @@ fn build_input(history: &[HistoryItem]) -> Vec<InputItem<'_>> {
     // How each call was made, so its output gets the matching item type.
     let mut kinds: HashMap<&str, ToolCallKind> = HashMap::new();
     let mut input = Vec::with_capacity(history.len());
+    // Images of the tool outputs just sent: they follow the outputs in a
+    // user message.
+    let mut tool_images: Vec<MessagePart<'_>> = Vec::new();
     for item in history {
+        if !matches!(item.content, Content::ToolOutput(_)) {
+            flush_tool_images(&mut input, &mut tool_images);
+        }
         match &item.content {
             Content::Text { text, .. } => {
                 let (role, kind) = match item.role {
@@ -142,9 +171,19 @@ fn build_input(history: &[HistoryItem]) -> Vec<InputItem<'_>> {
                 };
                 input.push(InputItem::Message {
                     role,
-                    content: [Part { kind, text }],
+                    content: vec![MessagePart::Text(Part { kind, text })],
                 });
             }
+            Content::Image(image) => match input.last_mut() {
+                Some(InputItem::Message {
+                    role: "user",
+                    content,
+                }) => content.push(MessagePart::image(image)),
+                _ => input.push(InputItem::Message {
+                    role: "user",
+                    content: vec![MessagePart::image(image)],
+                }),
+            },
             Content::ToolCall(call) => {
                 kinds.insert(&call.id, call.kind);
                 input.push(match call.kind {
@@ -161,6 +200,7 @@ fn build_input(history: &[HistoryItem]) -> Vec<InputItem<'_>> {
                 });
             }
             Content::ToolOutput(output) => {
+                tool_images.extend(output.images.iter().map(MessagePart::image));
                 let call_id = output.call_id.as_str();
                 let output = output.content.as_str();
                 input.push(match kinds.get(call_id) {
@@ -177,7 +217,24 @@ fn build_input(history: &[HistoryItem]) -> Vec<InputItem<'_>> {
             }
         }
     }
+    flush_tool_images(&mut input, &mut tool_images);
     input
+}
+
+/// The images of the tool outputs just sent, as a user message after them.
+fn flush_tool_images<'a>(input: &mut Vec<InputItem<'a>>, images: &mut Vec<MessagePart<'a>>) {
+    if images.is_empty() {
+        return;
+    }
+    let mut content = vec![MessagePart::Text(Part {
+        kind: "input_text",
+        text: TOOL_IMAGES_NOTE,
+    })];
+    content.append(images);
+    input.push(InputItem::Message {
+        role: "user",
+        content,
+    });
 }
 
 /// Reasoning goes back only when it came from this API with its encrypted

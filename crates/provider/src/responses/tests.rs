@@ -538,3 +538,25 @@ fn bad_config_fails_at_construction() {
     let info = ProviderInfo::new("x", "not a url", super::super::WireApi::Responses);
     assert!(Responses::new(info).is_err());
 }
+
+#[test]
+fn images_are_input_image_parts_of_user_messages() {
+    let input = crate::test_support::with_images();
+    let body = body_json(&request(&input, &[]));
+    let items = body["input"].as_array().unwrap();
+    assert_eq!(
+        items[0]["content"],
+        json!([
+            {"type": "input_text", "text": "look"},
+            {"type": "input_image", "image_url": "data:image/png;base64,BASE64-shot.png"},
+        ])
+    );
+    assert_eq!(items[2]["type"], "function_call_output");
+    assert_eq!(items[2]["output"], "viewed");
+    assert_eq!(items[3]["role"], "user");
+    assert_eq!(items[3]["content"][1]["type"], "input_image");
+    assert_eq!(
+        items[3]["content"][1]["image_url"],
+        "data:image/png;base64,BASE64-tool.png"
+    );
+}
