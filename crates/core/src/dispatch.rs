@@ -343,6 +343,7 @@ impl Session {
             result: result.content,
             is_error: result.is_error,
             command: result.command,
+            images: result.images,
             duration: outcome.duration,
         }
     }
@@ -363,6 +364,7 @@ impl Session {
             is_error: true,
             command: None,
             duration: Duration::ZERO,
+            images: Vec::new(),
         }
     }
 

@@ -23,6 +23,8 @@ pub struct ToolCallRecord {
     pub is_error: bool,
     /// How the command ended, for a command-running tool.
     pub command: Option<cogni_protocol::CommandEnd>,
+    /// Images the tool returned for the model.
+    pub images: Vec<cogni_protocol::Image>,
     /// How long the tool ran; zero for a call that did not run.
     pub duration: Duration,
 }

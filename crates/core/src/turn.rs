@@ -346,7 +346,7 @@ impl Session {
                     content: record.result.clone(),
                     is_error: record.is_error,
                     command: record.command,
-                    images: Vec::new(),
+                    images: record.images.clone(),
                 })
             }));
             self.append(items);

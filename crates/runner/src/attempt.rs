@@ -464,6 +464,7 @@ mod tests {
             is_error,
             command: None,
             duration: Duration::ZERO,
+            images: Vec::new(),
         }
     }
 

@@ -16,6 +16,7 @@ pub mod fs;
 pub mod git;
 pub mod glob;
 pub mod grep;
+pub mod image;
 pub mod jobs;
 pub mod list_dir;
 pub mod memory;
@@ -196,6 +197,8 @@ pub struct ToolResult {
     /// The unified diff of the files the call changed, for people (the
     /// model is not sent it); `None` for calls that changed no file.
     pub diff: Option<String>,
+    /// Images for the model to look at (`view_image`, an MCP tool).
+    pub images: Vec<cogni_protocol::Image>,
 }
 
 impl ToolResult {

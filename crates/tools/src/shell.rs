@@ -511,6 +511,7 @@ fn render(output: &ExecOutput, timeout: Duration, config: &ToolConfig) -> ToolRe
             output_start,
         }),
         diff: None,
+        images: Vec::new(),
     }
 }
 

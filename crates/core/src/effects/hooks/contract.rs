@@ -344,6 +344,7 @@ mod tests {
                 output_start: 0,
             }),
             diff: None,
+            images: Vec::new(),
         };
         let saved = Session {
             transcript_path: Some(Path::new("/home/.cogni/sessions/s-1.jsonl")),
