@@ -236,6 +236,7 @@ impl EventSink for ReplSink {
             AgentEvent::ItemStarted {
                 item: Item::ToolCall { name, .. },
             } if name == ask_user::NAME => {
+                self.clear_spinner(&mut s);
                 s.open_call = None;
                 return;
             }
