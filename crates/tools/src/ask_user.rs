@@ -18,7 +18,7 @@ use serde::Deserialize;
 /// The tool's name.
 pub const NAME: &str = "ask_user";
 
-/// Fewest and most options.
+/// Fewest options.
 pub const MIN_OPTIONS: usize = 2;
 /// Most options.
 pub const MAX_OPTIONS: usize = 4;
@@ -57,7 +57,42 @@ pub struct AskUserTool;
 
 impl Tool for AskUserTool {
     fn spec(&self) -> ToolSpec {
-        spec()
+        ToolSpec {
+            name: NAME.into(),
+            description: "Ask the user a question with 2 to 4 options when you need their \
+                          decision. Name the option you recommend in `default`: where no one can \
+                          be asked, it is the answer at once. `allow_free_text` lets them answer \
+                          in their own words."
+                .into(),
+            format: ToolFormat::Function {
+                parameters: serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "question": {"type": "string"},
+                        "options": {
+                            "type": "array",
+                            "minItems": MIN_OPTIONS,
+                            "maxItems": MAX_OPTIONS,
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "label": {"type": "string", "description": "a few words"},
+                                    "description": {"type": "string"}
+                                },
+                                "required": ["label"],
+                                "additionalProperties": false
+                            }
+                        },
+                        "default": {"type": "string", "description": "a label"},
+                        "allow_free_text": {"type": "boolean"}
+                    },
+                    "required": ["question", "options"],
+                    "additionalProperties": false
+                }),
+            },
+            // It changes nothing (the engine never asks two questions at once).
+            read_only: true,
+        }
     }
 
     fn run<'a>(&'a self, input: ToolInput, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
@@ -67,46 +102,6 @@ impl Tool for AskUserTool {
                 Err(result) => result,
             }
         })
-    }
-}
-
-/// How the tool is offered.
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME.into(),
-        description: "Ask the user a question with 2 to 4 options when you need their \
-                      decision. Name the option you recommend in `default`: where no one can \
-                      be asked, it is the answer at once. `allow_free_text` lets them answer \
-                      in their own words."
-            .into(),
-        format: ToolFormat::Function {
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string"},
-                    "options": {
-                        "type": "array",
-                        "minItems": MIN_OPTIONS,
-                        "maxItems": MAX_OPTIONS,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "label": {"type": "string", "description": "a few words"},
-                                "description": {"type": "string"}
-                            },
-                            "required": ["label"],
-                            "additionalProperties": false
-                        }
-                    },
-                    "default": {"type": "string", "description": "a label"},
-                    "allow_free_text": {"type": "boolean"}
-                },
-                "required": ["question", "options"],
-                "additionalProperties": false
-            }),
-        },
-        // It changes nothing (the engine never asks two questions at once).
-        read_only: true,
     }
 }
 
