@@ -4,7 +4,8 @@
 
 use crate::process::truncate::clip;
 use crate::protocol::{
-    AgentEvent, ApprovalStatus, EventSink, Item, Plan, StepStatus, TestRun, ToolStatus,
+    AgentEvent, ApprovalStatus, EventSink, Item, Plan, QuestionStatus, StepStatus, TestRun,
+    ToolStatus,
 };
 use std::borrow::Cow;
 use std::io::Write;
@@ -182,6 +183,25 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             };
             format!("  {mark} {tool} {} ({reason})", one_line(summary, 80))
         }
+        AgentEvent::Question { record, .. } if record.status != QuestionStatus::Asked => {
+            let answer = match (record.status, &record.answer, &record.text) {
+                (QuestionStatus::Answered, Some(label), _) => label.clone(),
+                (QuestionStatus::Answered, None, Some(text)) => format!("“{text}”"),
+                (QuestionStatus::Unattended, Some(label), _) => {
+                    format!("{label} (the default: no one to ask)")
+                }
+                (QuestionStatus::Unattended, ..) => "no answer (no one to ask)".into(),
+                _ => "declined".into(),
+            };
+            paint(
+                "35",
+                &format!(
+                    "  ? {} → {}",
+                    one_line(&record.question, 100),
+                    one_line(&answer, 100)
+                ),
+            )
+        }
         AgentEvent::Warning { message } => paint("33", &format!("warning: {message}")),
         AgentEvent::Checkpoint { turn, files, .. } => paint(
             "2",
@@ -321,7 +341,10 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
         }
         // A delegated agent's questions and warnings, under its name.
         AgentEvent::Subagent { agent, event, .. }
-            if matches!(**event, AgentEvent::Approval { .. } | AgentEvent::Warning { .. }) =>
+            if matches!(
+                **event,
+                AgentEvent::Approval { .. } | AgentEvent::Question { .. } | AgentEvent::Warning { .. }
+            ) =>
         {
             format!("  {} {}", agent_name(agent), status_line(color, event)?)
         }

@@ -2,7 +2,8 @@
 //! spoken to over its stdin and stdout by the `agent-client-protocol`
 //! crate's client side, with the scripted provider (no network, no key).
 //! Every session update kind, permissions allowed, rejected and
-//! cancelled, a cancel mid-turn, modes, slash commands, the client's
+//! cancelled, the model's questions as permission requests, a cancel
+//! mid-turn, modes, slash commands, the client's
 //! files, and saved sessions listed and loaded; against the loopback mock
 //! (OpenAI), `/compact` and `/context reset|summarize` by what the model
 //! receives next.
@@ -33,6 +34,8 @@ enum Answer {
     Reject,
     /// Cancel the prompt (`session/cancel`), then answer `cancelled`.
     Cancel,
+    /// Select the option with this id.
+    Select(&'static str),
 }
 
 /// What the client saw and holds: every update, the permission requests,
@@ -206,6 +209,9 @@ fn client(
                         cx.send_notification(acp::CancelNotification::new(session))?;
                         acp::RequestPermissionOutcome::Cancelled
                     }
+                    Answer::Select(id) => acp::RequestPermissionOutcome::Selected(
+                        acp::SelectedPermissionOutcome::new(id),
+                    ),
                 };
                 responder.respond(acp::RequestPermissionResponse::new(outcome))
             },
@@ -693,6 +699,111 @@ fn cancel_stops_a_turn_and_a_rejected_write_fails() {
     assert!(
         processes_with(&marker).is_empty(),
         "no command outlives cogni acp"
+    );
+}
+
+#[test]
+fn the_models_questions_are_permission_requests_with_its_options() {
+    let env = Env::new();
+    let ask = call(
+        "ask_user",
+        json!({
+            "question": "Which database?",
+            "options": [{ "label": "SQLite", "description": "one file" }, { "label": "Postgres" }],
+            "default": "SQLite",
+        }),
+    );
+    let script = env.script_file(
+        "script.toml",
+        json!([
+            { "text": "Asking.", "tool_calls": [ask.clone()] },
+            { "text": "Postgres it is.", "expect": "The user chose: Postgres" },
+            { "text": "Asking again.", "tool_calls": [ask] },
+            { "text": "I will decide.", "expect": "The user declined to answer" },
+        ]),
+    );
+    let editor = Arc::new(Editor::default());
+    let work = env.work();
+    let script = script.to_str().unwrap().to_string();
+    // Plan mode offers the tool too.
+    drive(
+        &env,
+        &["--script", &script, "--mode", "plan"],
+        editor,
+        false,
+        async |cx, editor| {
+            let id = new_session(&cx, &work).await?.session_id;
+            *editor.answer.lock().unwrap() = Some(Answer::Select("option_2"));
+            assert_eq!(
+                prompt(&cx, &id, "set up the cache").await?,
+                acp::StopReason::EndTurn
+            );
+            let updates = editor.updates();
+            let asked = tool_call(&updates, "Ask: Which database?");
+            assert_eq!(asked.kind, acp::ToolKind::Think);
+            assert_eq!(
+                statuses(&updates, &asked.tool_call_id),
+                [
+                    acp::ToolCallStatus::Pending,
+                    acp::ToolCallStatus::InProgress,
+                    acp::ToolCallStatus::Completed
+                ],
+                "{updates:#?}"
+            );
+            assert_eq!(
+                final_output(&updates, &asked.tool_call_id),
+                "The user chose: Postgres"
+            );
+            assert!(
+                editor.text().ends_with("Postgres it is."),
+                "{}",
+                editor.text()
+            );
+            let request = editor.permissions.lock().unwrap()[0].clone();
+            assert_eq!(
+                request.tool_call.fields.title.as_deref(),
+                Some("Which database?")
+            );
+            let options: Vec<(String, String, acp::PermissionOptionKind)> = request
+                .options
+                .iter()
+                .map(|o| (o.option_id.to_string(), o.name.clone(), o.kind))
+                .collect();
+            assert_eq!(
+                options,
+                [
+                    (
+                        "option_1".into(),
+                        "SQLite (recommended): one file".into(),
+                        acp::PermissionOptionKind::AllowOnce
+                    ),
+                    (
+                        "option_2".into(),
+                        "Postgres".into(),
+                        acp::PermissionOptionKind::AllowOnce
+                    ),
+                    (
+                        "decline".into(),
+                        "Decline to answer".into(),
+                        acp::PermissionOptionKind::RejectOnce
+                    ),
+                ]
+            );
+
+            editor.clear();
+            *editor.answer.lock().unwrap() = Some(Answer::Select("decline"));
+            assert_eq!(
+                prompt(&cx, &id, "and again").await?,
+                acp::StopReason::EndTurn
+            );
+            assert!(
+                editor.text().ends_with("I will decide."),
+                "{}",
+                editor.text()
+            );
+            assert_eq!(editor.permissions.lock().unwrap().len(), 2);
+            Ok(())
+        },
     );
 }
 

@@ -6,6 +6,7 @@ mod agents;
 mod anthropic_provider;
 mod apply_patch_fixtures;
 mod approval_tty;
+mod ask_user;
 mod browser;
 mod chat_provider;
 mod checkpoints;

@@ -18,7 +18,7 @@ use cogni_protocol::{
     ToolCall, ToolStatus,
 };
 use cogni_tools::fs::CommitGate;
-use cogni_tools::{ToolContext, ToolResult};
+use cogni_tools::{ask_user, ToolContext, ToolResult};
 use futures::StreamExt;
 use std::time::{Duration, Instant};
 
@@ -443,6 +443,9 @@ impl Session {
                 .registry
                 .dispatch(call, &self.toolset.context(&self.ctx))
                 .await;
+        }
+        if call.name == ask_user::NAME {
+            return self.ask_user(call, sink).await;
         }
         let policy = self.ctx.approval_policy;
         let read_only = self.toolset.registry.is_read_only(&call.name);

@@ -43,7 +43,7 @@ use super::outcome::AgentError;
 use super::session::Session;
 use super::turn::TurnRun;
 use cogni_protocol::{ApprovalStatus, EventSink, ToolCall};
-use cogni_tools::{ToolRegistry, ToolResult};
+use cogni_tools::{ask_user, ToolRegistry, ToolResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,8 +51,10 @@ use tokio::task::JoinHandle;
 
 /// Read-only tools that never start early: what they return is the
 /// session's state (a job's output since the last read, a stopped job, the
-/// tools found), which a response that fails or restarts would lose.
-const KEEPS_ORDER: &[&str] = &["shell_output", "shell_kill", "search_tools"];
+/// tools found), which a response that fails or restarts would lose, or
+/// the user's answer to a question, which must not be asked while the
+/// response still streams (nor twice when it restarts).
+const KEEPS_ORDER: &[&str] = &["shell_output", "shell_kill", "search_tools", ask_user::NAME];
 
 /// How the item of a call ends when the provider restarts its response.
 const RESTARTED: &str = "Discarded: the model's response broke off and starts over; a call it sends again goes on without running twice";

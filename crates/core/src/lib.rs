@@ -20,6 +20,7 @@ pub mod outcome;
 pub mod output;
 pub mod planning;
 pub mod prompt;
+mod questions;
 mod request;
 pub mod run;
 pub mod session;

@@ -2,8 +2,8 @@
 //! events and history changes go.
 
 use super::{
-    ApprovalPolicy, ContextFile, HistoryItem, Plan, Reflection, SandboxMode, StopReason, TestRun,
-    TurnCheckpoint, Usage,
+    ApprovalPolicy, ContextFile, HistoryItem, Plan, Question, QuestionRecord, Reflection,
+    SandboxMode, StopReason, TestRun, TurnCheckpoint, Usage, UserAnswer,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -315,6 +315,17 @@ pub enum AgentEvent {
         /// Why it was asked, or why it was decided the way it was.
         reason: String,
     },
+    /// The model asked the user a question (`ask_user`): once as it is
+    /// asked, once more with its answer.
+    #[serde(rename = "question")]
+    Question {
+        /// The `ask_user` call.
+        call_id: String,
+        /// The question and where it stands, its fields flattened into the
+        /// event.
+        #[serde(flatten)]
+        record: QuestionRecord,
+    },
     /// The workspace was snapshot after a turn (checkpoints on): the
     /// turn can be undone.
     #[serde(rename = "checkpoint")]
@@ -508,8 +519,10 @@ pub enum ApprovalDecision {
     DenyWithMessage(String),
 }
 
-/// Who answers approval questions. Front doors provide one: a terminal
-/// prompt, or a non-interactive answerer that says no at once.
+/// Who answers approval questions and the model's questions to the user.
+/// Front doors provide one: a terminal prompt, or a non-interactive
+/// answerer that says no at once (and asks the model's questions of no
+/// one).
 pub trait Approver: Send + Sync {
     /// Asks about one call and resolves to the answer; may wait for the
     /// user as long as they take.
@@ -521,6 +534,19 @@ pub trait Approver: Send + Sync {
     /// False when no one can be asked (the answer is always no), as for
     /// [`NonInteractive`].
     fn is_interactive(&self) -> bool;
+
+    /// Asks the user the model's `question` (the `ask_user` call
+    /// `call_id`) and resolves to the answer; may wait as long as they
+    /// take. By default no one is asked ([`UserAnswer::Unattended`]): so
+    /// it is in `cogni run`, CI and every other front door without a
+    /// person to choose.
+    fn question<'a>(
+        &'a self,
+        _call_id: &'a str,
+        _question: &'a Question,
+    ) -> futures::future::BoxFuture<'a, UserAnswer> {
+        Box::pin(async { UserAnswer::Unattended })
+    }
 }
 
 /// The approver of non-interactive runs: every question is answered "no"

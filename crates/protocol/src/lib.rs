@@ -6,8 +6,9 @@
 //! history.rs holds what a conversation is made of (items, calls, outputs,
 //! plans, tool specs, usage and prices), policy.rs what a session may do
 //! (approval and sandbox policies), checkpoint.rs what is kept of the
-//! workspace around a turn, events.rs what the engine reports
-//! (outcomes, events, approvals, sinks and observers).
+//! workspace around a turn, question.rs the model's questions to the user
+//! (`ask_user`), events.rs what the engine reports (outcomes, events,
+//! approvals, sinks and observers).
 
 #![deny(missing_docs)]
 
@@ -17,12 +18,14 @@ mod history;
 mod image;
 pub mod layer;
 mod policy;
+mod question;
 
 pub use checkpoint::*;
 pub use events::*;
 pub use history::*;
 pub use image::*;
 pub use policy::*;
+pub use question::*;
 
 /// The UTC date (`YYYY-MM-DD`) and time of day (hours, minutes, seconds)
 /// of `secs` seconds after 1970-01-01 (session listings, run ids and

@@ -293,6 +293,7 @@ impl Attempt<'_> {
         result.compactions = totals.compactions;
         result.plan = session.plan();
         result.tests = session.test_runs();
+        result.questions = session.questions();
         result.tool_calls = totals
             .tools
             .iter()

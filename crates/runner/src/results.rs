@@ -4,7 +4,7 @@
 //! are only ever added within a version.
 
 use cogni_metrics::AgentTotals;
-use cogni_protocol::{utc_date_time, Limit, Plan, TestRun};
+use cogni_protocol::{utc_date_time, Limit, Plan, QuestionRecord, TestRun};
 use cogni_transcript as transcript;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -303,6 +303,10 @@ pub struct AttemptResult {
     /// Each run of the test command (`test_command`, with the test loop).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<TestRun>,
+    /// The questions the agent asked (`ask_user`), each with the answer it
+    /// got: no one is asked in a run, so its default or none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<QuestionRecord>,
     /// With delegated agents: tokens and cost by agent path (the attempt's
     /// agent and each it started); `tokens` and `cost_usd` include them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -338,6 +342,7 @@ impl AttemptResult {
             final_answer: String::new(),
             plan: None,
             tests: Vec::new(),
+            questions: Vec::new(),
             transcript: None,
         }
     }

@@ -1,11 +1,13 @@
 //! What cogni asks the client: permission for a tool call (the approval
-//! policy's questions) and, when it offers them, the text of files and
-//! writes to them (its `fs` methods, which see unsaved buffers).
+//! policy's questions), the model's questions to the user (`ask_user`,
+//! as a permission request whose options are the question's) and, when
+//! it offers them, the text of files and writes to them (its `fs`
+//! methods, which see unsaved buffers).
 
 use super::updates::Updates;
 use super::Cx;
 use crate::agent::StopHandle;
-use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver, Question, UserAnswer};
 use crate::tools::editor::Editor;
 use agent_client_protocol::v1::schema as acp;
 use futures::future::BoxFuture;
@@ -24,6 +26,11 @@ const FS_WAIT: Duration = Duration::from_secs(30);
 const ALLOW_ONCE: &str = "allow_once";
 const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT: &str = "reject_once";
+
+/// The option of a question that declines to answer; the question's own
+/// options are `option_1` to `option_4`.
+const DECLINE: &str = "decline";
+const OPTION: &str = "option_";
 
 /// Asks the client (`session/request_permission`) when the approval
 /// policy asks the user.
@@ -105,6 +112,76 @@ impl Approver for ClientApprover {
 
     fn is_interactive(&self) -> bool {
         true
+    }
+
+    /// The question as a permission request: its options (`option_N`,
+    /// named by their label and description) and one that declines.
+    /// The protocol carries no typed answer, so a free answer is not
+    /// offered; a cancelled request, a failed one and one unanswered for
+    /// [`PERMISSION_WAIT`] decline.
+    fn question<'a>(
+        &'a self,
+        call_id: &'a str,
+        question: &'a Question,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(async move {
+            // The call waits for the answer.
+            self.updates.status(call_id, acp::ToolCallStatus::Pending);
+            let call = acp::ToolCallUpdate::new(
+                call_id.to_string(),
+                acp::ToolCallUpdateFields::new()
+                    .status(acp::ToolCallStatus::Pending)
+                    .title(question.question.clone()),
+            );
+            let mut options: Vec<acp::PermissionOption> = question
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, option)| {
+                    let mut name = option.label.clone();
+                    if question.default == Some(i) {
+                        name.push_str(" (recommended)");
+                    }
+                    if let Some(description) = &option.description {
+                        name.push_str(&format!(": {description}"));
+                    }
+                    acp::PermissionOption::new(
+                        format!("{OPTION}{}", i + 1),
+                        name,
+                        acp::PermissionOptionKind::AllowOnce,
+                    )
+                })
+                .collect();
+            options.push(acp::PermissionOption::new(
+                DECLINE,
+                "Decline to answer",
+                acp::PermissionOptionKind::RejectOnce,
+            ));
+            let request = acp::RequestPermissionRequest::new(self.session.clone(), call, options);
+            let answer =
+                tokio::time::timeout(PERMISSION_WAIT, self.cx.send_request(request).block_task())
+                    .await;
+            let chosen = match answer {
+                Ok(Ok(acp::RequestPermissionResponse {
+                    outcome: acp::RequestPermissionOutcome::Selected(selected),
+                    ..
+                })) => selected
+                    .option_id
+                    .0
+                    .strip_prefix(OPTION)
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| (1..=question.options.len()).contains(n))
+                    .map(|n| UserAnswer::Chosen(n - 1)),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "question to the client failed");
+                    None
+                }
+                _ => None,
+            };
+            self.updates
+                .status(call_id, acp::ToolCallStatus::InProgress);
+            chosen.unwrap_or(UserAnswer::Declined)
+        })
     }
 }
 

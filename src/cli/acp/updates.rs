@@ -10,6 +10,7 @@ use crate::protocol::{
     AgentEvent, Content, EventSink, HistoryItem, Item, Plan, Role, StepStatus, ToolStatus,
 };
 use crate::tools::apply_patch::{parse_patch, update_text, FileOp};
+use crate::tools::ask_user;
 use crate::tools::fs::read_text_limited;
 use crate::tools::paths;
 use agent_client_protocol::v1::schema as acp;
@@ -301,6 +302,12 @@ pub(super) fn describe(name: &str, arguments: &str, cwd: &Path) -> Described {
         }
         "update_plan" => (
             "Update the plan".into(),
+            acp::ToolKind::Think,
+            vec![],
+            vec![],
+        ),
+        ask_user::NAME => (
+            format!("Ask: {}", ask_user::clean(field("question"), false)),
             acp::ToolKind::Think,
             vec![],
             vec![],

@@ -1,12 +1,15 @@
 //! Approval questions inside the REPL: asked inline, answered with one key
 //! (y, a, n, m; Enter or Esc is no). Ctrl-C answers no and stops the turn.
-//! When stdin is not a terminal, answers are read as lines. A terminal
-//! without the focus is notified of the question ([`Notifier`]).
+//! The model's questions (`ask_user`) are menus of their options
+//! ([`super::question`]). When stdin is not a terminal, answers are read
+//! as lines. A terminal without the focus is notified of the question
+//! ([`Notifier`]).
 
 use super::notify::Notifier;
+use super::question;
 use super::term::{self, Caps};
 use crate::cli::approve::{self, ask_blocking, CHOICES};
-use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::protocol::{ApprovalDecision, ApprovalRequest, Approver, Question, UserAnswer};
 use futures::future::BoxFuture;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -110,6 +113,25 @@ impl Approver for ReplApprover {
 
     fn is_interactive(&self) -> bool {
         true
+    }
+
+    fn question<'a>(&'a self, _call_id: &'a str, asked: &'a Question) -> BoxFuture<'a, UserAnswer> {
+        let asked = asked.clone();
+        let (color, notifier) = (self.caps.color, self.notifier);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                // From before the question shows until it is answered.
+                let _keyboard = term::Wanted::new();
+                if !std::io::stdin().is_terminal() {
+                    let mut out = std::io::stdout().lock();
+                    return question::ask_lines(&asked, &mut std::io::stdin().lock(), &mut out);
+                }
+                notifier.question(&asked.question);
+                question::ask(&asked, color)
+            })
+            .await
+            .unwrap_or(UserAnswer::Declined)
+        })
     }
 }
 

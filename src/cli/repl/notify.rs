@@ -74,6 +74,11 @@ impl Notifier {
         self.send(&question(request));
     }
 
+    /// The model's question (`ask_user`) is about to wait for an answer.
+    pub fn question(&self, question: &str) {
+        self.send(&format!("question: {}", one_line(question, 80)));
+    }
+
     /// A turn ended after `took`, having failed or not.
     fn turn_ended(&self, took: Duration, failed: bool) {
         if took < self.min {

@@ -2,27 +2,15 @@
 //! directory (Tab: of every directory), newest first: ↑ and ↓ move, typing
 //! filters by prompt or id, Enter opens, Esc or Ctrl-C cancels.
 
-use super::keys::{after_esc, read_byte, Esc};
+use super::menu::{self, Key, Menu};
 use super::term;
 use crate::cli::render::strip_terminal_controls;
 use crate::store::{Store, Summary};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Sessions shown at once.
 const ROWS: usize = 10;
-
-/// What a key does in the picker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Up,
-    Down,
-    Enter,
-    Cancel,
-    Backspace,
-    Tab,
-    Char(char),
-}
 
 /// The picker's state: the sessions, the filter, the selection.
 struct Picker {
@@ -34,6 +22,8 @@ struct Picker {
     selected: usize,
     /// Seconds since the Unix epoch, for ages.
     now: u64,
+    /// The selection is shown in reverse video.
+    color: bool,
 }
 
 /// How the picker ended.
@@ -56,6 +46,10 @@ impl Picker {
             })
             .collect()
     }
+}
+
+impl Menu for Picker {
+    type Outcome = Outcome;
 
     fn press(&mut self, key: Key) -> Option<Outcome> {
         let count = self.visible().len();
@@ -85,8 +79,7 @@ impl Picker {
         None
     }
 
-    /// The picker's lines, `width` columns wide.
-    fn lines(&self, width: usize, color: bool) -> Vec<String> {
+    fn lines(&self, width: usize) -> Vec<String> {
         let visible = self.visible();
         let scope = if self.all {
             "every directory".to_string()
@@ -118,7 +111,7 @@ impl Picker {
                 prompt
             );
             let row = term::fit(&row, width);
-            lines.push(if i == self.selected && color {
+            lines.push(if i == self.selected && self.color {
                 format!("\x1b[7m{row}\x1b[0m")
             } else {
                 row
@@ -144,45 +137,6 @@ fn size(bytes: u64) -> String {
         0..1024 => format!("{bytes} B"),
         1024..1_048_576 => format!("{} KB", bytes / 1024),
         _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
-    }
-}
-
-/// The next key: arrows are `ESC [ A` and `ESC [ B` (or `ESC O A`); an
-/// Esc alone cancels. `None` at the end of input.
-fn read_key() -> Option<Key> {
-    loop {
-        let byte = read_byte()?;
-        let key = match byte {
-            b'\r' | b'\n' => Key::Enter,
-            0x03 | 0x04 => Key::Cancel,
-            0x7f | 0x08 => Key::Backspace,
-            b'\t' => Key::Tab,
-            0x1b => match after_esc() {
-                Esc::Key => Key::Cancel,
-                Esc::Sequence(b'A') => Key::Up,
-                Esc::Sequence(b'B') => Key::Down,
-                _ => continue,
-            },
-            b if b < 0x20 => continue,
-            b => {
-                // A character of several bytes: read the rest.
-                let len = match b {
-                    0xc0..=0xdf => 2,
-                    0xe0..=0xef => 3,
-                    0xf0..=0xf7 => 4,
-                    _ => 1,
-                };
-                let mut bytes = vec![b];
-                for _ in 1..len {
-                    bytes.push(read_byte()?);
-                }
-                match String::from_utf8_lossy(&bytes).chars().next() {
-                    Some(c) => Key::Char(c),
-                    None => continue,
-                }
-            }
-        };
-        return Some(key);
     }
 }
 
@@ -213,36 +167,11 @@ pub fn pick(home: &Path, cwd: &Path, color: bool) -> Result<Option<String>, Stri
         filter: String::new(),
         selected: 0,
         now,
+        color,
     };
-    let saved = term::get_attr().ok_or("cannot read the terminal's settings")?;
-    let mut raw = saved;
-    raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
-    raw.c_cc[libc::VMIN] = 1;
-    raw.c_cc[libc::VTIME] = 0;
-    term::set_attr(&raw);
-    let mut out = std::io::stdout().lock();
-    let mut drawn = 0;
-    let outcome = loop {
-        let lines = picker.lines(term::width(), color);
-        if drawn > 0 {
-            let _ = write!(out, "\x1b[{drawn}F");
-        }
-        let _ = write!(out, "\x1b[J{}\r\n", lines.join("\r\n"));
-        let _ = out.flush();
-        drawn = lines.len();
-        let Some(key) = read_key() else {
-            break Outcome::Cancelled;
-        };
-        if let Some(outcome) = picker.press(key) {
-            break outcome;
-        }
-    };
-    let _ = write!(out, "\x1b[{drawn}F\x1b[J");
-    let _ = out.flush();
-    term::set_attr(&saved);
-    Ok(match outcome {
-        Outcome::Chosen(id) => Some(id),
-        Outcome::Cancelled => None,
+    Ok(match menu::run(&mut picker) {
+        Some(Outcome::Chosen(id)) => Some(id),
+        Some(Outcome::Cancelled) | None => None,
     })
 }
 
@@ -274,13 +203,14 @@ mod tests {
             filter: String::new(),
             selected: 0,
             now: 1060,
+            color: false,
         }
     }
 
     #[test]
     fn keys_move_filter_and_choose_among_this_directorys_sessions() {
         let mut p = picker();
-        let lines = p.lines(100, false);
+        let lines = p.lines(100);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert!(
             lines[2] == "› 1 min ago     2 KB  fix the parser",
@@ -298,7 +228,7 @@ mod tests {
         assert_eq!(p.press(Key::Enter), Some(Outcome::Chosen("a1".into())));
         p.press(Key::Char('x'));
         assert!(p
-            .lines(100, false)
+            .lines(100)
             .iter()
             .any(|l| l.contains("no session matches")));
         assert_eq!(p.press(Key::Enter), None, "nothing to choose");

@@ -12,6 +12,7 @@ use crate::cli::render::{
     strip_terminal_controls, tool_result,
 };
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
+use crate::tools::ask_user;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -227,6 +228,23 @@ impl EventSink for ReplSink {
             if name == "update_plan" {
                 return;
             }
+        }
+        // An `ask_user` call starts as its question and the menu of its
+        // options (the approver draws them), and its answer is shown there:
+        // nothing may draw over them.
+        match &event {
+            AgentEvent::ItemStarted {
+                item: Item::ToolCall { name, .. },
+            } if name == ask_user::NAME => {
+                self.clear_spinner(&mut s);
+                s.open_call = None;
+                return;
+            }
+            AgentEvent::Question { .. } => {
+                s.open_call = None;
+                return;
+            }
+            _ => {}
         }
         if let AgentEvent::Plan { plan } = &event {
             self.clear_spinner(&mut s);

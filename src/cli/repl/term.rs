@@ -143,7 +143,7 @@ pub(super) fn set_focused(focused: bool) {
 }
 
 /// One reader of the keyboard at a time: an approval question
-/// ([`read_key`], [`cooked`]) and the watch of a running turn
+/// ([`read_key`], [`cooked`]), a menu ([`super::menu`]) and the watch of a running turn
 /// ([`super::keys`]), which steps aside while [`WANTED`] is set.
 pub(super) static KEYBOARD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -169,8 +169,8 @@ impl Drop for Wanted {
     }
 }
 
-/// Hold the keyboard for a question.
-fn take_keyboard() -> std::sync::MutexGuard<'static, ()> {
+/// Hold the keyboard for a question (or a menu).
+pub(super) fn take_keyboard() -> std::sync::MutexGuard<'static, ()> {
     let _wanted = Wanted::new();
     KEYBOARD.lock().unwrap_or_else(|e| e.into_inner())
 }

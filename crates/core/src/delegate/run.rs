@@ -404,6 +404,7 @@ impl Session {
         let mut child = start_session_with_provider(config, provider)
             .map_err(|e| format!("agent `{name}`: {e}"))?;
         child.conversation.approver = self.conversation.approver.clone();
+        child.conversation.questions = self.conversation.questions.clone();
         child
             .set_limits(self.carve(&child, share))
             .map_err(|e| format!("agent `{name}`: {e}"))?;

@@ -19,6 +19,7 @@ use super::limits::Meter;
 use super::limits::{StopHandle, TurnLimits};
 use super::output::OutputSchema;
 use super::prompt::system::{PromptConfig, SystemPrompt};
+use super::questions::Questions;
 use super::run::config::RunConfig;
 use super::run::Middleware;
 use super::toolset::{Shared, Toolset};
@@ -165,6 +166,8 @@ pub(crate) struct Conversation {
     pub(crate) approver: Arc<dyn Approver>,
     /// Calls the user approved for the rest of the session, by call key.
     pub(crate) approved: Mutex<HashSet<String>>,
+    /// The model's questions to the user, asked one at a time.
+    pub(crate) questions: Questions,
     /// Tools added after the start (MCP servers', toolboxes).
     pub(crate) extra: ExtraTools,
     /// The background shell jobs, which keep running across a switch of
@@ -192,6 +195,7 @@ impl Conversation {
             middleware: Vec::new(),
             approver: Arc::new(NonInteractive),
             approved: Mutex::new(HashSet::new()),
+            questions: Questions::default(),
             extra: ExtraTools::default(),
             jobs: Arc::new(JobTable::new(
                 tools.max_background_jobs,

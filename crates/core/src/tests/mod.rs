@@ -1803,6 +1803,158 @@ async fn approve_for_session_covers_the_same_call_later() {
     );
 }
 
+/// Answers the model's questions one after another from a list, and
+/// notes how many wait for their answer at once.
+struct Chooser {
+    answers: Mutex<std::collections::VecDeque<UserAnswer>>,
+    waiting: std::sync::atomic::AtomicUsize,
+    most_waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Approver for Chooser {
+    fn ask<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, ApprovalDecision> {
+        Box::pin(async { ApprovalDecision::Deny })
+    }
+
+    fn is_interactive(&self) -> bool {
+        true
+    }
+
+    fn question<'a>(
+        &'a self,
+        _call_id: &'a str,
+        _question: &'a Question,
+    ) -> BoxFuture<'a, UserAnswer> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async move {
+            let now = self.waiting.fetch_add(1, SeqCst) + 1;
+            self.most_waiting.fetch_max(now, SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            self.waiting.fetch_sub(1, SeqCst);
+            self.answers
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(UserAnswer::Declined)
+        })
+    }
+}
+
+#[tokio::test]
+async fn questions_are_asked_one_at_a_time_without_approval_and_recorded() {
+    let script = r#"
+[[turns]]
+[[turns.tool_calls]]
+id = "q1"
+name = "ask_user"
+arguments = { question = "Which one?", options = [{ label = "a" }, { label = "b" }], default = "a" }
+[[turns.tool_calls]]
+id = "r"
+name = "look"
+arguments = { text = "meanwhile", sleep_ms = 20 }
+[[turns.tool_calls]]
+id = "q2"
+name = "ask_user"
+arguments = { question = "And now?", options = [{ label = "x" }, { label = "y" }], allow_free_text = true }
+[[turns.tool_calls]]
+id = "q3"
+name = "ask_user"
+arguments = { question = "Broken?", options = [{ label = "only one" }] }
+[[turns]]
+text = "done"
+"#;
+    let mut c = config();
+    // Even the strictest policy asks nothing before a question.
+    c.approval_policy = ApprovalPolicy::Untrusted;
+    let mut h = harness_with(script, c);
+    let mut registry = ToolRegistry::default();
+    registry.register(Arc::new(Echo {
+        name: "look",
+        read_only: true,
+        log: h.log.clone(),
+    }));
+    registry.register(Arc::new(cogni_tools::ask_user::AskUserTool));
+    h.session.set_tools(registry);
+    let chooser = Arc::new(Chooser {
+        answers: Mutex::new(vec![UserAnswer::Chosen(1), UserAnswer::Text("z".into())].into()),
+        waiting: Default::default(),
+        most_waiting: Default::default(),
+    });
+    h.session.set_approver(chooser.clone());
+    let r = h.run("x").await.unwrap();
+    assert_eq!(r.outcome, TurnOutcome::Done);
+    let results: Vec<&str> = r.tool_calls.iter().map(|t| t.result.as_str()).collect();
+    assert_eq!(results[0], "The user chose: b");
+    assert_eq!(results[1], "echo: meanwhile");
+    assert_eq!(results[2], "The user answered in their own words: z");
+    assert!(
+        results[3].starts_with("nothing was asked: 1 options"),
+        "{}",
+        results[3]
+    );
+    assert!(r.tool_calls[3].is_error);
+    assert_eq!(
+        chooser
+            .most_waiting
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "two questions of one response never wait at once"
+    );
+    assert_eq!(
+        approvals(&h),
+        [("r".into(), "auto_approved")],
+        "no question is approved"
+    );
+    let questions: Vec<(String, QuestionStatus, Option<String>)> = h
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Question { call_id, record } => {
+                Some((call_id.clone(), record.status, record.answer.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        questions,
+        [
+            ("q1".into(), QuestionStatus::Asked, None),
+            ("q1".into(), QuestionStatus::Answered, Some("b".into())),
+            ("q2".into(), QuestionStatus::Asked, None),
+            ("q2".into(), QuestionStatus::Answered, None),
+        ]
+    );
+    let kept = h.session.questions();
+    assert_eq!(kept.len(), 2);
+    assert_eq!(
+        (kept[0].default.as_deref(), kept[1].text.as_deref()),
+        (Some("a"), Some("z"))
+    );
+
+    // Without anyone to ask, the default stands at once.
+    let mut h = harness_with(script, config());
+    let mut registry = ToolRegistry::default();
+    registry.register(Arc::new(cogni_tools::ask_user::AskUserTool));
+    registry.register(Arc::new(Echo {
+        name: "look",
+        read_only: true,
+        log: h.log.clone(),
+    }));
+    h.session.set_tools(registry);
+    let r = h.run("x").await.unwrap();
+    assert!(r.tool_calls[0].result.ends_with("your default stands: a"));
+    assert!(r.tool_calls[2]
+        .result
+        .starts_with("no answer: decide yourself"));
+    let statuses: Vec<QuestionStatus> = h.session.questions().iter().map(|q| q.status).collect();
+    assert_eq!(
+        statuses,
+        [QuestionStatus::Unattended, QuestionStatus::Unattended]
+    );
+}
+
 #[tokio::test]
 async fn deny_with_a_message_reaches_the_model_and_read_only_tools_are_auto_approved() {
     let script = r#"
