@@ -15,6 +15,9 @@
 //!
 //! cargo run --release --example bench_early_tools -- [--runs N] [--gap MS] [--slow MS]
 
+#[path = "../tests/it/common/images.rs"]
+#[allow(dead_code)]
+mod images;
 #[path = "../tests/it/common/mock.rs"]
 #[allow(dead_code)]
 mod mock;

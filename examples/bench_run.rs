@@ -12,6 +12,9 @@
 //!
 //! cargo build --release && cargo run --release --example bench_run -- [--runs N] [--cogni PATH]
 
+#[path = "../tests/it/common/images.rs"]
+#[allow(dead_code)]
+mod images;
 #[path = "../tests/it/common/mock.rs"]
 #[allow(dead_code)]
 mod mock;

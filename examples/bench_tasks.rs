@@ -19,6 +19,9 @@
 //!
 //! BENCH_STDERR=FILE keeps cogni's progress lines, BENCH_DIR=DIR the files.
 
+#[path = "../tests/it/common/images.rs"]
+#[allow(dead_code)]
+mod images;
 #[path = "../tests/it/common/mock.rs"]
 #[allow(dead_code)]
 mod mock;

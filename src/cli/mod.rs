@@ -143,6 +143,11 @@ pub struct ReplArgs {
     /// `initialize` and open its session), in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60, requires = "acp", value_parser = clap::value_parser!(u64).range(1..))]
     pub acp_timeout: u64,
+
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the first message
+    /// (repeatable; larger ones are scaled down).
+    #[arg(long = "image", value_name = "FILE", conflicts_with = "acp")]
+    pub images: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -323,6 +328,11 @@ pub struct RunArgs {
     /// all together within max_context_bytes).
     #[arg(long = "context", value_name = "PATH")]
     pub context: Vec<String>,
+
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the task (repeatable;
+    /// larger ones are scaled down to what the APIs take).
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<String>,
 
     /// Log model requests and responses, tool calls and metrics on stderr.
     #[arg(short, long)]

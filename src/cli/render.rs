@@ -284,13 +284,16 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
                 "context: {}",
                 files
                     .iter()
-                    .map(|f| format!(
-                        "{}{} ({} bytes{})",
-                        f.path,
-                        if f.kind == "directory" { "/" } else { "" },
-                        f.bytes,
-                        if f.truncated { ", truncated" } else { "" }
-                    ))
+                    .map(|f| match &f.detail {
+                        Some(detail) => format!("{} ({detail})", f.path),
+                        None => format!(
+                            "{}{} ({} bytes{})",
+                            f.path,
+                            if f.kind == "directory" { "/" } else { "" },
+                            f.bytes,
+                            if f.truncated { ", truncated" } else { "" }
+                        ),
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

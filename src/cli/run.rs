@@ -139,10 +139,17 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         config.auto_context,
         config.max_context_bytes,
     )?;
+    let images = crate::tools::image::attach(&args.images, &config.cwd)
+        .map_err(|e| format!("--image {e}"))?;
+    let mut context = context;
+    context.extend(images.iter().map(|image| image.context_file()));
     let recording = record
         .is_some()
         .then(|| Recording::new(configured.redact.clone(), args.record_outputs));
-    let (session, file) = configured.start(recording.as_ref())?;
+    let (mut session, file) = configured.start(recording.as_ref())?;
+    session
+        .attach_images(images.into_iter().map(|p| p.image).collect())
+        .map_err(|e| format!("--image: {e}"))?;
     let recorder = recording.zip(record).map(|(recording, path)| Recorder {
         recording,
         path,

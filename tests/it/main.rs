@@ -22,6 +22,7 @@ mod files;
 mod guards;
 mod hooks;
 mod hostile;
+mod images;
 mod import;
 mod interop;
 mod layers;

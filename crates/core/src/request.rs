@@ -110,6 +110,15 @@ impl Message {
     }
 }
 
+/// Why `model` cannot be sent images, and what to do.
+pub(crate) fn no_images(model: &str) -> String {
+    format!(
+        "model `{model}` does not take images (the model catalog says so): switch to one that \
+         does (/model, --model), or if it does, set `supports_images = true` in \
+         [model_families.\"{model}\"]"
+    )
+}
+
 impl Session {
     /// One model request, streamed: text deltas become item events, the
     /// response is collected, usage and timings recorded. Calls that
@@ -130,6 +139,12 @@ impl Session {
                 if let Some(moved) = place_front(&self.history, &items, view.initial()) {
                     items = moved.into();
                 }
+            }
+            if !self.ctx.model_family.supports_images && cogni_provider::has_images(&items) {
+                return Err(ProviderError::Other {
+                    provider: self.provider.id().to_string(),
+                    message: no_images(&self.ctx.model),
+                });
             }
             let prompt = build_prompt(&self.ctx, &items);
             sink.emit(AgentEvent::ModelRequest {

@@ -129,11 +129,30 @@ impl Session {
         result
     }
 
-    /// A message of the user's, followed by the procedure of each skill it
+    /// Attach `images` to the next message the user sends; refused (with
+    /// what to do) when the model does not take images.
+    pub fn attach_images(&mut self, images: Vec<cogni_protocol::Image>) -> Result<(), String> {
+        if !images.is_empty() && !self.ctx.model_family.supports_images {
+            return Err(crate::request::no_images(&self.ctx.model));
+        }
+        self.conversation.attached.extend(images);
+        Ok(())
+    }
+
+    /// A message of the user's, with the images attached to it, followed
+    /// by the procedure of each skill it
     /// names as `$name` (the spec's "skill injections from the user
     /// text"; with skills on), each announced by a `skill` event.
-    fn user_message(&self, text: &str, sink: &dyn EventSink) -> Vec<HistoryItem> {
+    fn user_message(&mut self, text: &str, sink: &dyn EventSink) -> Vec<HistoryItem> {
         let mut items = vec![HistoryItem::text(Role::User, text)];
+        items.extend(
+            std::mem::take(&mut self.conversation.attached)
+                .into_iter()
+                .map(|image| HistoryItem {
+                    role: Role::User,
+                    content: cogni_protocol::Content::Image(image),
+                }),
+        );
         if let Some(skills) = &self.toolset.shared.config.skills {
             for skill in skills.mentioned(text) {
                 sink.emit(AgentEvent::Skill {
@@ -182,12 +201,10 @@ impl Session {
         self.append(first);
         let mut empty_retried = false;
         loop {
-            let pending: Vec<HistoryItem> = self
-                .pending
-                .drain()
-                .iter()
-                .flat_map(|text| self.user_message(text, sink))
-                .collect();
+            let mut pending: Vec<HistoryItem> = Vec::new();
+            for text in self.pending.drain() {
+                pending.extend(self.user_message(&text, sink));
+            }
             self.append(pending);
             self.append(std::mem::take(&mut run.queued));
             self.offer_found_tools();

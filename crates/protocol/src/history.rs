@@ -403,12 +403,16 @@ pub struct Reflection {
 pub struct ContextFile {
     /// The path as given.
     pub path: String,
-    /// `file` or `directory`.
+    /// `file`, `directory` or `image`.
     pub kind: String,
-    /// Bytes attached (after the cap).
+    /// Bytes attached (after the cap; an image's as sent).
     pub bytes: usize,
     /// True when the cap cut the attachment short.
     pub truncated: bool,
+    /// For an image: its type and size as sent, and what it was scaled
+    /// down from (`image/png, 1568×882, downscaled from 3200×1800, 4.1 MB`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// How a session keeps its requests within the model's context window

@@ -63,6 +63,7 @@ pub fn attach(paths: &[String], cwd: &Path, max_bytes: usize) -> (String, Vec<Co
             kind: kind.to_string(),
             bytes: body.len(),
             truncated,
+            detail: None,
         });
     }
     (out, attached)

@@ -16,7 +16,7 @@
 //! formats built in).
 
 use base64::Engine as _;
-use cogni_protocol::Image;
+use cogni_protocol::{ContextFile, Image};
 use image::{DynamicImage, ImageFormat, ImageReader};
 use sha2::{Digest, Sha256};
 use std::io::Cursor;
@@ -67,6 +67,47 @@ impl Prepared {
             ));
         }
         text
+    }
+}
+
+/// The images at `paths` (relative to `cwd`), for the user's message;
+/// the first that cannot be attached is the error, naming it.
+pub fn attach(paths: &[String], cwd: &Path) -> Result<Vec<Prepared>, String> {
+    paths
+        .iter()
+        .map(|name| from_file(&cwd.join(name), name).map_err(|e| format!("{name}: {e}")))
+        .collect()
+}
+
+/// Whether the file at `path` starts like an image this module takes.
+pub fn looks_like_image(path: &Path) -> bool {
+    crate::fs::read_head(path, 16)
+        .ok()
+        .and_then(|head| image::guess_format(&head.bytes).ok())
+        .is_some_and(|f| {
+            matches!(
+                f,
+                ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::Gif | ImageFormat::WebP
+            )
+        })
+}
+
+impl Prepared {
+    /// How the attachment is reported (the `context` event).
+    pub fn context_file(&self) -> ContextFile {
+        let summary = self.summary();
+        let detail = summary
+            .strip_prefix(&format!("{} (", self.image.name))
+            .and_then(|s| s.strip_suffix(')'))
+            .unwrap_or(&summary)
+            .to_string();
+        ContextFile {
+            path: self.image.name.clone(),
+            kind: "image".into(),
+            bytes: self.image.data.len() / 4 * 3,
+            truncated: false,
+            detail: Some(detail),
+        }
     }
 }
 

@@ -29,6 +29,7 @@ pub mod safety;
 pub mod search;
 pub mod shell;
 pub mod skills;
+pub mod view_image;
 mod walk;
 pub mod write_file;
 
@@ -49,6 +50,7 @@ pub const DEFAULT_TOOLS: &[&str] = &[
     "grep",
     "glob",
     "ask_user",
+    "view_image",
 ];
 
 /// Tool list and tool settings (the spec's `tool_config`).
@@ -293,6 +295,7 @@ fn builtin(name: &str, config: &ToolConfig) -> Option<Arc<dyn Tool>> {
         "apply_patch" => apply_patch::apply_patch_tool(false),
         "edit_file" => Arc::new(edit_file::EditFileTool),
         "ask_user" => Arc::new(ask_user::AskUserTool),
+        "view_image" => Arc::new(view_image::ViewImageTool),
         _ => return None,
     })
 }
@@ -307,6 +310,7 @@ const BUILTIN_NAMES: &[&str] = &[
     "apply_patch",
     "edit_file",
     "ask_user",
+    "view_image",
 ];
 
 impl ToolRegistry {

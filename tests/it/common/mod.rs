@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
+pub mod images;
 pub mod mock;
 pub mod provider_harness;
 pub mod pty;

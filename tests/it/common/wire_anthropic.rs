@@ -134,6 +134,9 @@ const THINKING_DOCS: &str = "https://docs.claude.com/en/docs/build-with-claude/e
 ///   last message continues a tool loop (it holds `tool_result` blocks),
 ///   the assistant message before it starts with a thinking block.
 pub fn rule_broken(body: &Value) -> Option<String> {
+    if let Some(broken) = image_rule(body) {
+        return Some(broken);
+    }
     let messages = body.get("messages").and_then(Value::as_array)?;
     let blocks = |m: &Value| -> Vec<Value> {
         match m.get("content") {
@@ -293,6 +296,47 @@ pub fn rule_broken(body: &Value) -> Option<String> {
 }
 
 /// The broken rule and the API's answer to it: 400
+/// Image blocks: only in user messages (at the top level or inside a
+/// `tool_result`'s content), a base64 source of a type the API takes, that
+/// type's bytes, at most 5 MB of base64.
+fn image_rule(body: &Value) -> Option<String> {
+    let messages = body.get("messages").and_then(Value::as_array)?;
+    for (at, message) in messages.iter().enumerate() {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        let blocks = message.get("content").and_then(Value::as_array);
+        for (n, block) in blocks.into_iter().flatten().enumerate() {
+            let inner = block.get("content").and_then(Value::as_array);
+            let images = std::iter::once(block)
+                .chain(inner.into_iter().flatten())
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"));
+            for image in images {
+                let at = format!("messages.{at}.content.{n}");
+                if role != "user" {
+                    return Some(format!(
+                        "{at}: image blocks are only allowed in user messages"
+                    ));
+                }
+                let source = &image["source"];
+                if source.get("type").and_then(Value::as_str) != Some("base64") {
+                    return Some(format!("{at}.source.type: Input should be 'base64'"));
+                }
+                let data = source.get("data").and_then(Value::as_str).unwrap_or("");
+                if data.len() > 5 * 1024 * 1024 {
+                    return Some(format!("{at}.image.source.base64: image exceeds 5 MB maximum: {} bytes > 5242880 bytes", data.len()));
+                }
+                let media_type = source
+                    .get("media_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if let Some(problem) = super::images::problem(media_type, data) {
+                    return Some(format!("{at}.image.source.base64.data: {problem}"));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// `invalid_request_error` with the rule's message.
 pub fn rejection(body: &Value) -> Option<(String, MockResponse)> {
     let message = rule_broken(body)?;

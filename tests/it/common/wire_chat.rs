@@ -48,6 +48,28 @@ pub fn rule_broken(body: &Value) -> Option<(String, String, Option<&'static str>
             .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_string))
             .collect()
     };
+    for (at, message) in messages.iter().enumerate() {
+        let parts = message.get("content").and_then(Value::as_array);
+        for (n, part) in parts.into_iter().flatten().enumerate() {
+            if part.get("type").and_then(Value::as_str) != Some("image_url") {
+                continue;
+            }
+            if role(message) != "user" {
+                return Some((format!("Invalid 'messages[{at}]'. Image URLs are only allowed for messages with role 'user', but this message with role '{}' contains an image URL.", role(message)), format!("messages.[{at}].content.[{n}].type"), Some("invalid_value")));
+            }
+            let url = part
+                .pointer("/image_url/url")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if let Some(problem) = super::images::url_problem(url) {
+                return Some((
+                    problem,
+                    format!("messages.[{at}].content.[{n}].image_url.url"),
+                    Some("invalid_image_url"),
+                ));
+            }
+        }
+    }
     // The calls the current run of tool messages may answer.
     let mut open: Vec<String> = Vec::new();
     let mut opened_at = 0;

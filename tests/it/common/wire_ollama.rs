@@ -97,6 +97,14 @@ pub fn rule_broken(body: &Value) -> Option<String> {
     }
     let messages = body.get("messages").and_then(Value::as_array)?;
     for message in messages {
+        let images = message.get("images").and_then(Value::as_array);
+        for image in images.into_iter().flatten() {
+            let data = image.as_str().unwrap_or("");
+            let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data);
+            if bytes.map_or(true, |b| image::guess_format(&b).is_err()) {
+                return Some("illegal base64 data at input byte 0".into());
+            }
+        }
         for call in message
             .get("tool_calls")
             .and_then(Value::as_array)

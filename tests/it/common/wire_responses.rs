@@ -273,6 +273,9 @@ pub fn temperature_rule(body: &Value) -> Option<(String, &'static str)> {
 /// call in `input` has its output (nothing is stored server-side with
 /// `store: false`).
 pub fn rule_broken(body: &Value) -> Option<(String, &'static str, Option<&'static str>)> {
+    if let Some(broken) = image_rule(body) {
+        return Some(broken);
+    }
     if let Some((message, code)) = temperature_rule(body) {
         return Some((message, "temperature", Some(code)));
     }
@@ -316,6 +319,33 @@ pub fn rule_broken(body: &Value) -> Option<(String, &'static str, Option<&'stati
                     "input",
                     None,
                 ));
+            }
+        }
+    }
+    None
+}
+
+/// `input_image` parts: only in user messages, their `image_url` a data
+/// URL of an image the API takes.
+fn image_rule(body: &Value) -> Option<(String, &'static str, Option<&'static str>)> {
+    let input = body.get("input").and_then(Value::as_array)?;
+    for item in input {
+        let role = item.get("role").and_then(Value::as_str).unwrap_or("");
+        let parts = item.get("content").and_then(Value::as_array);
+        for part in parts.into_iter().flatten() {
+            if part.get("type").and_then(Value::as_str) != Some("input_image") {
+                continue;
+            }
+            if role != "user" {
+                return Some((
+                    format!("Invalid value: 'input_image'. Supported values are: 'output_text' and 'refusal' (a message with role '{role}')."),
+                    "input",
+                    Some("invalid_value"),
+                ));
+            }
+            let url = part.get("image_url").and_then(Value::as_str).unwrap_or("");
+            if let Some(problem) = super::images::url_problem(url) {
+                return Some((problem, "input", Some("invalid_image_url")));
             }
         }
     }

@@ -181,6 +181,8 @@ pub(crate) struct Conversation {
     /// Notices whose Notification hooks still run ([`Session::end`]
     /// waits for them).
     pub(crate) notices: Pending,
+    /// Images for the next user message ([`Session::attach_images`]).
+    pub(crate) attached: Vec<cogni_protocol::Image>,
 }
 
 impl Conversation {
@@ -204,6 +206,7 @@ impl Conversation {
             files: Files::default(),
             checkpoints: Checkpoints::default(),
             notices: Pending::default(),
+            attached: Vec::new(),
         }
     }
 }
@@ -330,6 +333,10 @@ fn derive(
         ApprovalPolicy::OnRequest | ApprovalPolicy::Untrusted
     );
     let mut tools = ToolRegistry::from_config(&tool_config, family.edit_tool)?;
+    if !family.supports_images {
+        // Its images would be refused before the request.
+        tools.retain(|name| name != "view_image");
+    }
     let prompt = config.prompt;
     if let Some(files) = &prompt.memory_files {
         // The notes themselves are chosen for the first prompt
