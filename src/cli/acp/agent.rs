@@ -364,7 +364,11 @@ impl Agent {
 pub fn initialize() -> acp::InitializeResponse {
     let capabilities = acp::AgentCapabilities::new()
         .load_session(true)
-        .prompt_capabilities(acp::PromptCapabilities::new().embedded_context(true))
+        .prompt_capabilities(
+            acp::PromptCapabilities::new()
+                .embedded_context(true)
+                .image(true),
+        )
         .mcp_capabilities(acp::McpCapabilities::new().http(true))
         .session_capabilities(
             acp::SessionCapabilities::new().list(acp::SessionListCapabilities::new()),

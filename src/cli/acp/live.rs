@@ -151,7 +151,7 @@ impl Live {
         let requested = self.requested.lock().map(|m| *m).unwrap_or(self.mode);
         self.apply_mode(requested);
         self.advertise();
-        let (text, attached) = self.read_prompt(blocks)?;
+        let (text, attached, images) = self.read_prompt(blocks)?;
         let text = match slash::split(text.trim()) {
             Some((name, args)) => match self.commands.find(name) {
                 Some(slash::Found::Builtin(builtin)) => {
@@ -170,6 +170,9 @@ impl Live {
             None => text,
         };
         sync_plan_note(&mut self.session, self.mode);
+        self.session
+            .attach_images(images)
+            .map_err(|e| Error::new(agent_client_protocol::ErrorCode::INVALID_PARAMS, e))?;
         let updates = self.updates.clone();
         let result = self.session.run_turn(&(text + &attached), &*updates).await;
         if let (Some(file), Ok(turn)) = (&self.file, &result) {
@@ -190,11 +193,16 @@ impl Live {
         }
     }
 
-    /// The prompt's text and, after it, the files it links or embeds.
-    fn read_prompt(&self, blocks: Vec<acp::ContentBlock>) -> Result<(String, String), Error> {
+    /// The prompt's text, the files it links or embeds (to put after
+    /// it), and its images (scaled down to what the APIs take).
+    fn read_prompt(
+        &self,
+        blocks: Vec<acp::ContentBlock>,
+    ) -> Result<(String, String, Vec<crate::protocol::Image>), Error> {
         let mut text = String::new();
         let mut linked = Vec::new();
         let mut embedded = String::new();
+        let mut images = Vec::new();
         for block in blocks {
             match block {
                 acp::ContentBlock::Text(t) => text.push_str(&t.text),
@@ -215,21 +223,42 @@ impl Live {
                     }
                     _ => return Err(unsupported("binary resources")),
                 },
-                acp::ContentBlock::Image(_) => return Err(unsupported("images")),
+                acp::ContentBlock::Image(image) => images.push(prompt_image(&image)?),
                 acp::ContentBlock::Audio(_) => return Err(unsupported("audio")),
                 _ => return Err(unsupported("this kind of content")),
             }
         }
         let (appendix, _) =
             crate::tools::attach::attach(&linked, &self.cwd, self.max_context_bytes);
-        Ok((text, appendix + &embedded))
+        Ok((text, appendix + &embedded, images))
     }
+}
+
+/// An image block of a prompt, checked and scaled down like a file the
+/// user attaches (its bytes, not its declared type, say what it is).
+fn prompt_image(block: &acp::ImageContent) -> Result<crate::protocol::Image, Error> {
+    use base64::Engine as _;
+    let invalid =
+        |message: String| Error::new(agent_client_protocol::ErrorCode::INVALID_PARAMS, message);
+    let name = block
+        .uri
+        .as_deref()
+        .map(|uri| uri.rsplit('/').next().unwrap_or(uri).to_string())
+        .unwrap_or_else(|| "image".to_string());
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(block.data.as_bytes())
+        .map_err(|e| invalid(format!("image {name}: its data is not base64: {e}")))?;
+    crate::tools::image::from_bytes(&bytes, &name)
+        .map(|prepared| prepared.image)
+        .map_err(invalid)
 }
 
 fn unsupported(what: &str) -> Error {
     Error::new(
         agent_client_protocol::ErrorCode::INVALID_PARAMS,
-        format!("cogni takes text, file links and embedded text files in a prompt, not {what}"),
+        format!(
+            "cogni takes text, images, file links and embedded text files in a prompt, not {what}"
+        ),
     )
 }
 

@@ -130,6 +130,8 @@ fn prepare(
     fork: bool,
 ) -> Result<(Repl, Completions), String> {
     let (launch_dir, cwd) = super::setup::dirs(&args.common)?;
+    let images =
+        crate::tools::image::attach(&args.images, &cwd).map_err(|e| format!("--image {e}"))?;
     let options = Options {
         common: args.common,
         policy: args.policy,
@@ -151,6 +153,16 @@ fn prepare(
         notices.terminal(),
     ));
     session.set_approver(approver.clone());
+    if !images.is_empty() {
+        let shown: Vec<String> = images.iter().map(|p| p.summary()).collect();
+        session
+            .attach_images(images.into_iter().map(|p| p.image).collect())
+            .map_err(|e| format!("--image: {e}"))?;
+        sink.note(&format!(
+            "attached to your first message: {}",
+            shown.join(", ")
+        ));
+    }
     let (registry, problems) = commands::load(&cwd, &configured.home, configured.project_trusted);
     for p in problems.iter().chain(&configured.problems) {
         sink.error(&format!("warning: {p}"));
@@ -461,11 +473,20 @@ impl Repl {
     async fn turn(&mut self, text: String) -> Option<TurnResult> {
         sync_plan_note(&mut self.session, self.mode);
         let cwd = self.session.context().cwd.clone();
-        let (message, attached) = mentions::expand(&text, &cwd, self.current.max_context_bytes);
-        if !attached.is_empty() {
-            self.sink
-                .note(&format!("attached: {}", attached.join(", ")));
+        let expanded = mentions::expand(&text, &cwd, self.current.max_context_bytes);
+        for problem in &expanded.problems {
+            self.sink.error(problem);
         }
+        let images = expanded.images.into_iter().map(|p| p.image).collect();
+        if let Err(e) = self.session.attach_images(images) {
+            self.sink.error(&e);
+            return None;
+        }
+        if !expanded.attached.is_empty() {
+            self.sink
+                .note(&format!("attached: {}", expanded.attached.join(", ")));
+        }
+        let message = expanded.message;
         let spinner = self.sink.spawn_spinner();
         let started = Instant::now();
         // Esc stops the turn as Ctrl-C does; typing is kept for later.
