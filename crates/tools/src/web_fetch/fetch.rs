@@ -25,22 +25,28 @@ const SNIFF_BYTES: usize = 8 * 1024;
 /// checked first), keeps no cookies, uses no proxy (a proxy would resolve
 /// names where the checks cannot see, and the user's proxy credentials are
 /// not web_fetch's to send), sends no Referer, and connects only to the
-/// addresses its resolver let through. `timeout` bounds the connect and
-/// idle timeouts.
+/// addresses its resolver let through. Its connect and idle timeouts
+/// apply when they are shorter than `timeout`, the call's, which covers
+/// them otherwise.
 pub fn client(reach: &Reach, timeout: Duration) -> Result<Client, String> {
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_TYPES));
-    Client::builder()
+    let mut builder = Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .referer(false)
-        .connect_timeout(CONNECT_TIMEOUT.min(timeout))
-        .read_timeout(IDLE_TIMEOUT.min(timeout))
         .dns_resolver(Arc::new(Resolver {
             allowed: reach.allowed.clone(),
         }))
         .user_agent(concat!("cogni/", env!("CARGO_PKG_VERSION"), " (web_fetch)"))
-        .default_headers(headers)
+        .default_headers(headers);
+    if CONNECT_TIMEOUT < timeout {
+        builder = builder.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if IDLE_TIMEOUT < timeout {
+        builder = builder.read_timeout(IDLE_TIMEOUT);
+    }
+    builder
         .build()
         .map_err(|e| format!("could not build the HTTP client: {}", chain(&e)))
 }
@@ -251,8 +257,17 @@ fn request_error(url: &Url, error: &reqwest::Error) -> String {
         }
         source = cause.source();
     }
+    if error.is_timeout() && error.is_connect() {
+        return format!(
+            "{url}: no connection within {} s",
+            CONNECT_TIMEOUT.as_secs()
+        );
+    }
     if error.is_timeout() {
-        return format!("{url}: the server did not answer in time");
+        return format!(
+            "{url}: the server sent nothing for {} s",
+            IDLE_TIMEOUT.as_secs()
+        );
     }
     format!("{url}: {}", chain(error))
 }
