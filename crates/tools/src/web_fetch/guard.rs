@@ -196,19 +196,14 @@ impl Reach {
             Host::Ipv6(ip) => IpAddr::V6(ip),
         };
         match non_public(ip) {
-            Some(what) => Err(address_refused(&host.to_string(), ip, what)),
+            Some(what) => Err(address_refused(format!("{host} is {what}"))),
             None => Ok(()),
         }
     }
 }
 
-/// The refusal of `host` for its address `ip`, which is `what`.
-fn address_refused(host: &str, ip: IpAddr, what: &str) -> Refused {
-    let at = if host == ip.to_string() || host == format!("[{ip}]") {
-        format!("{host} is {what}")
-    } else {
-        format!("{host} resolves to {ip}, {what}")
-    };
+/// The refusal of an address, `at` saying which and what it is.
+fn address_refused(at: String) -> Refused {
     Refused(format!(
         "{at}; web_fetch does not reach loopback, private or link-local addresses unless \
          {ALLOW_HINT} names the host"
@@ -250,11 +245,10 @@ fn public_addresses(
         .filter(|a| non_public(a.ip()).is_none())
         .collect();
     match (public.is_empty(), first) {
-        (true, Some(ip)) => Err(address_refused(
-            name,
-            ip,
-            non_public(ip).unwrap_or("not public"),
-        )),
+        (true, Some(ip)) => Err(address_refused(format!(
+            "{name} resolves to {ip}, {}",
+            non_public(ip).unwrap_or("not public")
+        ))),
         (true, None) => Err(Refused(format!("{name} has no address"))),
         (false, _) => Ok(public),
     }
