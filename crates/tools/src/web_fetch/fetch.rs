@@ -3,6 +3,7 @@
 //! HTML, text or binary.
 
 use super::guard::{Reach, Refused, Resolver};
+use cogni_protocol::error_chain;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use reqwest::{Client, Response, StatusCode};
 use std::error::Error as _;
@@ -48,7 +49,7 @@ pub fn client(reach: &Reach, timeout: Duration) -> Result<Client, String> {
     }
     builder
         .build()
-        .map_err(|e| format!("could not build the HTTP client: {}", chain(&e)))
+        .map_err(|e| format!("could not build the HTTP client: {}", error_chain(&e)))
 }
 
 /// What a response holds, by its type (or, naming none, by its first
@@ -269,22 +270,7 @@ fn request_error(url: &Url, error: &reqwest::Error) -> String {
             IDLE_TIMEOUT.as_secs()
         );
     }
-    format!("{url}: {}", chain(error))
-}
-
-/// An error and its causes, each once, joined by `: `.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
+    format!("{url}: {}", error_chain(error))
 }
 
 #[cfg(test)]

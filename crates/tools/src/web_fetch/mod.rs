@@ -157,8 +157,8 @@ impl WebFetchTool {
                         )
                     } else {
                         format!(
-                            "only the first {} of the page's HTML were read",
-                            size_of(MAX_HTML_BYTES)
+                            "only the first {} MiB of the page's HTML were read",
+                            MAX_HTML_BYTES >> 20
                         )
                     }
                 });
@@ -247,15 +247,6 @@ fn network_on(sandbox: &SandboxPolicy) -> bool {
     sandbox.network_access || sandbox.mode == SandboxMode::DangerFullAccess
 }
 
-/// `n` bytes for people (`5 MiB`).
-fn size_of(n: usize) -> String {
-    if n % (1024 * 1024) == 0 {
-        format!("{} MiB", n / (1024 * 1024))
-    } else {
-        format!("{n} bytes")
-    }
-}
-
 /// `body` as text, in the charset its Content-Type names (for HTML, else
 /// the one a `<meta>` near its start names), UTF-8 otherwise; what does not
 /// decode becomes U+FFFD, except at the very end, where it is what is left
@@ -337,6 +328,50 @@ mod tests {
             b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=iso-8859-1\">\xe9";
         assert!(decode(equiv, None, true).ends_with('é'));
         assert_eq!(meta_charset(b"<p>charset=x</p>"), None);
+    }
+
+    fn fetched(kind: Kind, content_type: &str, body: &[u8], complete: bool) -> Fetched {
+        Fetched {
+            url: Url::parse("https://example.com/a").unwrap(),
+            status: reqwest::StatusCode::OK,
+            content_type: Some(content_type.into()),
+            kind,
+            body: body.to_vec(),
+            length: None,
+            complete,
+        }
+    }
+
+    async fn shown(max_bytes: usize, fetched: Fetched) -> String {
+        let mut config = ToolConfig::default();
+        config.web_fetch.max_bytes = max_bytes;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let result = WebFetchTool::new(&config)
+            .render(fetched, deadline)
+            .await
+            .unwrap();
+        assert!(!result.is_error);
+        result.content
+    }
+
+    #[tokio::test]
+    async fn what_was_not_read_or_not_shown_is_said() {
+        let html = fetched(Kind::Html, "text/html", b"<p>Hello</p><p>world", false);
+        assert_eq!(
+            shown(100, html).await,
+            "URL: https://example.com/a\nContent-Type: text/html\n\nHello\n\nworld\n\n\
+             [... only the first 5 MiB of the page's HTML were read]"
+        );
+        let text = fetched(Kind::Text, "text/plain", b"0123456789", false);
+        assert_eq!(
+            shown(4, text).await,
+            "URL: https://example.com/a\nContent-Type: text/plain\n\n0123\n\n\
+             [... cut: the first 4 bytes are shown, of more ([tools.web_fetch] max_bytes)]"
+        );
+        let empty = fetched(Kind::Html, "text/html", b"<script>x()</script>", true);
+        assert!(shown(100, empty)
+            .await
+            .ends_with("\n\n(the page has no text)"));
     }
 
     #[test]
