@@ -8,7 +8,7 @@ use crate::truncate::floor_char_boundary;
 use htmd::element_handler::{HandlerResult, Handlers};
 use htmd::{Element, HtmlToMarkdown};
 use html5ever::tendril::{StrTendril, TendrilSink};
-use html5ever::{local_name, ParseOpts};
+use html5ever::{local_name, ns, ParseOpts};
 use markup5ever_rcdom::{Handle, Node, NodeData, RcDom};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -62,13 +62,13 @@ pub fn to_markdown(html: &str, base: &Url, deadline: Instant, cancel: &AtomicBoo
 }
 
 /// The converter: what is not text for a reader (scripts, styles, the
-/// head, embedded objects, form controls) left out, and images inlined as
+/// head and titles, embedded objects, form controls) left out, and images inlined as
 /// `data:` URLs reduced to their alt text.
 fn converter() -> HtmlToMarkdown {
     HtmlToMarkdown::builder()
         .skip_tags(vec![
-            "head", "script", "style", "noscript", "template", "svg", "math", "canvas", "iframe",
-            "object", "embed", "select", "button",
+            "head", "title", "script", "style", "noscript", "template", "svg", "math", "canvas",
+            "iframe", "object", "embed", "select", "button",
         ])
         .add_handler(vec!["img"], inline_image)
         .build()
@@ -100,7 +100,7 @@ fn prepare(document: &Handle, base: &Url) -> Option<String> {
     while let Some((node, depth)) = stack.pop() {
         if let NodeData::Element { name, attrs, .. } = &node.data {
             match name.local {
-                local_name!("title") if title.is_none() => {
+                local_name!("title") if title.is_none() && name.ns == ns!(html) => {
                     title = Some(collapse(&text_of(&node)));
                 }
                 local_name!("a") => absolute(&mut attrs.borrow_mut(), "href", base),
@@ -112,8 +112,9 @@ fn prepare(document: &Handle, base: &Url) -> Option<String> {
                 continue;
             }
         }
+        // In document order: the first child is taken next.
         let children = node.children.borrow();
-        stack.extend(children.iter().map(|c| (c.clone(), depth + 1)));
+        stack.extend(children.iter().rev().map(|c| (c.clone(), depth + 1)));
     }
     title.filter(|t| !t.is_empty())
 }
@@ -178,7 +179,8 @@ mod tests {
              <style>p{color:red}</style><script>alert('x')</script></head>\
              <body><h1>Install</h1><p>Run <code>make</code>, see <a href=\"../faq.html#q\">the FAQ</a>.</p>\
              <ul><li>one</li><li>two</li></ul><img alt=\"logo\" src=\"data:image/png;base64,AAAA\">\
-             <img alt=\"chart\" src=\"/img/c.png\"><script>var hidden = 1;</script></body></html>",
+             <img alt=\"chart\" src=\"/img/c.png\"><script>var hidden = 1;</script>\
+             <title>Not the title</title><svg><title>Nor this</title></svg></body></html>",
         );
         assert_eq!(page.title.as_deref(), Some("The Guide"));
         let md = &page.markdown;
@@ -194,7 +196,14 @@ mod tests {
             md.contains("![chart](https://example.com/img/c.png)"),
             "{md}"
         );
-        for hidden in ["alert", "hidden", "color:red", "The Guide"] {
+        for hidden in [
+            "alert",
+            "hidden",
+            "color:red",
+            "The Guide",
+            "Not the",
+            "Nor this",
+        ] {
             assert!(!md.contains(hidden), "{hidden} in {md}");
         }
     }
