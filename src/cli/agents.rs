@@ -81,14 +81,20 @@ pub fn apply_card(config: &mut SessionConfig, card: &AgentCard, model_chosen: bo
         );
     }
     if let Some(tools) = &card.tools {
+        // The edit tool and web_fetch have switches of their own: a card's
+        // list that leaves them out turns them off.
         let edit = ["apply_patch", "edit_file"];
+        let listed = |name: &str| tools.iter().any(|t| t == name);
         config.tool_config.enabled = tools
             .iter()
-            .filter(|t| !edit.contains(&t.as_str()))
+            .filter(|t| !edit.contains(&t.as_str()) && *t != "web_fetch")
             .cloned()
             .collect();
-        if !tools.iter().any(|t| edit.contains(&t.as_str())) {
+        if !edit.iter().any(|e| listed(e)) {
             config.tool_config.edit_tool = Some(EditTool::None);
+        }
+        if !listed("web_fetch") {
+            config.tool_config.web_fetch.enabled = false;
         }
     }
 }
@@ -158,4 +164,36 @@ pub fn run(args: AgentsArgs) -> u8 {
         eprintln!("cogni: warning: {problem}");
     }
     exit::DONE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{ProviderInfo, WireApi};
+
+    #[test]
+    fn a_cards_tools_are_its_whole_list_the_edit_tool_and_web_fetch_too() {
+        let base = SessionConfig::new(
+            ProviderInfo::new("fake", "", WireApi::Scripted),
+            PathBuf::from("/work"),
+        );
+        let with = |tools: &str| {
+            let card = cards::parse(
+                Path::new("c.md"),
+                &format!("+++\ndescription = \"d\"\ntools = {tools}\n+++\n"),
+            )
+            .unwrap();
+            let mut config = base.clone();
+            apply_card(&mut config, &card, false);
+            config.tool_config
+        };
+        let reader = with(r#"["read_file", "grep"]"#);
+        assert_eq!(reader.enabled, ["read_file", "grep"]);
+        assert_eq!(reader.edit_tool, Some(EditTool::None));
+        assert!(!reader.web_fetch.enabled);
+        let researcher = with(r#"["read_file", "web_fetch", "edit_file"]"#);
+        assert_eq!(researcher.enabled, ["read_file"]);
+        assert_eq!(researcher.edit_tool, base.tool_config.edit_tool);
+        assert!(researcher.web_fetch.enabled);
+    }
 }

@@ -50,3 +50,4 @@ mod skills;
 mod strategies;
 mod text_tools;
 mod transcripts;
+mod web_fetch;

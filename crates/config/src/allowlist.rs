@@ -14,6 +14,7 @@ use super::ConfigFile;
 use cogni_core::delegate::DelegationLimits;
 use cogni_protocol::{ApprovalPolicy, ResourceLimits, SandboxMode};
 use cogni_tools::env::{EnvInherit, ShellEnvPolicy};
+use cogni_tools::web_fetch::WebFetchConfig;
 use cogni_tools::ToolConfig;
 use std::path::{Component, Path};
 use toml::{Table, Value};
@@ -32,8 +33,8 @@ enum Rule {
     AsksMore,
     /// A sandbox mode that reaches no further than the one below.
     ReachesLess,
-    /// `false`, or what the layer below allows.
-    NetworkNoMore,
+    /// `false`, or `true` where the layer below has it on.
+    OffUnlessBelow(fn(&ConfigFile) -> bool),
     /// A path inside the repository (each one, for a list).
     InsideRepo,
     /// A provider the user's own config names.
@@ -69,6 +70,11 @@ fn tools(b: &ConfigFile) -> (super::ToolsFile, ToolConfig) {
     (b.tools.clone().unwrap_or_default(), ToolConfig::default())
 }
 
+/// `[tools.web_fetch]` below (its hosts are never a project's to add).
+fn web_fetch(b: &ConfigFile) -> super::WebFetchFile {
+    tools(b).0.web_fetch.unwrap_or_default()
+}
+
 /// The allowlist.
 #[rustfmt::skip]
 const ALLOWED: &[Entry] = &[
@@ -86,7 +92,7 @@ const ALLOWED: &[Entry] = &[
     entry("max_iterations", Rule::AtMost(max_steps), LIMIT),
     entry("approval_policy", Rule::AsksMore, "a policy that asks you at least as often"),
     entry("sandbox_mode", Rule::ReachesLess, "a sandbox at least as tight"),
-    entry("sandbox_workspace_write.network_access", Rule::NetworkNoMore, "the network off, or on where you allow it"),
+    entry("sandbox_workspace_write.network_access", Rule::OffUnlessBelow(|b| b.sandbox_workspace_write.as_ref().and_then(|s| s.network_access).unwrap_or(false)), "the network off, or on where you allow it"),
     entry("sandbox_workspace_write.writable_roots", Rule::InsideRepo, "more writable directories, inside the repository"),
     entry("sandbox.max_processes", Rule::AtMost(|b| limit(b, |l| l.max_processes)), LIMIT),
     entry("sandbox.max_file_size_bytes", Rule::AtMost(|b| limit(b, |l| l.max_file_size_bytes)), LIMIT),
@@ -106,6 +112,10 @@ const ALLOWED: &[Entry] = &[
     entry("tools.list_max_entries", Rule::AtMost(|b| { let (t, d) = tools(b); Some(t.list_max_entries.unwrap_or(d.list_max_entries) as f64) }), CAP),
     entry("tools.grep_max_results", Rule::AtMost(|b| { let (t, d) = tools(b); Some(t.grep_max_results.unwrap_or(d.grep_max_results) as f64) }), CAP),
     entry("tools.max_background_jobs", Rule::AtMost(|b| { let (t, d) = tools(b); Some(t.max_background_jobs.unwrap_or(d.max_background_jobs) as f64) }), LIMIT),
+    entry("tools.web_fetch.enabled", Rule::OffUnlessBelow(|b| web_fetch(b).enabled.unwrap_or(WebFetchConfig::default().enabled)), "web_fetch off, or on where you have it on"),
+    entry("tools.web_fetch.max_bytes", Rule::AtMost(|b| Some(web_fetch(b).max_bytes.unwrap_or(WebFetchConfig::default().max_bytes) as f64)), CAP),
+    entry("tools.web_fetch.timeout_secs", Rule::AtMost(|b| Some(web_fetch(b).timeout_secs.unwrap_or(WebFetchConfig::default().timeout.as_secs()) as f64)), LIMIT),
+    entry("tools.web_fetch.max_redirects", Rule::AtMost(|b| Some(web_fetch(b).max_redirects.unwrap_or(WebFetchConfig::default().max_redirects) as f64)), LIMIT),
     entry("tools.background_timeout_secs", Rule::AtMost(|b| { let (t, d) = tools(b); Some(t.background_timeout_secs.unwrap_or(d.background_timeout.as_secs()) as f64) }), LIMIT),
     entry("context_strategy", Rule::Any, "how history is fitted into the context window"),
     entry("repl.status_line", Rule::Any, "how the REPL looks"),
@@ -324,14 +334,8 @@ fn apply(
             }
             Some(value)
         }
-        Rule::NetworkNoMore => {
-            let below = cx
-                .base
-                .sandbox_workspace_write
-                .as_ref()
-                .and_then(|s| s.network_access)
-                .unwrap_or(false);
-            if value.as_bool() == Some(true) && !below {
+        Rule::OffUnlessBelow(below) => {
+            if value.as_bool() == Some(true) && !below(cx.base) {
                 return refuse(ignored, String::new());
             }
             Some(value)
@@ -503,6 +507,8 @@ mod tests {
             ("", "[tools]\nenabled = [\"read_file\"]", "[tools]\nenabled = [\"read_file\"]\n", &[]),
             ("", "[tools.shell_env]\nset = { LD_PRELOAD = \"x.so\" }", "", &["tools.shell_env"]),
             ("", "[tools.shell_env]\ninherit = \"core\"", "[tools.shell_env]\ninherit = \"core\"\n", &[]),
+            ("", "[tools.web_fetch]\nallowed_domains = [\"127.0.0.1\"]\nenabled = true\nmax_bytes = 1000\ntimeout_secs = 60", "[tools.web_fetch]\nenabled = true\nmax_bytes = 1000\n", &["tools.web_fetch.allowed_domains", "tools.web_fetch.timeout_secs (60 is over 30"]),
+            ("[tools.web_fetch]\nenabled = false", "[tools.web_fetch]\nenabled = true\nmax_redirects = 0", "[tools.web_fetch]\nmax_redirects = 0\n", &["tools.web_fetch.enabled"]),
             ("", "provider = \"ollama\"", "", &["provider (\"ollama\" is not a provider your own config sets up)"]),
             ("", "provider = \"openai\"", "provider = \"openai\"\n", &[]),
             ("[model_providers.local]\nbase_url = \"http://127.0.0.1:1\"", "provider = \"local\"", "provider = \"local\"\n", &[]),

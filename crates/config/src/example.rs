@@ -139,6 +139,7 @@ mod tests {
             "base_instructions_file",
             "tools.shell_timeout_ms",
             "tools.shell_env.inherit",
+            "tools.web_fetch.allowed_domains",
             "agent.max_context_bytes",
             "model_providers.*.base_url",
             "mcp_servers.*.command",

@@ -119,6 +119,26 @@ cogni_protocol::layered! {
         pub shell_env: Option<ShellEnvPolicy>,
         /// apply_patch | apply_patch_freeform | edit_file | none (default: the model family's).
         pub edit_tool: Option<EditTool>,
+        /// `[tools.web_fetch]`: the `web_fetch` tool.
+        pub web_fetch: Option<WebFetchFile>,
+    }
+}
+
+cogni_protocol::layered! {
+    /// `[tools.web_fetch]`
+    #[derive(Debug, Clone, Default, Deserialize)]
+    pub struct WebFetchFile {
+        /// Offer the tool (default true).
+        pub enabled: Option<bool>,
+        /// Hosts fetched while the network is off, and at any address
+        /// (loopback and private ones too); a name covers its subdomains.
+        pub allowed_domains: Option<Vec<String>>,
+        /// Bytes of text the model is shown at most.
+        pub max_bytes: Option<usize>,
+        /// The longest one call may take, in seconds.
+        pub timeout_secs: Option<u64>,
+        /// Redirects followed at most.
+        pub max_redirects: Option<usize>,
     }
 }
 

@@ -17,7 +17,7 @@
 
 use super::{
     agents_md, allowlist, keys, mcp, model_aliases, providers, run, soul, trust, ConfigError,
-    ConfigFile, DelegationFile, Notify, ReplFile, SandboxLimitsFile, ToolsFile,
+    ConfigFile, DelegationFile, Notify, ReplFile, SandboxLimitsFile, ToolsFile, WebFetchFile,
 };
 use cogni_core::delegate::DelegationLimits;
 use cogni_core::{AuthMode, CompactionConfig, Features, ProjectSoul, Sampling, SessionConfig};
@@ -29,6 +29,8 @@ use cogni_spec::plain_message;
 use cogni_tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
 use cogni_tools::memory::{self, MemoryFiles};
 use cogni_tools::skills::{self, Skills};
+use cogni_tools::web_fetch::guard::AllowedHosts;
+use cogni_tools::web_fetch::WebFetchConfig;
 use cogni_tools::ToolConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -628,6 +630,7 @@ fn tool_config(t: ToolsFile) -> Result<ToolConfig, ConfigError> {
     }
     pick_into(&mut config.shell_env, t.shell_env);
     config.edit_tool = t.edit_tool;
+    config.web_fetch = web_fetch_config(t.web_fetch.unwrap_or_default())?;
     config
         .shell_env
         .validate()
@@ -641,6 +644,27 @@ fn tool_config(t: ToolsFile) -> Result<ToolConfig, ConfigError> {
     if config.max_output_bytes == 0 || config.max_output_lines == 0 {
         return err("tools.max_output_bytes and tools.max_output_lines must be at least 1");
     }
+    Ok(config)
+}
+
+fn web_fetch_config(w: WebFetchFile) -> Result<WebFetchConfig, ConfigError> {
+    let mut config = WebFetchConfig::default();
+    pick_into(&mut config.enabled, w.enabled);
+    if let Some(domains) = w.allowed_domains {
+        config.allowed_domains = AllowedHosts::parse(&domains)
+            .map_err(|e| ConfigError(format!("tools.web_fetch.allowed_domains: {e}")))?;
+    }
+    pick_into(&mut config.max_bytes, w.max_bytes);
+    if config.max_bytes == 0 {
+        return err("tools.web_fetch.max_bytes must be at least 1");
+    }
+    if let Some(secs) = w.timeout_secs {
+        if secs == 0 {
+            return err("tools.web_fetch.timeout_secs must be at least 1");
+        }
+        config.timeout = Duration::from_secs(secs);
+    }
+    pick_into(&mut config.max_redirects, w.max_redirects);
     Ok(config)
 }
 

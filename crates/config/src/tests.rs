@@ -272,6 +272,53 @@ fn invalid_tool_settings_fail() {
 }
 
 #[test]
+fn web_fetch_settings_merge_key_by_key_and_bad_ones_fail() {
+    let d = dirs();
+    trust_cwd(&d);
+    std::fs::write(
+        d.home.join("config.toml"),
+        "[tools.web_fetch]\nallowed_domains = [\"docs.rs\", \"127.0.0.1\"]\ntimeout_secs = 5\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.cwd.join("cogni.toml"),
+        "[tools.web_fetch]\nmax_bytes = 1000\n",
+    )
+    .unwrap();
+    let c = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap();
+    let web = &c.session.tool_config.web_fetch;
+    assert!(web.enabled);
+    assert_eq!(web.max_bytes, 1000);
+    assert_eq!(web.timeout, Duration::from_secs(5));
+    assert_eq!(web.max_redirects, 5);
+    let hosts = ["docs.rs".to_string(), "127.0.0.1".to_string()];
+    let parsed = cogni_tools::web_fetch::guard::AllowedHosts::parse(&hosts).unwrap();
+    assert_eq!(web.allowed_domains, parsed);
+    for (bad, says) in [
+        (
+            "allowed_domains = [\"https://x.org/\"]",
+            "tools.web_fetch.allowed_domains: `https://x.org/` is not a host name",
+        ),
+        (
+            "timeout_secs = 0",
+            "tools.web_fetch.timeout_secs must be at least 1",
+        ),
+        (
+            "max_bytes = 0",
+            "tools.web_fetch.max_bytes must be at least 1",
+        ),
+    ] {
+        std::fs::write(
+            d.cwd.join("cogni.toml"),
+            format!("[tools.web_fetch]\n{bad}\n"),
+        )
+        .unwrap();
+        let err = load_with(&d, ConfigFile::default(), &env_of(&[])).unwrap_err();
+        assert!(err.0.starts_with(says), "{bad}: {}", err.0);
+    }
+}
+
+#[test]
 fn the_example_config_is_valid() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cogni.toml.example");
     let file = ConfigFile::load(&path).unwrap();
@@ -287,6 +334,11 @@ fn the_example_config_is_valid() {
     assert_eq!(c.session.model_aliases["fast"], "gpt-4.1-mini");
     assert_eq!(c.mcp.servers.len(), 2);
     assert_eq!(c.mcp.enabled().count(), 0, "the examples start nothing");
+    assert_eq!(
+        c.session.tool_config.web_fetch,
+        cogni_tools::web_fetch::WebFetchConfig::default(),
+        "the example shows web_fetch's defaults"
+    );
     let local = providers::resolve(
         "local",
         &ConfigFile::load(&path).unwrap().model_providers,

@@ -181,7 +181,8 @@ pub(crate) fn on_failure_retry(
         && looks_like_sandbox_denial(content)
 }
 
-/// A one-line summary of a call for the question.
+/// A one-line summary of a call for the question: a shell call's
+/// command, a web_fetch call's `GET URL`, any other call's arguments.
 pub(crate) fn describe(call: &ToolCall) -> String {
     if call.name == "shell" {
         if let Some((command, _)) = shell_request(call) {
@@ -189,6 +190,12 @@ pub(crate) fn describe(call: &ToolCall) -> String {
                 ShellCommand::Line(s) => s,
                 ShellCommand::Argv(a) => a.join(" "),
             };
+        }
+    }
+    if call.name == "web_fetch" {
+        let args = serde_json::from_str::<serde_json::Value>(&call.arguments).ok();
+        if let Some(url) = args.as_ref().and_then(|v| v["url"].as_str()) {
+            return format!("GET {url}");
         }
     }
     call.arguments.clone()
@@ -380,6 +387,23 @@ mod tests {
     fn the_path_policy_refusals_are_recognised() {
         let read_only = cogni_tools::paths::PathError::ReadOnly.to_string();
         assert!(looks_like_sandbox_denial(&read_only), "{read_only}");
+    }
+
+    #[test]
+    fn a_web_fetch_is_asked_under_untrusted_and_shown_as_its_url() {
+        let fetch = ToolCall {
+            name: "web_fetch".into(),
+            ..shell(serde_json::json!({"url": "http://169.254.169.254/latest"}))
+        };
+        assert_eq!(describe(&fetch), "GET http://169.254.169.254/latest");
+        assert!(matches!(
+            precheck(ApprovalPolicy::Untrusted, &fetch, false, "/bin/bash"),
+            Precheck::Ask {
+                escalate: false,
+                ..
+            }
+        ));
+        assert_eq!(request(&fetch, "r".into()).summary, describe(&fetch));
     }
 
     #[test]

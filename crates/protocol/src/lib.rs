@@ -27,6 +27,23 @@ pub use image::*;
 pub use policy::*;
 pub use question::*;
 
+/// `error` and its causes, each said once, joined by `: ` (an HTTP
+/// client's own message names the kind of failure, its causes what
+/// failed).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
 /// The UTC date (`YYYY-MM-DD`) and time of day (hours, minutes, seconds)
 /// of `secs` seconds after 1970-01-01 (session listings, run ids and
 /// result timestamps).

@@ -159,6 +159,7 @@ fn claude_tool(name: &str) -> Option<&str> {
         "Grep" => "grep",
         "Glob" => "glob",
         "LS" => "list_dir",
+        "WebFetch" => "web_fetch",
         "" => return None,
         other if other.starts_with(|c: char| c.is_ascii_uppercase()) => return None,
         other => other,
@@ -339,7 +340,7 @@ mod tests {
     fn claude_codes_yaml_sub_agent_files_are_cards_too() {
         let card = parse(
             Path::new("/x/code-reviewer.md"),
-            "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash, WebFetch\nmodel: inherit\ncolor: blue\n---\nYou are a reviewer.\n",
+            "---\nname: code-reviewer\ndescription: Reviews code\ntools: Read, Grep, Glob, Bash, WebFetch, WebSearch\nmodel: inherit\ncolor: blue\n---\nYou are a reviewer.\n",
         )
         .unwrap();
         assert_eq!(card.name, "code-reviewer");
@@ -347,7 +348,7 @@ mod tests {
         assert_eq!(card.model, None, "inherit: the parent's");
         assert_eq!(
             card.tools.as_deref().unwrap(),
-            ["read_file", "grep", "glob", "shell"]
+            ["read_file", "grep", "glob", "shell", "web_fetch"]
         );
         assert_eq!(card.instructions, "You are a reviewer.");
         let listed = parse(

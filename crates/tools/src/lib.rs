@@ -31,6 +31,7 @@ pub mod shell;
 pub mod skills;
 pub mod view_image;
 mod walk;
+pub mod web_fetch;
 pub mod write_file;
 
 pub use cogni_process::truncate;
@@ -89,6 +90,9 @@ pub struct ToolConfig {
     /// The session's skills when `features.skills_enabled` is on (set by
     /// the configuration); with at least one, the `skill` tool is offered.
     pub skills: Option<Arc<skills::Skills>>,
+    /// `[tools.web_fetch]`: whether `web_fetch` is offered, what it may
+    /// reach, its caps.
+    pub web_fetch: web_fetch::WebFetchConfig,
 }
 
 impl Default for ToolConfig {
@@ -109,6 +113,7 @@ impl Default for ToolConfig {
             edit_tool: None,
             shell_escalation: false,
             skills: None,
+            web_fetch: web_fetch::WebFetchConfig::default(),
         }
     }
 }
@@ -274,12 +279,15 @@ pub struct ToolRegistry {
 #[derive(Debug, thiserror::Error)]
 pub enum ToolConfigError {
     /// `tools.enabled` names a tool that does not exist.
-    #[error("unknown tool `{name}` in tools.enabled; available tools: {available}")]
+    #[error("unknown tool `{name}` in tools.enabled; available tools: {available}{hint}")]
     UnknownTool {
         /// The name as given.
         name: String,
         /// The built-in tools' names, comma-separated.
         available: String,
+        /// Where a tool that is switched elsewhere is switched (empty for
+        /// others).
+        hint: &'static str,
     },
 }
 
@@ -326,12 +334,20 @@ impl ToolRegistry {
             let tool = builtin(name, config).ok_or_else(|| ToolConfigError::UnknownTool {
                 name: name.clone(),
                 available: BUILTIN_NAMES.join(", "),
+                hint: if name == "web_fetch" {
+                    " (web_fetch is offered unless [tools.web_fetch] enabled = false)"
+                } else {
+                    ""
+                },
             })?;
             registry.register(tool);
             if name == "shell" && config.max_background_jobs > 0 {
                 registry.register(Arc::new(jobs::ShellOutputTool));
                 registry.register(Arc::new(jobs::ShellKillTool));
             }
+        }
+        if config.web_fetch.enabled {
+            registry.register(Arc::new(web_fetch::WebFetchTool::new(config)));
         }
         match config.edit_tool.unwrap_or(family_edit_tool) {
             EditTool::ApplyPatch => registry.register(apply_patch::apply_patch_tool(false)),
@@ -528,8 +544,9 @@ mod tests {
     use super::*;
 
     /// Every tool schema goes into every request, and the whole first request
-    /// must stay under 16 KB: the default tools (`ask_user` among them) with
-    /// any edit tool get well under half of that, 7 KiB.
+    /// must stay under 16 KB: the default tools (`ask_user`, `view_image`
+    /// and `web_fetch` among them) with any edit tool get well under half
+    /// of that.
     #[test]
     fn builtin_specs_are_complete_and_small() {
         let all = ToolConfig {
@@ -579,16 +596,18 @@ mod tests {
             last(names(&default, EditTool::ApplyPatchFreeform)),
             ("apply_patch".into(), true)
         );
-        // The defaults, plus shell_output and shell_kill with shell.
+        // The defaults, plus shell_output and shell_kill with shell, and
+        // web_fetch.
         assert_eq!(
             names(&default, EditTool::None).len(),
-            DEFAULT_TOOLS.len() + 2
+            DEFAULT_TOOLS.len() + 3
         );
-        let no_jobs = ToolConfig {
+        let mut bare = ToolConfig {
             max_background_jobs: 0,
             ..ToolConfig::default()
         };
-        let without: Vec<String> = names(&no_jobs, EditTool::None)
+        bare.web_fetch.enabled = false;
+        let without: Vec<String> = names(&bare, EditTool::None)
             .into_iter()
             .map(|(name, _)| name)
             .collect();
@@ -600,6 +619,22 @@ mod tests {
         assert_eq!(
             last(names(&chosen, EditTool::ApplyPatch)),
             ("edit_file".into(), false)
+        );
+    }
+
+    #[test]
+    fn web_fetch_is_switched_by_its_own_table_not_by_enabled() {
+        let listed = ToolConfig {
+            enabled: vec!["web_fetch".into()],
+            ..ToolConfig::default()
+        };
+        let Err(err) = ToolRegistry::from_config(&listed, EditTool::None) else {
+            panic!("web_fetch in tools.enabled was accepted");
+        };
+        assert!(
+            err.to_string()
+                .ends_with("(web_fetch is offered unless [tools.web_fetch] enabled = false)"),
+            "{err}"
         );
     }
 
@@ -630,6 +665,7 @@ mod tests {
         }
         assert!(!registry.is_read_only("shell"));
         assert!(!registry.is_read_only("write_file"));
+        assert!(!registry.is_read_only("web_fetch"));
     }
 
     #[tokio::test]

@@ -312,6 +312,12 @@ pub(super) fn describe(name: &str, arguments: &str, cwd: &Path) -> Described {
             vec![],
             vec![],
         ),
+        "web_fetch" => (
+            format!("Fetch {}", field("url")),
+            acp::ToolKind::Fetch,
+            vec![],
+            vec![],
+        ),
         "skill" => (
             format!("Load skill {}", field("name")),
             acp::ToolKind::Read,
@@ -420,6 +426,11 @@ mod tests {
             acp::ToolCallContent::Diff(diff) => assert_eq!(diff.new_text, "one\n2\n"),
             other => panic!("{other:?}"),
         }
+        let d = describe("web_fetch", r#"{"url":"https://docs.rs/x"}"#, dir.path());
+        assert_eq!(
+            (d.title.as_str(), d.kind),
+            ("Fetch https://docs.rs/x", acp::ToolKind::Fetch)
+        );
         let d = describe("mcp__db__query", "not json", dir.path());
         assert_eq!(
             (d.title.as_str(), d.kind),

@@ -21,7 +21,7 @@ const TOOLS: &[(&str, &[&str])] = &[
     ("Skill", &["skill"]),
     ("NotebookEdit", &[]),
     ("NotebookRead", &[]),
-    ("WebFetch", &[]),
+    ("WebFetch", &["web_fetch"]),
     ("WebSearch", &[]),
     ("SlashCommand", &[]),
     ("ExitPlanMode", &[]),
@@ -108,6 +108,10 @@ pub(super) fn guardrail(rule: &str) -> Result<(String, String), String> {
     };
     Ok(match tool {
         "Bash" => ("shell".into(), command_pattern(spec)),
+        "WebFetch" => match spec.strip_prefix("domain:") {
+            Some(host) => ("web_fetch".into(), host_pattern(host.trim())),
+            None => return Err(format!("`WebFetch({spec})` is not a `domain:HOST` rule")),
+        },
         "Read" => (READ_TOOLS.join("|"), path_pattern(spec)),
         "Edit" | "MultiEdit" | "Write" => (EDIT_TOOLS.join("|"), path_pattern(spec)),
         _ => (cogni.join("|"), path_pattern(spec)),
@@ -134,6 +138,17 @@ fn command_pattern(spec: &str) -> String {
         })
         .collect();
     format!("{WORD_EDGE}{}{WORD_END}", body.join(".*"))
+}
+
+/// A WebFetch rule's host (`example.com`, `*.example.com`) as a regex
+/// over a web_fetch call's arguments: a `url` whose host is it or one of
+/// its subdomains, in any case, whatever the scheme, credentials or port.
+fn host_pattern(host: &str) -> String {
+    let host = host.strip_prefix("*.").unwrap_or(host);
+    format!(
+        r#"(?i)"url"\s*:\s*"\s*[a-z][a-z0-9+.-]*://(?:[^/"@]*@)?(?:[^/"@]*\.)?{}\.?(?:[:/?#"\\]|$)"#,
+        regex::escape(host)
+    )
 }
 
 /// A Read or Edit rule's path (a gitignore-style glob: `./secrets/**`,

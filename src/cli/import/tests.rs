@@ -301,7 +301,7 @@ fn claude_hooks_become_cogni_hooks_with_cognis_tool_names() {
         ]
     );
     assert!(why(&imp, &format!("hooks.PreToolUse[1].hooks[1] in {file}")).contains("prompt"));
-    assert!(why(&imp, &format!("hooks.PreToolUse[2] in {file}")).contains("WebFetch"));
+    assert!(why(&imp, &format!("hooks.PreToolUse[2] in {file}")).contains("WebSearch"));
     assert_eq!(
         hooks(&t, "PostToolUse"),
         vec![(
@@ -352,16 +352,13 @@ fn claude_permissions_deny_rules_become_guardrails_and_the_rest_is_reported() {
             "read_file|grep|glob|list_dir",
             "read_file|grep|glob|list_dir",
             "apply_patch|edit_file|write_file",
+            "web_fetch",
             "mcp__slack__.*"
         ]
     );
     assert!(effects[0].1.contains("`Bash(rm -rf:*)`"));
+    assert!(effects[5].1.contains("`WebFetch(domain:example.com)`"));
     let file = "settings.json";
-    assert!(why(
-        &imp,
-        &format!("permissions.deny `WebFetch(domain:example.com)` in {file}")
-    )
-    .contains("no WebFetch tool"));
     assert!(why(
         &imp,
         &format!("permissions.allow `Bash(npm run test:*)` in {file}")
@@ -638,6 +635,35 @@ fn deny_rules_block_what_claude_code_blocks_on_cognis_tools() {
         "mcp__github__get_issue",
         json!({})
     ));
+    let url = |u: &str| json!({ "url": u });
+    for denied in [
+        "https://example.com/",
+        "http://Docs.Example.COM:8080/a?b",
+        "https://u@api.example.com",
+        "https://example.com.",
+    ] {
+        assert!(
+            blocks("WebFetch(domain:example.com)", "web_fetch", url(denied)),
+            "{denied}"
+        );
+    }
+    for allowed in [
+        "https://notexample.com/",
+        "https://example.com.evil.org/",
+        "https://evil.org/?q=example.com",
+    ] {
+        assert!(
+            !blocks("WebFetch(domain:example.com)", "web_fetch", url(allowed)),
+            "{allowed}"
+        );
+    }
+    assert!(blocks(
+        "WebFetch(domain:*.example.com)",
+        "web_fetch",
+        url("https://a.example.com/")
+    ));
+    assert!(blocks("WebFetch", "web_fetch", url("https://x.org/")));
+    assert!(claude_tools::guardrail("WebFetch(https://x.org)").is_err());
     assert!(claude_tools::guardrail("WebSearch").is_err());
     assert!(claude_tools::guardrail("Frobnicate").is_err());
 }

@@ -388,21 +388,6 @@ pub(crate) fn idle_error(info: &ProviderInfo, model: &str) -> ProviderError {
     }
 }
 
-/// An error and its sources, joined: reqwest's own message is too terse.
-pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
-}
-
 /// The first `max` bytes (or so) of a body, as text; whatever arrived if
 /// reading fails.
 pub(super) async fn read_capped(

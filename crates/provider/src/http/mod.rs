@@ -31,7 +31,7 @@ use super::retry::{self, Backoff, Jitter};
 use super::sse::{self, SseError, SseEvent};
 use super::{ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
 use cogni_process as exec;
-use cogni_protocol::ToolCall;
+use cogni_protocol::{error_chain, ToolCall};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
