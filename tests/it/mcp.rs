@@ -197,7 +197,7 @@ fn the_model_reads_a_file_and_gets_images_and_structured_content_from_real_serve
     );
     assert_eq!(output_of(&events, "c1"), "the answer is 42\n");
     let image = output_of(&events, "c2");
-    assert!(image.contains("[image: image/png"), "{image}");
+    assert!(image.contains("[image: tool image (image/png, "), "{image}");
     let structured = output_of(&events, "c3");
     assert!(structured.contains("temperature"), "{structured}");
     // Capped like every tool output.
@@ -215,6 +215,11 @@ fn the_model_reads_a_file_and_gets_images_and_structured_content_from_real_serve
         .as_str()
         .unwrap()
         .contains("the answer is 42"));
+    // The server's image, as an image, in the user message after them.
+    let after = requests[1].messages().last().cloned().unwrap();
+    assert_eq!(after["role"], "user", "{after}");
+    let url = after["content"][1]["image_url"]["url"].as_str().unwrap();
+    assert!(url.starts_with("data:image/png;base64,"), "{url:.60}");
     mock.assert_invariants();
 }
 

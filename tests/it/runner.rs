@@ -1373,3 +1373,57 @@ auto_context = true
         "auto_context attaches the file the task names"
     );
 }
+
+#[test]
+fn a_tasks_images_reach_the_model_and_a_missing_one_fails_the_setup() {
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("a square"));
+    let t = mock_tasks(&server);
+    let work = t.env.work();
+    let shot = crate::common::images::png(20, 10);
+    std::fs::write(work.join("shot.png"), &shot).unwrap();
+    t.file(
+        r#"
+[[agents]]
+id = "mock"
+provider = "mock"
+model = "gpt-4.1"
+
+[[tasks]]
+id = "look"
+prompt = "what is in the screenshot?"
+images = ["shot.png"]
+
+[[tasks]]
+id = "gone"
+prompt = "and this one?"
+images = ["missing.png"]
+"#,
+    );
+    let out = t.run_mock();
+    assert_code(&out, 1);
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        1,
+        "the task whose image is missing sends nothing"
+    );
+    let body = String::from_utf8_lossy(&requests[0].body).into_owned();
+    let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &shot);
+    assert!(
+        body.contains(&format!("data:image/png;base64,{data}")),
+        "{body}"
+    );
+    server.assert_invariants();
+    assert!(
+        stderr(&out).contains("images: missing.png"),
+        "{}",
+        stderr(&out)
+    );
+    let results = t.results();
+    assert_eq!(attempts(&results, "look")[0]["status"], "passed");
+    assert_eq!(
+        attempts(&results, "gone")[0]["failure_reason"],
+        "setup_failed"
+    );
+}

@@ -357,13 +357,27 @@ impl Session {
                         })
                     }),
             );
+            let takes_images = self.ctx.model_family.supports_images;
             items.extend(results.iter().map(|record| {
+                let mut content = record.result.clone();
+                let images = if takes_images {
+                    record.images.clone()
+                } else {
+                    // An MCP tool's images, for a model that takes none.
+                    for image in &record.images {
+                        content.push_str(&format!(
+                            "\n[image {} not shown: this model does not take images]",
+                            image.describe()
+                        ));
+                    }
+                    Vec::new()
+                };
                 HistoryItem::tool_output(cogni_protocol::ToolOutput {
                     call_id: record.id.clone(),
-                    content: record.result.clone(),
+                    content,
                     is_error: record.is_error,
                     command: record.command,
-                    images: record.images.clone(),
+                    images,
                 })
             }));
             self.append(items);

@@ -1,22 +1,47 @@
-//! A `tools/call` result as the model reads it: text as it is, images and
-//! audio as a note (the model gets no pixels through a tool output),
+//! A `tools/call` result as the model reads it: text as it is, images as
+//! images (PNG, JPEG, GIF and WebP, scaled down as attached ones are, with
+//! a line that says so; others, and audio, as a note),
 //! embedded resources (their text, or a note for binary ones), resource
 //! links, and the structured content as JSON unless a text block already
 //! says the same. Read from the result's JSON, so every content type a
 //! server may send is handled, known or not.
 
+use base64::Engine as _;
+use cogni_protocol::Image;
 use serde_json::Value;
 
-/// The text of `result` (a `CallToolResult` as JSON) and whether the
-/// server marked it an error.
-pub fn render(result: &Value) -> (String, bool) {
+/// A tool's result as the model gets it.
+#[derive(Debug)]
+pub struct Rendered {
+    /// The text.
+    pub text: String,
+    /// The server marked the result an error.
+    pub is_error: bool,
+    /// The images it returned that the model can look at.
+    pub images: Vec<Image>,
+}
+
+/// `result` (a `CallToolResult` as JSON) as the model reads it. Blocking:
+/// a large image is decoded and scaled down.
+pub fn render(result: &Value) -> Rendered {
     let mut parts: Vec<String> = Vec::new();
+    let mut images = Vec::new();
     let blocks = result["content"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     for block in blocks {
-        parts.push(block_text(block));
+        match image(block) {
+            Some(Ok(prepared)) => {
+                parts.push(format!("[image: {}]", prepared.summary()));
+                images.push(prepared.image);
+            }
+            Some(Err(why)) => parts.push(format!(
+                "[image: {}, not shown: {why}]",
+                block["mimeType"].as_str().unwrap_or("unknown type")
+            )),
+            None => parts.push(block_text(block)),
+        }
     }
     if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
         let text: String = blocks
@@ -37,7 +62,26 @@ pub fn render(result: &Value) -> (String, bool) {
     } else {
         parts.join("\n")
     };
-    (text, is_error)
+    Rendered {
+        text,
+        is_error,
+        images,
+    }
+}
+
+/// An image block as an image the model can look at; `None` for other
+/// blocks.
+fn image(block: &Value) -> Option<Result<cogni_tools::image::Prepared, String>> {
+    if block["type"] != "image" {
+        return None;
+    }
+    let data = block["data"].as_str().unwrap_or_default();
+    Some(
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| format!("its data is not base64 ({e})"))
+            .and_then(|bytes| cogni_tools::image::from_bytes(&bytes, "tool image")),
+    )
 }
 
 /// Whether `text` already says what `value` holds: it is `value` as JSON,
@@ -67,7 +111,7 @@ fn block_text(block: &Value) -> String {
     };
     match block["type"].as_str().unwrap_or_default() {
         "text" => block["text"].as_str().unwrap_or_default().to_string(),
-        kind @ ("image" | "audio") => format!(
+        kind @ "audio" => format!(
             "[{kind}: {}, about {} bytes, not shown]",
             mime(block),
             size(block, "data")
@@ -118,12 +162,17 @@ mod tests {
             ],
             "isError": true
         });
-        let (text, is_error) = render(&result);
+        let Rendered {
+            text,
+            is_error,
+            images,
+        } = render(&result);
         assert!(is_error);
+        assert!(images.is_empty());
         assert_eq!(
             text,
             "hello\n\
-             [image: image/png, about 6 bytes, not shown]\n\
+             [image: image/png, not shown: tool image is not a PNG, JPEG, GIF or WebP image (by its first bytes)]\n\
              [audio: audio/wav, about 3 bytes, not shown]\n\
              [resource file:///a.txt]\ninside\n\
              [resource file:///b.bin: application/gzip, about 3 bytes, not shown]\n\
@@ -139,31 +188,52 @@ mod tests {
             "content": [{"type": "text", "text": "{\"temperature\": 22.5}"}],
             "structuredContent": structured
         });
-        assert_eq!(render(&echoed).0, "{\"temperature\": 22.5}");
+        assert_eq!(render(&echoed).text, "{\"temperature\": 22.5}");
         let rendered = json!({
             "content": [{"type": "text", "text": "It is 22.5 degrees"}],
             "structuredContent": structured
         });
-        assert_eq!(render(&rendered).0, "It is 22.5 degrees");
+        assert_eq!(render(&rendered).text, "It is 22.5 degrees");
         let other = json!({
             "content": [{"type": "text", "text": "see the data"}],
             "structuredContent": structured
         });
         assert_eq!(
-            render(&other).0,
+            render(&other).text,
             "see the data\nstructured content: {\n  \"temperature\": 22.5\n}"
         );
         let alone = json!({"structuredContent": structured});
+        let rendered = render(&alone);
         assert_eq!(
-            render(&alone),
-            (
-                "structured content: {\n  \"temperature\": 22.5\n}".to_string(),
-                false
-            )
+            (rendered.text.as_str(), rendered.is_error),
+            ("structured content: {\n  \"temperature\": 22.5\n}", false)
         );
         assert_eq!(
-            render(&json!({"content": []})).0,
+            render(&json!({"content": []})).text,
             "(the tool returned no content)"
+        );
+    }
+
+    #[test]
+    fn an_image_the_model_can_look_at_is_returned_as_one() {
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(image::RgbImage::new(3, 2))
+            .write_to(&mut png, image::ImageFormat::Png)
+            .unwrap();
+        let data = base64::engine::general_purpose::STANDARD.encode(png.into_inner());
+        let result = json!({"content": [
+            {"type": "text", "text": "the chart"},
+            {"type": "image", "data": data, "mimeType": "image/png"},
+        ]});
+        let rendered = render(&result);
+        assert_eq!(rendered.images.len(), 1);
+        assert_eq!(rendered.images[0].width, 3);
+        assert!(
+            rendered
+                .text
+                .starts_with("the chart\n[image: tool image (image/png, 3×2, "),
+            "{}",
+            rendered.text
         );
     }
 }

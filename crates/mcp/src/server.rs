@@ -59,20 +59,22 @@ impl Server {
 
     /// Call `tool` with `arguments` within `tool_timeout`: its output as
     /// the model reads it, and whether it is an error.
-    pub(super) async fn call(&self, tool: &str, arguments: JsonObject) -> (String, bool) {
+    pub(super) async fn call(&self, tool: &str, arguments: JsonObject) -> output::Rendered {
+        let failed = |text: String| output::Rendered {
+            text,
+            is_error: true,
+            images: Vec::new(),
+        };
         let connection = {
             let state = self.state.lock().await;
             match &state.connection {
                 Some(c) => c.clone(),
                 None => {
-                    return (
-                        format!(
-                            "MCP server `{}` is not running ({}); nothing was called",
-                            self.config.name,
-                            state.down.as_deref().unwrap_or("it stopped")
-                        ),
-                        true,
-                    )
+                    return failed(format!(
+                        "MCP server `{}` is not running ({}); nothing was called",
+                        self.config.name,
+                        state.down.as_deref().unwrap_or("it stopped")
+                    ))
                 }
             }
         };
@@ -82,44 +84,35 @@ impl Server {
             tokio::time::timeout(timeout, connection.peer().call_tool(params.clone())).await;
         match result {
             Ok(Ok(result)) => match serde_json::to_value(&result) {
-                Ok(json) => output::render(&json),
-                Err(e) => (format!("the result could not be read: {e}"), true),
+                // Images are decoded and scaled off the async threads.
+                Ok(json) => tokio::task::spawn_blocking(move || output::render(&json))
+                    .await
+                    .unwrap_or_else(|e| failed(format!("the result could not be read: {e}"))),
+                Err(e) => failed(format!("the result could not be read: {e}")),
             },
-            Err(_) => (
-                format!(
+            Err(_) => failed(format!(
                     "`{tool}` of MCP server `{}` did not answer within {} s (tool_timeout_sec); the call was cancelled",
                     self.config.name,
                     timeout.as_secs_f64()
-                ),
-                true,
-            ),
-            Ok(Err(ServiceError::McpError(e))) => (
-                format!(
+                )),
+            Ok(Err(ServiceError::McpError(e))) => failed(format!(
                     "MCP server `{}` answered with an error: {}",
                     self.config.name, e.message
-                ),
-                true,
-            ),
+                )),
             Ok(Err(e)) => {
                 let closed = matches!(
                     e,
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 );
                 if !closed && connection.gone().is_none() {
-                    return (
-                        format!("calling MCP server `{}` failed: {e}", self.config.name),
-                        true,
-                    );
+                    return failed(format!("calling MCP server `{}` failed: {e}", self.config.name));
                 }
                 let why = connection.ended().await;
                 let after = self.restart(&connection, &why).await;
-                (
-                    format!(
+                failed(format!(
                         "MCP server `{}` stopped during the call ({why}); {after}",
                         self.config.name
-                    ),
-                    true,
-                )
+                    ))
             }
         }
     }
@@ -239,10 +232,11 @@ impl Tool for McpTool {
                     ))
                 }
             };
-            let (text, is_error) = self.server.call(&self.tool, arguments).await;
+            let rendered = self.server.call(&self.tool, arguments).await;
             ToolResult {
-                content: truncate::head_tail(&text, ctx.config.output_limits()),
-                is_error,
+                content: truncate::head_tail(&rendered.text, ctx.config.output_limits()),
+                is_error: rendered.is_error,
+                images: rendered.images,
                 ..Default::default()
             }
         })

@@ -243,10 +243,19 @@ impl Attempt<'_> {
                 )
             }
         };
-        if !paths.is_empty() {
-            let (appendix, files) = attach::attach(&paths, cwd, max_context_bytes);
+        let images = match cogni_tools::image::attach(&task.images, cwd) {
+            Ok(images) => images,
+            Err(e) => return result.fail(FailureReason::SetupFailed, format!("images: {e}")),
+        };
+        if !paths.is_empty() || !images.is_empty() {
+            let (appendix, mut files) = attach::attach(&paths, cwd, max_context_bytes);
             prompt.push_str(&appendix);
+            files.extend(images.iter().map(|image| image.context_file()));
             sink.emit(AgentEvent::Context { files });
+        }
+        let images = images.into_iter().map(|p| p.image).collect();
+        if let Err(e) = session.attach_images(images) {
+            return result.fail(FailureReason::SetupFailed, format!("images: {e}"));
         }
         let started = Instant::now();
         // An interrupt stops the turn through its stop handle; one that

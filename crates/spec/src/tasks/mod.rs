@@ -188,6 +188,8 @@ pub struct TaskSpec {
     pub record: Option<PathBuf>,
     /// Files and directories of the workspace attached to the prompt.
     pub context_paths: Vec<String>,
+    /// Images of the workspace attached to the prompt.
+    pub images: Vec<String>,
     /// The task's own strategies, over its agent's: `test_command`,
     /// `enable_plan`, `enable_reflect`.
     pub strategies: AgentFile,

@@ -83,6 +83,8 @@ struct RawTask {
     record: Option<PathBuf>,
     #[serde(default)]
     context_paths: Vec<String>,
+    #[serde(default)]
+    images: Vec<String>,
     test_command: Option<String>,
     enable_plan: Option<bool>,
     enable_reflect: Option<bool>,
@@ -414,17 +416,22 @@ impl Validator<'_> {
         if t.repeat == Some(0) {
             self.problem(format!("{at}.repeat"), "must be at least 1");
         }
-        for (i, path) in t.context_paths.iter().enumerate() {
+        let paths = (t.context_paths.iter().map(|p| ("context_paths", p)))
+            .chain(t.images.iter().map(|p| ("images", p)));
+        let mut index = std::collections::HashMap::new();
+        for (key, path) in paths {
+            let i = index.entry(key).or_insert(0usize);
             let p = Path::new(path);
             if path.trim().is_empty()
                 || p.is_absolute()
                 || p.components().any(|c| c.as_os_str() == "..")
             {
                 self.problem(
-                    format!("{at}.context_paths[{i}]"),
+                    format!("{at}.{key}[{i}]"),
                     format!("`{path}`: a path inside the workspace, relative to its root"),
                 );
             }
+            *i += 1;
         }
         for (i, tag) in t.tags.iter().enumerate() {
             if tag.trim().is_empty() || tag.contains(char::is_whitespace) {
@@ -469,6 +476,7 @@ impl Validator<'_> {
             script,
             record,
             context_paths: t.context_paths,
+            images: t.images,
             strategies: AgentFile {
                 test_command: t.test_command,
                 enable_plan: t.enable_plan,
