@@ -152,6 +152,7 @@ fn drive_with<F>(
                 let caps = &init.agent_capabilities;
                 assert!(caps.load_session, "{caps:?}");
                 assert!(caps.session_capabilities.list.is_some(), "{caps:?}");
+                assert!(caps.prompt_capabilities.image, "{caps:?}");
                 scenario(cx, editor).await
             },
         );
@@ -1206,5 +1207,55 @@ fn undo_rewind_and_diff_take_turns_back_and_stop_at_hand_edits() {
             assert!(nothing.contains("nothing to undo"), "{nothing}");
             Ok(())
         },
+    );
+}
+
+#[test]
+fn an_image_in_a_prompt_reaches_the_model_and_the_capability_is_advertised() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("A RED SQUARE"));
+    let work = env.work();
+    let png = crate::common::images::png(12, 8);
+    let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &png);
+    let sent = data.clone();
+    drive_against(&env, &server, async |cx, editor| {
+        // (`drive` checked that the agent advertises images.)
+        let id = new_session(&cx, &work).await?.session_id;
+        let blocks = vec![
+            acp::ContentBlock::from("what is this?".to_string()),
+            acp::ContentBlock::Image(
+                acp::ImageContent::new(sent, "image/png").uri("file:///shots/square.png"),
+            ),
+        ];
+        editor.clear();
+        let request = acp::PromptRequest::new(id.clone(), blocks);
+        let stop = cx.send_request(request).block_task().await?.stop_reason;
+        assert_eq!(stop, acp::StopReason::EndTurn);
+        assert_eq!(editor.text(), "A RED SQUARE");
+        // Not an image at all: refused with the reason, nothing sent.
+        let bad = vec![acp::ContentBlock::Image(acp::ImageContent::new(
+            "bm90IGFuIGltYWdl",
+            "image/png",
+        ))];
+        let refused = cx
+            .send_request(acp::PromptRequest::new(id, bad))
+            .block_task()
+            .await
+            .unwrap_err();
+        assert!(
+            refused.message.contains("not a PNG, JPEG, GIF or WebP"),
+            "{refused:?}"
+        );
+        Ok(())
+    });
+    server.assert_invariants();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let user = requests[0].messages().last().cloned().unwrap();
+    assert_eq!(user["content"][0]["text"], "what is this?");
+    assert_eq!(
+        user["content"][1]["image_url"]["url"],
+        format!("data:image/png;base64,{data}")
     );
 }
