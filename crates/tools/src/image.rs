@@ -135,7 +135,7 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Prepared, String> {
     };
     let (width, height) = reader(bytes)?
         .into_dimensions()
-        .map_err(|e| format!("{name} is not a readable image: {e}"))?;
+        .map_err(|e| unreadable(name, e))?;
     let original = (width, height, bytes.len());
     if width.max(height) <= MAX_EDGE && bytes.len() <= MAX_BYTES {
         return Ok(Prepared {
@@ -149,9 +149,7 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Prepared, String> {
              cogni decodes; scale it down first"
         ));
     }
-    let decoded = reader(bytes)?
-        .decode()
-        .map_err(|e| format!("{name} is not a readable image: {e}"))?;
+    let decoded = reader(bytes)?.decode().map_err(|e| unreadable(name, e))?;
     let scaled = if width.max(height) > MAX_EDGE {
         // Area averaging: as good as a filter for shrinking, and six
         // times faster than a triangle filter on a 2880×1800 screenshot.
@@ -179,6 +177,18 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Prepared, String> {
         image: image(media_type, &encoded, scaled.width(), scaled.height(), name),
         original,
     })
+}
+
+/// Why `name` could not be read, for the user or the model.
+fn unreadable(name: &str, error: image::ImageError) -> String {
+    match error {
+        image::ImageError::Limits(_) => format!(
+            "{name} is larger than cogni decodes (at most {MAX_DECODE_EDGE} pixels a side and \
+             {} MiB decoded); scale it down first",
+            MAX_DECODE_ALLOC / (1024 * 1024)
+        ),
+        other => format!("{name} is not a readable image: {other}"),
+    }
 }
 
 /// A reader of `bytes` that refuses to allocate without bound.
@@ -280,6 +290,9 @@ mod tests {
         huge[16..20].copy_from_slice(&100_000u32.to_be_bytes());
         huge[20..24].copy_from_slice(&100_000u32.to_be_bytes());
         let err = from_bytes(&huge, "bomb.png").unwrap_err();
-        assert!(err.contains("bomb.png"), "{err}");
+        assert!(
+            err.contains("bomb.png is larger than cogni decodes"),
+            "{err}"
+        );
     }
 }
