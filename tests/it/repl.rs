@@ -980,3 +980,46 @@ fn resume_without_an_id_picks_a_session_and_shows_its_conversation() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--last"));
 }
+
+#[test]
+fn an_image_named_with_at_or_given_with_image_reaches_the_model_as_an_image() {
+    let env = Env::new();
+    let server = MockServer::start();
+    server.enqueue(chat::text_response("TWO SHAPES"));
+    server.enqueue(chat::text_response("A CIRCLE"));
+    let first = crate::common::images::png(6, 4);
+    let second = crate::common::images::png(5, 5);
+    std::fs::write(env.work().join("first.png"), &first).unwrap();
+    std::fs::write(env.work().join("circle.png"), &second).unwrap();
+    let mut pty = repl(&env, &server, &["--image", "first.png"]);
+    pty.expect(
+        "attached to your first message: first.png (image/png, 6×4, ",
+        WAIT,
+    );
+    pty.expect("› ", WAIT);
+    pty.send("what are these?\r");
+    pty.expect("TWO SHAPES", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("and @circle.png?\r");
+    pty.expect("attached: circle.png (image/png, 5×5, ", WAIT);
+    pty.expect("A CIRCLE", WAIT);
+    pty.expect("› ", WAIT);
+    pty.send("\x04");
+    assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
+    server.assert_invariants();
+    let b64 =
+        |bytes: &[u8]| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
+    let requests = server.requests();
+    let one = requests[0].body_text();
+    assert!(
+        one.contains(&b64(&first)),
+        "the --image file goes with the first message"
+    );
+    let two = requests[1].messages();
+    let last = two.last().unwrap();
+    assert_eq!(last["content"][0]["text"], "and @circle.png?");
+    assert_eq!(
+        last["content"][1]["image_url"]["url"],
+        format!("data:image/png;base64,{}", b64(&second))
+    );
+}
