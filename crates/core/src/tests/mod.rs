@@ -1140,6 +1140,60 @@ fn output(id: &str, text: &str) -> HistoryItem {
 }
 
 #[test]
+fn compaction_keeps_the_latest_requests_images_and_notes_the_others() {
+    let image = |name: &str| cogni_protocol::Image {
+        media_type: "image/png".into(),
+        hash: name.into(),
+        width: 4,
+        height: 3,
+        name: name.into(),
+        data: std::sync::Arc::from("AAAA"),
+    };
+    let attached = |name: &str| HistoryItem {
+        role: Role::User,
+        content: Content::Image(image(name)),
+    };
+    let mut shown = output("w1", "viewed");
+    if let Content::ToolOutput(o) = &mut shown.content {
+        o.images.push(image("tool.png"));
+    }
+    let history = vec![
+        HistoryItem::text(Role::User, "first request"),
+        attached("old.png"),
+        call("w1", "echo"),
+        shown,
+        HistoryItem::text(Role::User, "second request"),
+        attached("new.png"),
+        attached("newer.png"),
+    ];
+    let keep = compact::items_to_keep(&history, |c| c.name == "look");
+    let out = compact::compacted_history(&history, &keep, "<env/>".into(), "S");
+    let texts: Vec<String> = out
+        .iter()
+        .map(|i| match &i.content {
+            Content::Text { text, .. } => text.clone(),
+            Content::ToolCall(c) => format!("call {}", c.id),
+            Content::ToolOutput(o) => format!("output {} ({} images)", o.content, o.images.len()),
+            Content::Reasoning(r) => format!("reasoning {}", r.text),
+            Content::Image(i) => format!("image {}", i.name),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "<env/>",
+            "Summary of the conversation so far (earlier messages were compacted):\nS",
+            "[images attached earlier, dropped by compaction: old.png (image/png, 4×3, 1 KB)]",
+            "call w1",
+            "output viewed\n[image tool.png (image/png, 4×3, 1 KB): dropped by compaction] (0 images)",
+            "second request",
+            "image new.png",
+            "image newer.png",
+        ]
+    );
+}
+
+#[test]
 fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
     let history = vec![
         HistoryItem::tagged(Role::Developer, MessageTag::DeveloperInstructions, "dev"),
