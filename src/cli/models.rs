@@ -28,8 +28,8 @@ pub fn run(args: ModelsArgs) -> u8 {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "{:<34} {:>9} {:>8} {:<8} {:<6} {:<22} reasoning",
-        "catalog (name prefix)", "context", "output", "parallel", "calls", "edit tool"
+        "{:<34} {:>9} {:>8} {:<8} {:<6} {:<6} {:<22} reasoning",
+        "catalog (name prefix)", "context", "output", "parallel", "calls", "images", "edit tool"
     );
     for (name, family) in catalog(&session.model_families) {
         let edit = match family.edit_tool {
@@ -45,7 +45,7 @@ pub fn run(args: ModelsArgs) -> u8 {
         };
         let _ = writeln!(
             out,
-            "{name:<34} {:>9} {:>8} {:<8} {:<6} {edit:<22} {reasoning}",
+            "{name:<34} {:>9} {:>8} {:<8} {:<6} {:<6} {edit:<22} {reasoning}",
             family.context_window,
             family
                 .max_output_tokens
@@ -59,6 +59,7 @@ pub fn run(args: ModelsArgs) -> u8 {
                 ToolCallMode::Native => "native",
                 ToolCallMode::Text => "text",
             },
+            if family.supports_images { "yes" } else { "no" },
         );
     }
     if args.offline {

@@ -236,6 +236,24 @@ fn a_model_that_takes_no_images_is_refused_before_any_request() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let body = server.requests()[0].body_json().to_string();
     assert!(!body.contains("view_image"), "{body}");
+    // The catalog says which take images.
+    let out = env.cmd().args(["models", "--offline"]).output().unwrap();
+    let table = stdout_of(&out);
+    let images = |name: &str| {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row: {table}"));
+        row.split_whitespace().nth(5).unwrap().to_string()
+    };
+    assert!(
+        table.lines().next().unwrap().contains(" images "),
+        "{table}"
+    );
+    assert_eq!(images("claude-*"), "yes");
+    assert_eq!(images("llama*"), "no");
+    assert_eq!(images("llama3:8b"), "no");
+    assert_eq!(images("llava:13b"), "yes");
 }
 
 #[test]
