@@ -64,21 +64,26 @@ impl Image {
         85 + 170 * w.div_ceil(512) * h.div_ceil(512)
     }
 
-    /// A one-line description for people and for notes in history:
-    /// `shot.png (image/png, 1280×720, 84 KB)`.
-    pub fn describe(&self) -> String {
+    /// Its type, size and bytes: `image/png, 1280×720, 84 KB`.
+    pub fn detail(&self) -> String {
         format!(
-            "{} ({}, {}×{}, {})",
-            if self.name.is_empty() {
-                "image"
-            } else {
-                &self.name
-            },
+            "{}, {}×{}, {}",
             self.media_type,
             self.width,
             self.height,
             human_bytes(self.data.len() / 4 * 3)
         )
+    }
+
+    /// A one-line description for people and for notes in history:
+    /// `shot.png (image/png, 1280×720, 84 KB)`.
+    pub fn describe(&self) -> String {
+        let name = if self.name.is_empty() {
+            "image"
+        } else {
+            &self.name
+        };
+        format!("{name} ({})", self.detail())
     }
 }
 

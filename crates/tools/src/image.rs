@@ -43,30 +43,33 @@ const MAX_DECODE_ALLOC: u64 = 512 * 1024 * 1024;
 pub struct Prepared {
     /// The image as it is sent.
     pub image: Image,
-    /// Its size as given: width, height and bytes.
-    pub original: (u32, u32, usize),
+    /// When it was scaled down (or encoded again) to fit: its width,
+    /// height and bytes as given.
+    pub scaled_from: Option<(u32, u32, usize)>,
 }
 
 impl Prepared {
     /// Whether it was scaled down (or encoded again) to fit.
     pub fn downscaled(&self) -> bool {
-        (self.image.width, self.image.height) != (self.original.0, self.original.1)
-            || self.image.data.len() / 4 * 3 < self.original.2 / 2
+        self.scaled_from.is_some()
     }
 
-    /// What the user is shown: `shot.png (image/png, 1280×720, 84 KB)`, and
-    /// `, downscaled from 3840×2160, 4.1 MB` when it was.
-    pub fn summary(&self) -> String {
-        let mut text = self.image.describe();
-        if self.downscaled() {
-            let (w, h, bytes) = self.original;
-            text.pop();
+    /// What was sent: `image/png, 1280×720, 84 KB`, and `, downscaled
+    /// from 3840×2160, 4.1 MB` when it was.
+    pub fn detail(&self) -> String {
+        let mut text = self.image.detail();
+        if let Some((w, h, bytes)) = self.scaled_from {
             text.push_str(&format!(
-                ", downscaled from {w}×{h}, {:.1} MB)",
+                ", downscaled from {w}×{h}, {:.1} MB",
                 bytes as f64 / (1024.0 * 1024.0)
             ));
         }
         text
+    }
+
+    /// What the user is shown: `shot.png (` [`Prepared::detail`] `)`.
+    pub fn summary(&self) -> String {
+        format!("{} ({})", self.image.name, self.detail())
     }
 }
 
@@ -95,18 +98,12 @@ pub fn looks_like_image(path: &Path) -> bool {
 impl Prepared {
     /// How the attachment is reported (the `context` event).
     pub fn context_file(&self) -> ContextFile {
-        let summary = self.summary();
-        let detail = summary
-            .strip_prefix(&format!("{} (", self.image.name))
-            .and_then(|s| s.strip_suffix(')'))
-            .unwrap_or(&summary)
-            .to_string();
         ContextFile {
             path: self.image.name.clone(),
             kind: "image".into(),
             bytes: self.image.data.len() / 4 * 3,
             truncated: false,
-            detail: Some(detail),
+            detail: Some(self.detail()),
         }
     }
 }
@@ -136,11 +133,10 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Prepared, String> {
     let (width, height) = reader(bytes)?
         .into_dimensions()
         .map_err(|e| unreadable(name, e))?;
-    let original = (width, height, bytes.len());
     if width.max(height) <= MAX_EDGE && bytes.len() <= MAX_BYTES {
         return Ok(Prepared {
             image: image(media_type, bytes, width, height, name),
-            original,
+            scaled_from: None,
         });
     }
     if width.max(height) > MAX_DECODE_EDGE {
@@ -175,7 +171,7 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Prepared, String> {
     };
     Ok(Prepared {
         image: image(media_type, &encoded, scaled.width(), scaled.height(), name),
-        original,
+        scaled_from: Some((width, height, bytes.len())),
     })
 }
 
