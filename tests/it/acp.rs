@@ -1217,7 +1217,7 @@ fn an_image_in_a_prompt_reaches_the_model_and_the_capability_is_advertised() {
     server.enqueue(chat::text_response("A RED SQUARE"));
     let work = env.work();
     let png = crate::common::images::png(12, 8);
-    let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &png);
+    let data = crate::common::images::b64(&png);
     let sent = data.clone();
     drive_against(&env, &server, async |cx, editor| {
         // (`drive` checked that the agent advertises images.)

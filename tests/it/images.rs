@@ -6,7 +6,7 @@
 //! before any request.
 
 use crate::cli::{stderr_of, stdout_of, Env};
-use crate::common::images::png;
+use crate::common::images::{b64, png};
 use crate::common::mock::{chat, MockResponse, MockServer};
 use crate::common::{wire_anthropic, wire_ollama, wire_responses};
 use serde_json::{json, Value};
@@ -110,10 +110,6 @@ fn collect(value: &Value, found: &mut Vec<String>) {
         Value::Array(items) => items.iter().for_each(|v| collect(v, found)),
         _ => {}
     }
-}
-
-fn b64(bytes: &[u8]) -> String {
-    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes)
 }
 
 #[test]

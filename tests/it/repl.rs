@@ -1007,8 +1007,7 @@ fn an_image_named_with_at_or_given_with_image_reaches_the_model_as_an_image() {
     pty.send("\x04");
     assert_eq!(pty.wait(WAIT).code(), Some(0), "{}", pty.screen());
     server.assert_invariants();
-    let b64 =
-        |bytes: &[u8]| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
+    use crate::common::images::b64;
     let requests = server.requests();
     let one = requests[0].body_text();
     assert!(

@@ -1409,7 +1409,7 @@ images = ["missing.png"]
         "the task whose image is missing sends nothing"
     );
     let body = String::from_utf8_lossy(&requests[0].body).into_owned();
-    let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &shot);
+    let data = crate::common::images::b64(&shot);
     assert!(
         body.contains(&format!("data:image/png;base64,{data}")),
         "{body}"

@@ -47,6 +47,11 @@ pub fn url_problem(url: &str) -> Option<String> {
     problem(media_type, data)
 }
 
+/// `bytes` in base64, as the APIs carry images.
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// A PNG of `width` × `height` with varied pixels (so it compresses like a
 /// screenshot does not: a worst case for size).
 pub fn png(width: u32, height: u32) -> Vec<u8> {
