@@ -115,6 +115,13 @@ pub fn from_file(path: &Path, name: &str) -> Result<Prepared, String> {
     from_bytes(&bytes, name)
 }
 
+/// The image in the regular file of `target` (resolved inside the
+/// workspace by the caller), named `name`. Blocking.
+pub(crate) fn from_target(target: &crate::paths::Target, name: &str) -> Result<Prepared, String> {
+    let bytes = crate::fs::read_target(target, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
+    from_bytes(&bytes, name)
+}
+
 /// The image in `bytes` (its format read from them), named `name`.
 /// Blocking: decoding and scaling a large image takes a while.
 pub fn from_bytes(bytes: &[u8], name: &str) -> Result<Prepared, String> {

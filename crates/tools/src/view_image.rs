@@ -1,4 +1,7 @@
 //! `view_image`: an image file of the workspace, for the model to look at.
+//! Only the workspace (cwd and the writable roots): a path that resolves
+//! outside it, through `..` or a symlink, is refused (any path under
+//! danger-full-access).
 
 use super::{parse_args, paths, Tool, ToolContext, ToolInput, ToolResult};
 use cogni_protocol::{ToolFormat, ToolSpec};
@@ -42,11 +45,15 @@ impl Tool for ViewImageTool {
                 Ok(args) => args,
                 Err(result) => return result,
             };
-            let path = paths::resolve(&ctx.cwd, &args.path);
-            let shown = paths::display(&ctx.cwd, &path);
+            let shown = paths::display(&ctx.cwd, &paths::resolve(&ctx.cwd, &args.path));
+            let target = match paths::workspace_file(ctx, &args.path).await {
+                Ok(target) => target,
+                Err(e) => return ToolResult::error(format!("cannot view `{shown}`: {e}")),
+            };
             let name = shown.clone();
             let loaded =
-                tokio::task::spawn_blocking(move || crate::image::from_file(&path, &name)).await;
+                tokio::task::spawn_blocking(move || crate::image::from_target(&target, &name))
+                    .await;
             match loaded {
                 Ok(Ok(prepared)) => ToolResult {
                     images: vec![prepared.image.clone()],

@@ -259,22 +259,43 @@ impl From<ReadLimitError> for ReadTextError {
     }
 }
 
-/// The text of the existing regular file of `target` (which is not a
-/// symlink: the tools resolve those first) and its permissions, for a
-/// tool that rewrites it. Never blocks on a FIFO. Blocking.
-pub(crate) fn read_text(target: &Target) -> Result<(String, Permissions), ReadTextError> {
+/// The existing regular file of `target` (which is not a symlink: the
+/// tools resolve those first) opened for reading, with its `stat`. Never
+/// blocks on a FIFO. Blocking.
+pub(crate) fn open_target(target: &Target) -> Result<(File, libc::stat), ReadLimitError> {
+    let path = target.real();
+    let io_error = |source| ReadLimitError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let entry = target
         .entry()
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        .ok_or_else(|| io_error(io::Error::from_raw_os_error(libc::ENOENT)))?;
     let file = entry.open_read().map_err(|e| match e.raw_os_error() {
         // O_NOFOLLOW met a symlink: say what is there.
-        Some(libc::ELOOP) => ReadTextError::NotRegular("a symlink"),
-        _ => ReadTextError::Io(e),
+        Some(libc::ELOOP) => ReadLimitError::NotRegular {
+            path: path.to_path_buf(),
+            kind: "a symlink",
+        },
+        _ => io_error(e),
     })?;
+    limited::regular(file, path)
+}
+
+/// The text of the existing regular file of `target` and its
+/// permissions, for a tool that rewrites it. Blocking.
+pub(crate) fn read_text(target: &Target) -> Result<(String, Permissions), ReadTextError> {
+    let (file, st) = open_target(target)?;
     let path = target.real();
-    let (file, st) = limited::regular(file, path)?;
     let text = limited::text_of(limited::all_of(file, path, EDIT_MAX_BYTES)?, path)?;
     Ok((text, Permissions::from_mode(st.st_mode & 0o7777)))
+}
+
+/// All of the existing regular file of `target`, refused when it holds
+/// more than `limit` bytes. Blocking.
+pub(crate) fn read_target(target: &Target, limit: u64) -> Result<Vec<u8>, ReadLimitError> {
+    let (file, _) = open_target(target)?;
+    limited::all_of(file, target.real(), limit)
 }
 
 #[cfg(test)]

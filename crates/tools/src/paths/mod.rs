@@ -251,6 +251,25 @@ pub async fn workspace_dir(ctx: &ToolContext, path: &str) -> Result<PathBuf, Pat
     .await
 }
 
+/// The file `path` names inside the workspace (cwd or a writable root),
+/// for a tool that reads only there (`view_image`): walked like a write,
+/// so a symlink is followed only while it stays in the roots. Any path
+/// under danger-full-access.
+pub async fn workspace_file(ctx: &ToolContext, path: &str) -> Result<Target, PathError> {
+    let (workspace, file) = (ctx.workspace.clone(), ctx.cwd.join(path));
+    let anywhere = ctx.sandbox.mode == SandboxMode::DangerFullAccess;
+    let path = PathBuf::from(path);
+    blocking(move || {
+        let roots = roots(&workspace)?;
+        let walked = walk(roots, &file, FinalLink::Follow).map_err(|e| walk_error(&path, e))?;
+        match walked.root {
+            None if !anywhere => Err(outside(&path, walked.target.real(), roots)),
+            _ => Ok(walked.target),
+        }
+    })
+    .await
+}
+
 /// The pinned roots, or why the working directory could not be opened.
 fn roots(workspace: &Workspace) -> Result<&[Root], PathError> {
     workspace.roots().map_err(|source| PathError::Cwd {
