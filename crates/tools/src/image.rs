@@ -118,7 +118,8 @@ pub fn from_file(path: &Path, name: &str) -> Result<Prepared, String> {
 /// The image in the regular file of `target` (resolved inside the
 /// workspace by the caller), named `name`. Blocking.
 pub(crate) fn from_target(target: &crate::paths::Target, name: &str) -> Result<Prepared, String> {
-    let bytes = crate::fs::read_target(target, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
+    let bytes = crate::fs::read_target(target, Path::new(name), MAX_FILE_BYTES)
+        .map_err(|e| e.to_string())?;
     from_bytes(&bytes, name)
 }
 

@@ -261,9 +261,11 @@ impl From<ReadLimitError> for ReadTextError {
 
 /// The existing regular file of `target` (which is not a symlink: the
 /// tools resolve those first) opened for reading, with its `stat`. Never
-/// blocks on a FIFO. Blocking.
-pub(crate) fn open_target(target: &Target) -> Result<(File, libc::stat), ReadLimitError> {
-    let path = target.real();
+/// blocks on a FIFO. Errors name the file `path`. Blocking.
+pub(crate) fn open_target(
+    target: &Target,
+    path: &Path,
+) -> Result<(File, libc::stat), ReadLimitError> {
     let io_error = |source| ReadLimitError::Io {
         path: path.to_path_buf(),
         source,
@@ -285,17 +287,21 @@ pub(crate) fn open_target(target: &Target) -> Result<(File, libc::stat), ReadLim
 /// The text of the existing regular file of `target` and its
 /// permissions, for a tool that rewrites it. Blocking.
 pub(crate) fn read_text(target: &Target) -> Result<(String, Permissions), ReadTextError> {
-    let (file, st) = open_target(target)?;
     let path = target.real();
+    let (file, st) = open_target(target, path)?;
     let text = limited::text_of(limited::all_of(file, path, EDIT_MAX_BYTES)?, path)?;
     Ok((text, Permissions::from_mode(st.st_mode & 0o7777)))
 }
 
 /// All of the existing regular file of `target`, refused when it holds
-/// more than `limit` bytes. Blocking.
-pub(crate) fn read_target(target: &Target, limit: u64) -> Result<Vec<u8>, ReadLimitError> {
-    let (file, _) = open_target(target)?;
-    limited::all_of(file, target.real(), limit)
+/// more than `limit` bytes. Errors name the file `shown`. Blocking.
+pub(crate) fn read_target(
+    target: &Target,
+    shown: &Path,
+    limit: u64,
+) -> Result<Vec<u8>, ReadLimitError> {
+    let (file, _) = open_target(target, shown)?;
+    limited::all_of(file, shown, limit)
 }
 
 #[cfg(test)]
