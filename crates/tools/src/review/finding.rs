@@ -10,6 +10,7 @@
 
 use super::diff::{Content, DiffLine, FileDiff, FileStatus, ScopeDiff, Side};
 use crate::apply_patch::{parse_patch, update_text, FileOp};
+use crate::ask_user::{clean, visible};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -81,7 +82,8 @@ pub struct Replacement {
 pub struct Fix {
     /// The patch as the model wrote it (apply_patch's format).
     pub patch: String,
-    /// The unified diff it makes, for people.
+    /// The unified diff it makes, for people (without control
+    /// characters).
     pub diff: String,
     /// The same change as replacements of whole lines of the file.
     pub replacements: Vec<Replacement>,
@@ -170,7 +172,9 @@ pub fn check(args: &FindingArgs, diff: &ScopeDiff, prefix: &str) -> Result<Findi
             args.confidence
         ));
     }
-    let title = args.title.trim();
+    // What the model wrote, and what the repository holds, is shown to
+    // people: nothing in it may act on a terminal.
+    let title = &clean(&args.title, true);
     if title.is_empty() || title.contains('\n') || title.chars().count() > MAX_TITLE_CHARS {
         return Err(format!(
             "the title must be one line of 1 to {MAX_TITLE_CHARS} characters"
@@ -227,7 +231,7 @@ pub fn check(args: &FindingArgs, diff: &ScopeDiff, prefix: &str) -> Result<Findi
         anchor_line: anchor,
         priority,
         title: title.to_string(),
-        body: args.body.trim().to_string(),
+        body: clean(&args.body, true),
         confidence: args.confidence,
         fingerprint: fingerprint(&file.path, side, priority, title, &code),
         code: code
@@ -238,7 +242,7 @@ pub fn check(args: &FindingArgs, diff: &ScopeDiff, prefix: &str) -> Result<Findi
                     Side::New => l.new.unwrap_or_default(),
                     Side::Old => l.old.unwrap_or_default(),
                 },
-                text: cut(&l.text, MAX_CODE_LINE_CHARS),
+                text: cut(&visible(&l.text), MAX_CODE_LINE_CHARS),
             })
             .collect(),
         fix: None,
@@ -395,8 +399,10 @@ pub fn fix(patch: &str, path: &str, current: &str) -> Result<Fix, String> {
     }
     Ok(Fix {
         patch: patch.to_string(),
-        diff: crate::diff::unified(Some((path, current)), Some((path, &updated)))
-            .unwrap_or_default(),
+        diff: visible(
+            &crate::diff::unified(Some((path, current)), Some((path, &updated)))
+                .unwrap_or_default(),
+        ),
         replacements: replacements(current, &updated)?,
     })
 }
