@@ -326,9 +326,9 @@ impl BudgetArgs {
     /// The budgets as `effects = [...]` entries of the flags' layer.
     pub fn effects(&self) -> Result<Option<crate::protocol::layer::AddUp<toml::Value>>, String> {
         let positive = |flag: &str, v: Option<f64>| match v {
-            Some(v) if !(v.is_finite() && v > 0.0) => Err(format!(
-                "{flag} {v}: give a number greater than 0"
-            )),
+            Some(v) if !(v.is_finite() && v > 0.0) => {
+                Err(format!("{flag} {v}: give a number greater than 0"))
+            }
             _ => Ok(()),
         };
         positive("--max-cost", self.max_cost)?;
@@ -344,7 +344,8 @@ impl BudgetArgs {
             effects.push(entry("cost_limit", "usd", usd.into()));
         }
         if let Some(tokens) = self.max_tokens {
-            let tokens = i64::try_from(tokens).map_err(|_| "--max-tokens: too large".to_string())?;
+            let tokens =
+                i64::try_from(tokens).map_err(|_| "--max-tokens: too large".to_string())?;
             effects.push(entry("token_limit", "tokens", tokens.into()));
         }
         if let Some(seconds) = self.max_seconds {

@@ -12,7 +12,7 @@ use super::builder::SessionBuilder;
 use super::mode::Mode;
 use super::render::{Human, RenderOptions};
 use super::{exit, launch, setup, signals, BudgetArgs, ConfigArgs, PolicyArgs};
-use crate::agent::{AgentError, Session, TurnResult};
+use crate::agent::{start_session, AgentError, Session, SessionConfig, StopHandle, TurnResult};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
 use crate::runner::review::{self as job, markdown, sarif, Review, Verdict};
@@ -151,8 +151,12 @@ pub(super) const SLASH_USAGE: &str = "[--base BRANCH | --commit SHA | --files PA
 
 /// `/review`'s arguments: the scope and the focus, or the usage error.
 pub(super) fn parse_slash(args: &str) -> Result<(Scope, Option<String>), String> {
-    let slash = Slash::try_parse_from(args.split_whitespace())
-        .map_err(|e| format!("usage: /review {SLASH_USAGE} ({})", first_line(&e.to_string())))?;
+    let slash = Slash::try_parse_from(args.split_whitespace()).map_err(|e| {
+        format!(
+            "usage: /review {SLASH_USAGE} ({})",
+            first_line(&e.to_string())
+        )
+    })?;
     let focus = slash.words.join(" ");
     Ok((slash.scope.scope(), (!focus.is_empty()).then_some(focus)))
 }
@@ -185,7 +189,10 @@ impl Job {
     /// The report of a review that had nothing to look at.
     pub fn nothing(&self) -> Option<Review> {
         self.change.diff.is_empty().then(|| {
-            let explanation = format!("Nothing to review: {} hold no change.", self.scope.describe());
+            let explanation = format!(
+                "Nothing to review: {} hold no change.",
+                self.scope.describe()
+            );
             let mut review = Review::of(&self.change, &self.scope, Vec::new(), "");
             review.verdict = Verdict::Correct;
             review.explanation = explanation;
@@ -200,6 +207,36 @@ impl Job {
         let cwd = session.context().cwd.clone();
         let prompt = job::prompt(&self.change, &self.scope, &cwd, self.focus.as_deref());
         (findings, prompt)
+    }
+
+    /// A review session for a front door whose session is configured as
+    /// `config` (the REPL, `cogni acp`): read-only, with the review's tool
+    /// (`shell` only when `confined`), stopped by `stop` (the front
+    /// door's own session's handle); with its findings and first message.
+    pub fn session(
+        &self,
+        config: &SessionConfig,
+        confined: bool,
+        stop: StopHandle,
+    ) -> Result<(Session, Findings, String), String> {
+        let mut config = config.clone();
+        config.model_override = None;
+        job::configure(&mut config, confined);
+        let mut session = start_session(config).map_err(|e| e.to_string())?;
+        session.share_stop_handle(stop);
+        let (findings, prompt) = self.attach(&mut session);
+        Ok((session, findings, prompt))
+    }
+
+    /// What a front door's conversation is told of a review the user ran
+    /// beside it (`/review`), so that the next message can act on it.
+    pub fn note(&self, review: &Review) -> String {
+        format!(
+            "The user ran /review: a read-only review of {} in a session of its own. Its \
+             report follows; the user may ask you to act on it.\n\n{}",
+            self.scope.describe(),
+            markdown::markdown(review)
+        )
     }
 
     /// The report of the review's turn; a turn that did not finish gives
@@ -246,20 +283,16 @@ fn review(args: &ReviewArgs) -> Result<u8, String> {
         });
     }
     let confined = !args.no_sandbox;
-    let mut builder = SessionBuilder::new(
-        args.common.clone(),
-        PolicyArgs::default(),
-        launch_dir,
-        cwd,
-    )
-    .flags(ConfigFile {
-        max_iterations: args.max_iterations,
-        effects: args.budget.effects()?,
-        ..Default::default()
-    })
-    .mode(Some(Mode::Plan))
-    .output(args.verbose, Some(job::verdict_schema()))
-    .persist(!args.no_persist, None, false);
+    let mut builder =
+        SessionBuilder::new(args.common.clone(), PolicyArgs::default(), launch_dir, cwd)
+            .flags(ConfigFile {
+                max_iterations: args.max_iterations,
+                effects: args.budget.effects()?,
+                ..Default::default()
+            })
+            .mode(Some(Mode::Plan))
+            .output(args.verbose, Some(job::verdict_schema()))
+            .persist(!args.no_persist, None, false);
     if !confined {
         // No command runs: only the workspace is checked, not the kernel.
         builder = builder.workspace_check_only();
@@ -334,7 +367,7 @@ fn color(no_color: bool, terminal: bool) -> bool {
 fn deliver(args: &ReviewArgs, review: &Review) -> Result<(), u8> {
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let text = match args.format {
-        Format::Terminal => terminal::render(review, color(args.no_color, to_terminal)),
+        Format::Terminal => terminal::render(review, color(args.no_color, to_terminal), None),
         Format::Json => review.json(),
         Format::Sarif => sarif::sarif(review),
         Format::Markdown => markdown::markdown(review),

@@ -10,8 +10,10 @@ use crate::runner::review::{markdown::tally, Review, Verdict};
 use crate::tools::review::Finding;
 use std::fmt::Write as _;
 
-/// The report, colored when `color`.
-pub fn render(review: &Review, color: bool) -> String {
+/// The report, colored when `color`; with `width`, the explanation and
+/// each finding's body are wrapped to it (the REPL, which cuts longer
+/// lines).
+pub fn render(review: &Review, color: bool, width: Option<usize>) -> String {
     let s = |t: &str| strip_terminal_controls(t).into_owned();
     let verdict = match review.verdict {
         Verdict::Correct => paint(color, "1;32", "correct"),
@@ -27,7 +29,10 @@ pub fn render(review: &Review, color: bool) -> String {
         tally(review)
     );
     if !review.explanation.is_empty() {
-        let _ = writeln!(out, "\n{}", s(&review.explanation));
+        out.push('\n');
+        for line in wrap(&s(&review.explanation), width) {
+            let _ = writeln!(out, "{line}");
+        }
     }
     let mut file: Option<&str> = None;
     for f in &review.findings {
@@ -35,12 +40,12 @@ pub fn render(review: &Review, color: bool) -> String {
             let _ = writeln!(out, "\n{}", paint(color, "1", &s(&f.path)));
             file = Some(&f.path);
         }
-        finding(&mut out, f, color);
+        finding(&mut out, f, color, width.map(|w| w.saturating_sub(5)));
     }
     out
 }
 
-fn finding(out: &mut String, f: &Finding, color: bool) {
+fn finding(out: &mut String, f: &Finding, color: bool, width: Option<usize>) {
     let s = |t: &str| strip_terminal_controls(t).into_owned();
     let severity = match f.priority {
         0 | 1 => "1;31",
@@ -68,7 +73,7 @@ fn finding(out: &mut String, f: &Finding, color: bool) {
             &format!("· {lines}{side} · confidence {:.2}", f.confidence)
         )
     );
-    for line in s(&f.body).lines() {
+    for line in wrap(&s(&f.body), width) {
         let _ = writeln!(out, "     {line}");
     }
     let width = f
@@ -87,4 +92,27 @@ fn finding(out: &mut String, f: &Finding, color: bool) {
             let _ = writeln!(out, "       {line}");
         }
     }
+}
+
+/// `text`'s lines, each broken at spaces to `width` characters when
+/// given (a word longer than that stays whole).
+fn wrap(text: &str, width: Option<usize>) -> Vec<String> {
+    let Some(width) = width.map(|w| w.max(20)) else {
+        return text.lines().map(str::to_string).collect();
+    };
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut current = String::new();
+        for word in line.split(' ') {
+            let len = current.chars().count();
+            if len > 0 && len + 1 + word.chars().count() > width {
+                out.push(std::mem::take(&mut current));
+            } else if len > 0 {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        out.push(current);
+    }
+    out
 }
