@@ -39,6 +39,7 @@ mod repl;
 mod repl_notify;
 mod repl_shows;
 mod responses_provider;
+mod review;
 mod runner;
 mod sandbox;
 mod scale;

@@ -22,18 +22,18 @@ pub const FINGERPRINT_KEY: &str = "cogniFindingHash/v1";
 const RULES: [(&str, &str, &str, &str); 4] = [
     (
         "P0",
-        "critical-finding",
+        "CriticalFinding",
         "error",
         "Breaks something now: fix it at once.",
     ),
     (
         "P1",
-        "must-fix-finding",
+        "MustFixFinding",
         "error",
         "Must be fixed before the change is merged.",
     ),
-    ("P2", "should-fix-finding", "warning", "Should be fixed."),
-    ("P3", "minor-finding", "note", "A minor point."),
+    ("P2", "ShouldFixFinding", "warning", "Should be fixed."),
+    ("P3", "MinorFinding", "note", "A minor point."),
 ];
 
 /// The SARIF log of `review` (pretty JSON, ending with a newline).
