@@ -40,6 +40,7 @@ mod repl_notify;
 mod repl_shows;
 mod responses_provider;
 mod review;
+mod review_fronts;
 mod runner;
 mod sandbox;
 mod scale;
