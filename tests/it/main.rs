@@ -41,6 +41,7 @@ mod repl_shows;
 mod responses_provider;
 mod review;
 mod review_fronts;
+mod review_tasks;
 mod runner;
 mod sandbox;
 mod scale;

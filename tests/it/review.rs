@@ -203,7 +203,7 @@ fn json_report(env: &Env, script: &Path, args: &[&str]) -> (Output, Value) {
     (out, report)
 }
 
-fn valid_against_schema(report: &Value) {
+pub(crate) fn valid_against_schema(report: &Value) {
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/review.schema.json");
     let schema: Value =
         serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();

@@ -12,15 +12,15 @@ use super::builder::SessionBuilder;
 use super::mode::Mode;
 use super::render::{Human, RenderOptions};
 use super::{exit, launch, setup, signals, BudgetArgs, ConfigArgs, PolicyArgs};
-use crate::agent::{start_session, AgentError, Session, SessionConfig, StopHandle, TurnResult};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
-use crate::runner::review::{self as job, markdown, sarif, Review, Verdict};
-use crate::tools::review::{Change, Findings, Scope};
+use crate::runner::review::{self as job, markdown, sarif, Review};
+use crate::tools::review::Scope;
+
+pub(super) use crate::runner::review::Job;
 use clap::{Args, Parser, ValueEnum};
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 pub(super) use terminal::render as terminal_report;
 
@@ -166,95 +166,6 @@ fn first_line(text: &str) -> &str {
         .next()
         .unwrap_or("")
         .trim_start_matches("error: ")
-}
-
-/// A review's change, read, with what it covers and its focus.
-pub(super) struct Job {
-    pub change: Arc<Change>,
-    pub scope: Scope,
-    pub focus: Option<String>,
-}
-
-impl Job {
-    /// Read the change `scope` covers for a session in `cwd`.
-    pub async fn read(cwd: &Path, scope: Scope, focus: Option<String>) -> Result<Job, String> {
-        let change = crate::tools::review::read(cwd, &scope).await?;
-        Ok(Job {
-            change: Arc::new(change),
-            scope,
-            focus,
-        })
-    }
-
-    /// The report of a review that had nothing to look at.
-    pub fn nothing(&self) -> Option<Review> {
-        self.change.diff.is_empty().then(|| {
-            let explanation = format!(
-                "Nothing to review: {} hold no change.",
-                self.scope.describe()
-            );
-            let mut review = Review::of(&self.change, &self.scope, Vec::new(), "");
-            review.verdict = Verdict::Correct;
-            review.explanation = explanation;
-            review
-        })
-    }
-
-    /// Give `session` the review's tool; its findings and the first
-    /// message.
-    pub fn attach(&self, session: &mut Session) -> (Findings, String) {
-        let findings = job::attach(session, self.change.clone());
-        let cwd = session.context().cwd.clone();
-        let prompt = job::prompt(&self.change, &self.scope, &cwd, self.focus.as_deref());
-        (findings, prompt)
-    }
-
-    /// A review session for a front door whose session is configured as
-    /// `config` (the REPL, `cogni acp`): read-only, with the review's tool
-    /// (`shell` only when `confined`), stopped by `stop` (the front
-    /// door's own session's handle); with its findings and first message.
-    pub fn session(
-        &self,
-        config: &SessionConfig,
-        confined: bool,
-        stop: StopHandle,
-    ) -> Result<(Session, Findings, String), String> {
-        let mut config = config.clone();
-        config.model_override = None;
-        job::configure(&mut config, confined);
-        let mut session = start_session(config).map_err(|e| e.to_string())?;
-        session.share_stop_handle(stop);
-        let (findings, prompt) = self.attach(&mut session);
-        Ok((session, findings, prompt))
-    }
-
-    /// What a front door's conversation is told of a review the user ran
-    /// beside it (`/review`), so that the next message can act on it.
-    pub fn note(&self, review: &Review) -> String {
-        format!(
-            "The user ran /review: a read-only review of {} in a session of its own. Its \
-             report follows; the user may ask you to act on it.\n\n{}",
-            self.scope.describe(),
-            markdown::markdown(review)
-        )
-    }
-
-    /// The report of the review's turn; a turn that did not finish gives
-    /// the findings reported before it stopped, saying so.
-    pub fn report(&self, findings: &Findings, turn: &Result<TurnResult, AgentError>) -> Review {
-        match turn {
-            Ok(turn) if job::reported(turn) => {
-                Review::of(&self.change, &self.scope, findings.all(), &turn.final_text)
-            }
-            _ => {
-                let mut review = Review::of(&self.change, &self.scope, findings.all(), "");
-                review.explanation = "The review did not finish; the findings reported before \
-                     it stopped are below."
-                    .into();
-                review
-            }
-        }
-    }
 }
 
 /// `cogni review`: its exit code.

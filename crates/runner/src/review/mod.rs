@@ -10,7 +10,7 @@
 pub mod markdown;
 pub mod sarif;
 
-use cogni_core::{Session, SessionConfig, TurnResult};
+use cogni_core::{start_session, AgentError, Session, SessionConfig, StopHandle, TurnResult};
 use cogni_protocol::{ApprovalPolicy, EditTool, SandboxMode, TurnOutcome};
 use cogni_tools::review::{Change, Finding, Findings, ReportFindingTool, Scope};
 use cogni_tools::truncate::Limits;
@@ -164,6 +164,98 @@ problems the change did not introduce. A refused finding says why: correct it or
 When you are done, answer with JSON only: {\"verdict\": \"correct\" or \"needs_changes\", \
 \"explanation\": \"...\"}; needs_changes when something must be fixed before merging (a P0 or \
 P1 finding), with an explanation of a few sentences.";
+
+/// A review's change, read, with what it covers and its focus.
+pub struct Job {
+    /// The change, read with git.
+    pub change: Arc<Change>,
+    /// What the review covers.
+    pub scope: Scope,
+    /// What to look at especially, if anything.
+    pub focus: Option<String>,
+}
+
+impl Job {
+    /// Read the change `scope` covers for a session in `cwd`.
+    pub async fn read(cwd: &Path, scope: Scope, focus: Option<String>) -> Result<Job, String> {
+        let change = cogni_tools::review::read(cwd, &scope).await?;
+        Ok(Job {
+            change: Arc::new(change),
+            scope,
+            focus,
+        })
+    }
+
+    /// The report of a review that had nothing to look at.
+    pub fn nothing(&self) -> Option<Review> {
+        self.change.diff.is_empty().then(|| {
+            let explanation = format!(
+                "Nothing to review: {} hold no change.",
+                self.scope.describe()
+            );
+            let mut review = Review::of(&self.change, &self.scope, Vec::new(), "");
+            review.verdict = Verdict::Correct;
+            review.explanation = explanation;
+            review
+        })
+    }
+
+    /// Give `session` the review's tool; its findings and the first
+    /// message.
+    pub fn attach(&self, session: &mut Session) -> (Findings, String) {
+        let findings = attach(session, self.change.clone());
+        let cwd = session.context().cwd.clone();
+        let prompt = prompt(&self.change, &self.scope, &cwd, self.focus.as_deref());
+        (findings, prompt)
+    }
+
+    /// A review session for a front door whose session is configured as
+    /// `config` (the REPL, `cogni acp`, a task's agent): read-only, with the review's tool
+    /// (`shell` only when `confined`), stopped by `stop` (the front
+    /// door's own session's handle); with its findings and first message.
+    pub fn session(
+        &self,
+        config: &SessionConfig,
+        confined: bool,
+        stop: StopHandle,
+    ) -> Result<(Session, Findings, String), String> {
+        let mut config = config.clone();
+        config.model_override = None;
+        configure(&mut config, confined);
+        let mut session = start_session(config).map_err(|e| e.to_string())?;
+        session.share_stop_handle(stop);
+        let (findings, prompt) = self.attach(&mut session);
+        Ok((session, findings, prompt))
+    }
+
+    /// What a front door's conversation is told of a review the user ran
+    /// beside it (`/review`), so that the next message can act on it.
+    pub fn note(&self, review: &Review) -> String {
+        format!(
+            "The user ran /review: a read-only review of {} in a session of its own. Its \
+             report follows; the user may ask you to act on it.\n\n{}",
+            self.scope.describe(),
+            markdown::markdown(review)
+        )
+    }
+
+    /// The report of the review's turn; a turn that did not finish gives
+    /// the findings reported before it stopped, saying so.
+    pub fn report(&self, findings: &Findings, turn: &Result<TurnResult, AgentError>) -> Review {
+        match turn {
+            Ok(turn) if reported(turn) => {
+                Review::of(&self.change, &self.scope, findings.all(), &turn.final_text)
+            }
+            _ => {
+                let mut review = Review::of(&self.change, &self.scope, findings.all(), "");
+                review.explanation = "The review did not finish; the findings reported before \
+                     it stopped are below."
+                    .into();
+                review
+            }
+        }
+    }
+}
 
 /// What a review found, as every format reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
