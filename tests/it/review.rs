@@ -489,6 +489,17 @@ fn every_format_carries_the_findings() {
         "{gh:#}"
     );
 
+    let gitlab: Value = serde_json::from_str(&formatted(&env, &s, "gitlab")).unwrap();
+    let issues = gitlab.as_array().unwrap();
+    assert_eq!(issues.len(), 4);
+    let p1 = issues.iter().find(|i| i["check_name"] == "P1").unwrap();
+    assert_eq!(p1["severity"], "critical");
+    assert_eq!(
+        p1["location"],
+        json!({"path": "lib.rs", "lines": {"begin": 2, "end": 2}})
+    );
+    assert_eq!(p1["fingerprint"].as_str().unwrap().len(), 32);
+
     let terminal = formatted(&env, &s, "terminal");
     assert!(terminal.contains("suggested fix:"), "{terminal}");
     assert!(

@@ -14,7 +14,7 @@ use super::render::{Human, RenderOptions};
 use super::{exit, launch, setup, signals, BudgetArgs, ConfigArgs, PolicyArgs};
 use crate::config::ConfigFile;
 use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
-use crate::runner::review::{self as job, markdown, sarif, Review};
+use crate::runner::review::{self as job, gitlab, markdown, sarif, Review};
 use crate::tools::review::Scope;
 
 pub(super) use crate::runner::review::Job;
@@ -72,6 +72,8 @@ pub enum Format {
     Markdown,
     /// The JSON body of a GitHub pull-request review, for `gh api`.
     Github,
+    /// GitLab's code quality report (`artifacts: reports: codequality`).
+    Gitlab,
 }
 
 #[derive(Debug, Args)]
@@ -283,6 +285,7 @@ fn deliver(args: &ReviewArgs, review: &Review) -> Result<(), u8> {
         Format::Sarif => sarif::sarif(review),
         Format::Markdown => markdown::markdown(review),
         Format::Github => markdown::github(review),
+        Format::Gitlab => gitlab::code_quality(review),
     };
     match &args.output {
         Some(path) => {

@@ -4,9 +4,10 @@
 //! `report_finding` tool ([`attach`]), its first message with the diff
 //! ([`prompt`]), the verdict its final answer is held to
 //! ([`verdict_schema`], through the session's output schema) and the
-//! report made of the turn ([`Review::of`]), which [`sarif`] and
-//! [`markdown`] write for code hosts and CI systems.
+//! report made of the turn ([`Review::of`]), which [`sarif`],
+//! [`markdown`] and [`gitlab`] write for code hosts and CI systems.
 
+pub mod gitlab;
 pub mod markdown;
 pub mod sarif;
 
