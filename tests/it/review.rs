@@ -510,6 +510,39 @@ fn every_format_carries_the_findings() {
 
     let (_, report) = json_report(&env, &s, &[]);
     assert_eq!(report["findings"].as_array().unwrap().len(), 4);
+    // A saved report in another format: the same, with no model.
+    let saved = env.dir.path().join("review.json");
+    let again = env
+        .cmd()
+        .args([
+            "review",
+            "--format",
+            "markdown",
+            "--fail-on",
+            "P1",
+            "--from",
+        ])
+        .arg(&saved)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", stderr_of(&again));
+    assert_eq!(stdout_of(&again), md);
+    let not_a_report = env.write("other.json", "{\"schema_version\": 9}");
+    let out = env
+        .cmd()
+        .args(["review", "--from"])
+        .arg(&not_a_report)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("not a review report of schema version 1"));
+    let out = env
+        .cmd()
+        .args(["review", "--base", "main", "--from"])
+        .arg(&saved)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "--from reviews nothing again");
     let replacements = &report["findings"][0]["fix"]["replacements"];
     assert_eq!(
         replacements,

@@ -85,6 +85,11 @@ pub struct ReviewArgs {
     #[command(flatten)]
     pub scope: ScopeArgs,
 
+    /// Write a report saved before (`--format json`) in another format:
+    /// no git, no model, nothing reviewed again.
+    #[arg(long, value_name = "REPORT", conflicts_with_all = ["prompt", "scope", "no_sandbox", "max_iterations", "max_cost", "max_tokens", "max_seconds", "script", "model", "provider"])]
+    pub from: Option<PathBuf>,
+
     #[command(flatten)]
     pub common: ConfigArgs,
 
@@ -185,6 +190,13 @@ pub fn run(args: ReviewArgs) -> u8 {
 fn review(args: &ReviewArgs) -> Result<u8, String> {
     let (launch_dir, cwd) = setup::dirs(&args.common)?;
     super::run::check_output(args.output.as_deref(), &launch_dir)?;
+    if let Some(path) = &args.from {
+        let review = saved(path)?;
+        return Ok(match deliver(args, &review) {
+            Err(code) => code,
+            Ok(()) => fail_on(args, &review),
+        });
+    }
     let runtime = setup::runtime()?;
     let focus = args.prompt.clone().filter(|p| !p.trim().is_empty());
     let job = runtime.block_on(Job::read(&cwd, args.scope.scope(), focus))?;
@@ -257,17 +269,43 @@ fn review(args: &ReviewArgs) -> Result<u8, String> {
     }
     Ok(match delivered {
         Err(code) => code,
-        Ok(()) => match args.fail_on {
-            Some(p) if review.at_or_above(p) > 0 => {
-                eprintln!(
-                    "cogni: {} finding{} at P{p} or above (--fail-on P{p})",
-                    review.at_or_above(p),
-                    if review.at_or_above(p) == 1 { "" } else { "s" }
-                );
-                exit::TASK_FAILED
-            }
-            _ => exit::DONE,
-        },
+        Ok(()) => fail_on(args, &review),
+    })
+}
+
+/// The exit code `--fail-on` gives a finished review.
+fn fail_on(args: &ReviewArgs, review: &Review) -> u8 {
+    match args.fail_on {
+        Some(p) if review.at_or_above(p) > 0 => {
+            eprintln!(
+                "cogni: {} finding{} at P{p} or above (--fail-on P{p})",
+                review.at_or_above(p),
+                if review.at_or_above(p) == 1 { "" } else { "s" }
+            );
+            exit::TASK_FAILED
+        }
+        _ => exit::DONE,
+    }
+}
+
+/// `--from REPORT`: a JSON report of this schema version.
+fn saved(path: &std::path::Path) -> Result<Review, String> {
+    let text = crate::tools::fs::read_text_limited(path, crate::tools::fs::SPEC_FILE_MAX_BYTES)
+        .map_err(|e| format!("--from: {e}"))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("--from {}: not JSON: {e}", path.display()))?;
+    if value["schema_version"] != job::SCHEMA_VERSION {
+        return Err(format!(
+            "--from {}: not a review report of schema version {} (write one with `cogni review --format json`)",
+            path.display(),
+            job::SCHEMA_VERSION
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        format!(
+            "--from {}: not a review report (write one with `cogni review --format json`): {e}",
+            path.display()
+        )
     })
 }
 
