@@ -474,15 +474,14 @@ fn split_sections(patch: &str) -> Vec<Vec<&str>> {
 
 /// `(old count, new count)` of a `@@ -a,b +c,d @@` line.
 fn hunk_counts(header: &str) -> Option<(u32, u32)> {
-    let (old, new, _) = hunk_numbers(header)?;
+    let (old, new) = hunk_numbers(header)?;
     Some((old.1, new.1))
 }
 
-/// `((old start, old count), (new start, new count), the rest)` of a
-/// hunk header.
-fn hunk_numbers(header: &str) -> Option<((u32, u32), (u32, u32), &str)> {
+/// `((old start, old count), (new start, new count))` of a hunk header.
+fn hunk_numbers(header: &str) -> Option<((u32, u32), (u32, u32))> {
     let rest = header.strip_prefix("@@ -")?;
-    let (ranges, tail) = rest.split_once(" @@")?;
+    let (ranges, _) = rest.split_once(" @@")?;
     let (old, new) = ranges.split_once(" +")?;
     let range = |r: &str| -> Option<(u32, u32)> {
         match r.split_once(',') {
@@ -490,7 +489,7 @@ fn hunk_numbers(header: &str) -> Option<((u32, u32), (u32, u32), &str)> {
             None => Some((r.parse().ok()?, 1)),
         }
     };
-    Some((range(old)?, range(new)?, tail))
+    Some((range(old)?, range(new)?))
 }
 
 fn file_of(entry: RawEntry, section: &[&str]) -> Result<FileDiff, String> {
@@ -539,7 +538,7 @@ fn hunks_of(section: &[&str]) -> Result<Vec<Hunk>, String> {
     let mut numbers = (0u32, 0u32);
     for line in section {
         if line.starts_with("@@ ") {
-            let ((old, _), (new, _), _) =
+            let ((old, _), (new, _)) =
                 hunk_numbers(line).ok_or_else(|| format!("unreadable hunk header {line:?}"))?;
             numbers = (old, new);
             hunks.push(Hunk {
