@@ -275,15 +275,7 @@ fn execute(
             color: options.color,
         }));
     }
-    let ctx = session.context();
-    sink.emit(AgentEvent::SessionStarted {
-        session_id: session.id.clone(),
-        model: ctx.model.clone(),
-        provider: session.provider_id().to_string(),
-        cwd: ctx.cwd.clone(),
-        sandbox: ctx.sandbox_policy.mode,
-        approval: ctx.approval_policy,
-    });
+    sink.emit(launch::started(&session));
     if !task.context.is_empty() {
         sink.emit(AgentEvent::Context {
             files: task.context,

@@ -16,24 +16,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// `git ARGS` in `dir` as a user runs it (a fixed identity).
-pub(crate) fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+pub(crate) use crate::checkpoints::git;
 
 const LIB: &str = "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\nfn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n\nfn mul(a: i32, b: i32) -> i32 {\n    a * b\n}\n";
 

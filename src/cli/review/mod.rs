@@ -13,7 +13,7 @@ use super::mode::Mode;
 use super::render::{Human, RenderOptions};
 use super::{exit, launch, setup, signals, BudgetArgs, ConfigArgs, PolicyArgs};
 use crate::config::ConfigFile;
-use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
+use crate::protocol::{EventSink, TurnOutcome};
 use crate::runner::review::{self as job, gitlab, markdown, sarif, Review};
 use crate::tools::review::Scope;
 
@@ -236,15 +236,7 @@ fn review(args: &ReviewArgs) -> Result<u8, String> {
         verbose_max_bytes: configured.verbose_max_bytes,
     };
     let sink = Human::new(options);
-    let ctx = session.context();
-    sink.emit(AgentEvent::SessionStarted {
-        session_id: session.id.clone(),
-        model: ctx.model.clone(),
-        provider: session.provider_id().to_string(),
-        cwd: ctx.cwd.clone(),
-        sandbox: ctx.sandbox_policy.mode,
-        approval: ctx.approval_policy,
-    });
+    sink.emit(launch::started(&session));
     let stop = session.stop_handle();
     let (turn, received) = runtime.block_on(async {
         let received = signals::stop_on_interrupt(move |_| stop.stop())?;
