@@ -76,12 +76,7 @@ fn finding(out: &mut String, f: &Finding, color: bool, width: Option<usize>) {
     for line in wrap(&s(&f.body), width) {
         let _ = writeln!(out, "     {line}");
     }
-    let width = f
-        .code
-        .iter()
-        .map(|c| c.line.to_string().len())
-        .max()
-        .unwrap_or(1);
+    let width = f.number_width();
     for c in &f.code {
         let number = paint(color, "2", &format!("{:>width$} │", c.line));
         let _ = writeln!(out, "       {number} {}", s(&c.text));

@@ -101,12 +101,7 @@ fn finding(out: &mut String, f: &Finding) {
     );
     let _ = writeln!(out, "{}\n", text(&f.body));
     if !f.code.is_empty() {
-        let width = f
-            .code
-            .iter()
-            .map(|c| c.line.to_string().len())
-            .max()
-            .unwrap_or(1);
+        let width = f.number_width();
         let lines: String = f
             .code
             .iter()

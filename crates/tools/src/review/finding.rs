@@ -132,6 +132,16 @@ impl Finding {
         format!("P{}", self.priority)
     }
 
+    /// The width of the widest line number of [`Finding::code`], for
+    /// showing the lines aligned.
+    pub fn number_width(&self) -> usize {
+        self.code
+            .iter()
+            .map(|c| c.line.to_string().len())
+            .max()
+            .unwrap_or(1)
+    }
+
     /// True for a finding about a whole file (no lines).
     pub fn whole_file(&self) -> bool {
         self.start_line == 0
