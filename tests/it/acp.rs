@@ -556,6 +556,7 @@ fn slash_commands_are_advertised_updated_and_namespaced() {
                 "model",
                 "cogni:compact",
                 "context",
+                "review",
                 "plan",
                 "undo",
                 "rewind",
