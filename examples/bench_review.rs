@@ -10,7 +10,12 @@
 //! verdict). It prints the request's split: the diff shown to the model,
 //! and the rest.
 //!
-//! cargo build --release && cargo run --release --example bench_review -- [--runs N] [--cogni PATH]
+//! With `--codex PATH` (Codex CLI from npm, `@openai/codex`), the same
+//! review by `codex review --base main`, pointed at the mock as a custom
+//! provider on the Responses API: the time from spawn to its first model
+//! request and that request's size (it is stopped then).
+//!
+//! cargo build --release && cargo run --release --example bench_review -- [--runs N] [--cogni PATH] [--codex PATH]
 
 #[path = "../tests/it/common/images.rs"]
 #[allow(dead_code)]
@@ -129,6 +134,62 @@ fn one_run(cogni: &Path, work: &Path, home: &Path) -> Run {
     }
 }
 
+/// `codex review --base main` against a fresh mock: the time to its first
+/// model request and the request's size (Codex is stopped then, with
+/// everything it started).
+fn codex_run(codex: &Path, work: &Path, home: &Path) -> (Duration, usize) {
+    use std::os::unix::process::CommandExt as _;
+    let server = MockServer::start();
+    for _ in 0..4 {
+        server.enqueue(wire_responses::text_response(
+            r#"{"findings": [], "overall_correctness": "patch is correct", "overall_explanation": "ok", "overall_confidence_score": 0.9}"#,
+        ));
+    }
+    std::fs::create_dir_all(home).expect("codex home");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"gpt-4.1\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+            server.base_url()
+        ),
+    )
+    .expect("codex config");
+    let start = Instant::now();
+    let mut child = Command::new(codex)
+        .args(["review", "--base", "main"])
+        .current_dir(work)
+        .env("CODEX_HOME", home)
+        .env("HOME", home)
+        .env("MOCK_API_KEY", "bench-key")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("spawn codex");
+    let first = loop {
+        let inference = server
+            .requests()
+            .into_iter()
+            .find(|r| r.path.ends_with("/responses") || r.path.ends_with("/chat/completions"));
+        if let Some(request) = inference {
+            break request;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("codex exited ({status}) before a model request");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "codex sent no request in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // SAFETY: kill(2) on the process group codex leads.
+    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = child.wait();
+    (first.received_at.duration_since(start), first.body.len())
+}
+
 fn median<T: Copy + Ord>(mut v: Vec<T>) -> T {
     v.sort();
     v[v.len() / 2]
@@ -141,11 +202,13 @@ fn ms(d: Duration) -> String {
 fn main() {
     let mut runs = 10;
     let mut cogni = PathBuf::from("target/release/cogni");
+    let mut codex: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N"),
             "--cogni" => cogni = PathBuf::from(args.next().expect("--cogni PATH")),
+            "--codex" => codex = Some(PathBuf::from(args.next().expect("--codex PATH"))),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -179,4 +242,18 @@ fn main() {
         "first request body:     {} bytes, of which the review's message {} bytes",
         r.first_request_bytes, r.prompt_bytes
     );
+    if let Some(codex) = codex {
+        let codex_home = dir.path().join("codex-home");
+        codex_run(&codex, &work, &codex_home);
+        let runs: Vec<(Duration, usize)> = (0..runs)
+            .map(|_| codex_run(&codex, &work, &codex_home))
+            .collect();
+        let first: Vec<Duration> = runs.iter().map(|r| r.0).collect();
+        println!(
+            "codex review, start -> first request: {} ({}); its body {} bytes",
+            ms(median(first.clone())),
+            ms(*first.iter().min().expect("runs")),
+            runs[0].1
+        );
+    }
 }
