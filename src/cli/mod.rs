@@ -102,7 +102,7 @@ pub enum Command {
     Config(config_cmd::ConfigArgs),
     /// Bring settings from another agent: Codex CLI's config.toml or Claude Code's settings, as cogni.toml.
     Import(import::ImportArgs),
-    /// Review a change read-only: the uncommitted changes (default), a branch (--base), a commit or files; findings as text, JSON, SARIF, Markdown or a GitHub review.
+    /// Review a change read-only: the uncommitted changes (default), a branch (--base), a commit or files; findings as text, JSON, SARIF, Markdown, a GitHub review or a GitLab code quality report.
     Review(Box<review::ReviewArgs>),
     /// Check a task file without running anything.
     Validate(tasks::ValidateArgs),
