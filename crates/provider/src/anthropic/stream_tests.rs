@@ -404,7 +404,7 @@ fn stop_reasons() {
         ("max_tokens", StopReason::Length),
         ("model_context_window_exceeded", StopReason::Length),
         ("refusal", StopReason::ContentFilter),
-        ("pause_turn", StopReason::Other("pause_turn".into())),
+        ("pause_turn", StopReason::Paused),
     ] {
         let events = parse(&[message_delta(wire, 1), message_stop()]).expect("parse");
         assert!(
