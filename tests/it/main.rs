@@ -51,3 +51,4 @@ mod strategies;
 mod text_tools;
 mod transcripts;
 mod web_fetch;
+mod web_search;
