@@ -660,15 +660,20 @@ fn tool_config(t: ToolsFile) -> Result<ToolConfig, ConfigError> {
 fn web_search_available(provider: &ProviderInfo) -> Result<(), ConfigError> {
     match provider.wire_api {
         WireApi::Responses | WireApi::Anthropic => Ok(()),
-        WireApi::Chat | WireApi::Ollama | WireApi::Scripted => err(format!(
-            "[tools] web_search = true: provider `{id}` speaks {api}, which has no web search of its own; only the Responses API (`wire_api = \"responses\"` in [model_providers.{id}], for OpenAI) and Anthropic's Messages API have one. Remove web_search, switch providers, or let the model use web_fetch instead",
-            id = provider.id,
-            api = match provider.wire_api {
-                WireApi::Ollama => "Ollama's API",
-                WireApi::Scripted => "no API (it replays a script)",
-                _ => "Chat Completions",
-            },
-        )),
+        WireApi::Chat | WireApi::Ollama | WireApi::Scripted => {
+            let id = &provider.id;
+            let (api, instead) = match provider.wire_api {
+                WireApi::Chat => (
+                    "speaks Chat Completions",
+                    format!("set `wire_api = \"responses\"` in [model_providers.{id}] if it is OpenAI, "),
+                ),
+                WireApi::Ollama => ("speaks Ollama's API", String::new()),
+                _ => ("replays a script", String::new()),
+            };
+            err(format!(
+                "[tools] web_search = true: provider `{id}` {api}, which has no web search of its own (only OpenAI's Responses API and Anthropic's Messages API have one): {instead}remove web_search, switch providers, or let the model use web_fetch instead"
+            ))
+        }
     }
 }
 

@@ -878,10 +878,17 @@ fn web_search_needs_an_api_that_searches() {
         .unwrap()
     };
     let env = env_of(&[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")]);
+    let err = resolve_file(file("openai"), &d.home, &d.cwd, &env).unwrap_err();
+    assert!(
+        err.0
+            .contains("`wire_api = \"responses\"` in [model_providers.openai]"),
+        "{}",
+        err.0
+    );
     for provider in ["openai", "ollama"] {
         let err = resolve_file(file(provider), &d.home, &d.cwd, &env).unwrap_err();
         assert!(
-            err.0.contains("web_search") && err.0.contains("wire_api = \"responses\""),
+            err.0.contains("web_search") && err.0.contains("has no web search of its own"),
             "{}",
             err.0
         );
