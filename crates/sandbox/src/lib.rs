@@ -55,6 +55,8 @@ pub use linux::{enter_unconfined, fork_server, REQUIRED_LANDLOCK_ABI};
 mod other;
 #[cfg(not(target_os = "linux"))]
 use other as platform;
+#[cfg(not(target_os = "linux"))]
+pub use other::fork_server;
 
 pub use platform::BACKEND_NAME;
 pub use workspace::{Root, Workspace};

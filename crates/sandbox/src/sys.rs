@@ -35,3 +35,10 @@ pub fn rename_noreplace(dir: BorrowedFd<'_>, from: &CStr, to: &CStr) -> io::Resu
         Err(io::Error::last_os_error())
     }
 }
+
+/// The permission bits of `st` (`mode_t` is 16 bits on macOS, 32 on
+/// Linux, where the conversion does nothing).
+#[allow(clippy::useless_conversion)]
+pub fn permission_bits(st: &libc::stat) -> u32 {
+    u32::from(st.st_mode) & 0o7777
+}
