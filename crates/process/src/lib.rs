@@ -422,6 +422,11 @@ fn supervised(
     sandbox: Option<Arc<Confined>>,
     stdin: Stdio,
 ) -> Result<Command, ExecError> {
+    // On macOS a confined command runs under sandbox-exec.
+    let argv = match &sandbox {
+        Some(confined) => confined.argv(argv),
+        None => argv.to_vec(),
+    };
     let (program, args) = argv.split_first().ok_or(ExecError::EmptyCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args)

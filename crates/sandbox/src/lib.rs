@@ -51,12 +51,18 @@ mod linux;
 use linux as platform;
 #[cfg(target_os = "linux")]
 pub use linux::{enter_unconfined, fork_server, REQUIRED_LANDLOCK_ABI};
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(target_os = "macos")]
+use macos as platform;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod other;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 use other as platform;
 #[cfg(not(target_os = "linux"))]
-pub use other::fork_server;
+#[path = "unforked.rs"]
+pub mod fork_server;
+pub mod seatbelt;
 
 pub use platform::BACKEND_NAME;
 pub use workspace::{Root, Workspace};
@@ -168,6 +174,13 @@ impl Confined {
     /// forks, creates namespaces and restricts the calling process.
     pub unsafe fn enter(&self) -> io::Result<()> {
         self.confinement.setup.enter(&self.binds)
+    }
+
+    /// The program and arguments that run `command` confined: `command`
+    /// itself on Linux (the child enters the confinement), under
+    /// `sandbox-exec` on macOS.
+    pub fn argv(&self, command: &[String]) -> Vec<String> {
+        self.confinement.setup.argv(command)
     }
 
     /// The session's confinement this command's was made from.

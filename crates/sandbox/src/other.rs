@@ -1,4 +1,4 @@
-//! Platforms without a kernel backend in cogni: macOS and Windows today.
+//! Platforms without a sandbox backend in cogni: Windows today.
 //! The probe says so, [`crate::Confinement::new`] refuses, and commands run
 //! only unconfined (`--sandbox danger-full-access`, `cogni run
 //! --no-sandbox`), as docs/sandbox.md says for each platform.
@@ -17,9 +17,7 @@ pub(crate) const ENABLE_HINT: &str = "Run commands unconfined, at your own risk,
      --approval untrusted so each command is asked first";
 
 /// The platform's name, for people.
-const PLATFORM: &str = if cfg!(target_os = "macos") {
-    "macOS"
-} else if cfg!(windows) {
+const PLATFORM: &str = if cfg!(windows) {
     "Windows"
 } else {
     "this operating system"
@@ -83,21 +81,9 @@ impl Setup {
     pub(crate) unsafe fn enter(&self, _binds: &Binds) -> io::Result<()> {
         match *self {}
     }
-}
 
-/// The fork server is Linux's: elsewhere none starts, and commands (hooks
-/// included) are spawned by cogni itself.
-pub mod fork_server {
-    /// Never: no process here is a fork server.
-    #[derive(Debug, thiserror::Error)]
-    #[error("the fork server is Linux only")]
-    pub struct NotStartedByCogni;
-
-    /// First thing in a binary's `main`; nothing to do here.
-    pub fn serve_if_asked() -> Result<(), NotStartedByCogni> {
-        Ok(())
+    /// Never called: no setup exists.
+    pub(crate) fn argv(&self, _command: &[String]) -> Vec<String> {
+        match *self {}
     }
-
-    /// Nothing to start here.
-    pub fn start_in_background() {}
 }

@@ -170,8 +170,10 @@ fn live_canaries(args: &CheckArgs) -> Result<u8, String> {
     Ok(super::exit::DONE)
 }
 
-/// No backend, no canaries: [`check`] has returned before.
+/// The live canaries probe Linux's backend; elsewhere (macOS's Seatbelt)
+/// the backend's tests are the runtime tests of its CI job.
 #[cfg(not(target_os = "linux"))]
 fn live_canaries(_args: &CheckArgs) -> Result<u8, String> {
-    Ok(super::exit::TASK_FAILED)
+    println!("canaries: none on this platform (the live canaries are Linux's)");
+    Ok(super::exit::DONE)
 }

@@ -347,6 +347,11 @@ impl Setup {
     pub(crate) unsafe fn enter(&self, binds: &Binds) -> io::Result<()> {
         self.child.enter(binds)
     }
+
+    /// `command` as it is: the child enters the confinement itself.
+    pub(crate) fn argv(&self, command: &[String]) -> Vec<String> {
+        command.to_vec()
+    }
 }
 
 /// Supervise an unconfined command: a subreaper between cogni and the
