@@ -24,6 +24,7 @@ mod hooks;
 mod hostile;
 mod images;
 mod import;
+mod install;
 mod interop;
 mod layers;
 mod library;
