@@ -7,8 +7,21 @@ use super::exit;
 use super::persist;
 use crate::agent::{AgentError, EndReason, Session, TurnResult};
 use crate::mcp::Servers;
-use crate::protocol::{EventSink, TurnOutcome};
+use crate::protocol::{AgentEvent, EventSink, TurnOutcome};
 use crate::store::SessionFile;
+
+/// The `session.started` event of `session`, which front doors emit first.
+pub(super) fn started(session: &Session) -> AgentEvent {
+    let ctx = session.context();
+    AgentEvent::SessionStarted {
+        session_id: session.id.clone(),
+        model: ctx.model.clone(),
+        provider: session.provider_id().to_string(),
+        cwd: ctx.cwd.clone(),
+        sandbox: ctx.sandbox_policy.mode,
+        approval: ctx.approval_policy,
+    }
+}
 
 /// Run `task` as the session's turn and end the session; then stop its
 /// MCP servers, count the turn's tokens in the session file and report a

@@ -19,6 +19,7 @@ mod models;
 mod persist;
 mod render;
 mod repl;
+mod review;
 mod run;
 mod sandbox;
 mod setup;
@@ -114,6 +115,8 @@ pub enum Command {
     Config(config_cmd::ConfigArgs),
     /// Bring settings from another agent: Codex CLI's config.toml or Claude Code's settings, as cogni.toml.
     Import(import::ImportArgs),
+    /// Review a change read-only: the uncommitted changes (default), a branch (--base), a commit or files; findings as text, JSON, SARIF, Markdown, a GitHub review or a GitLab code quality report.
+    Review(Box<review::ReviewArgs>),
     /// Check a task file without running anything.
     Validate(tasks::ValidateArgs),
     /// Compare two task runs (results.json files or run directories).
@@ -306,6 +309,65 @@ impl PolicyArgs {
     }
 }
 
+/// The budgets of a turn on the command line (`cogni run`, `cogni
+/// review`): each is one effect over the configured ones (`cost_limit`,
+/// `token_limit`, `time_limit`; a limit set twice keeps the tightest), and
+/// stops the turn with exit code 4.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetArgs {
+    /// Stop the turn once it has cost this many USD (the model's price
+    /// must be known: the catalog's, or `[model_families]`).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+
+    /// Stop the turn once it has used this many tokens, input and output
+    /// together.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
+
+    /// Stop the turn after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub max_seconds: Option<f64>,
+}
+
+impl BudgetArgs {
+    /// True when a budget is given.
+    pub fn any(&self) -> bool {
+        self.max_cost.is_some() || self.max_tokens.is_some() || self.max_seconds.is_some()
+    }
+
+    /// The budgets as `effects = [...]` entries of the flags' layer.
+    pub fn effects(&self) -> Result<Option<crate::protocol::layer::AddUp<toml::Value>>, String> {
+        let positive = |flag: &str, v: Option<f64>| match v {
+            Some(v) if !(v.is_finite() && v > 0.0) => {
+                Err(format!("{flag} {v}: give a number greater than 0"))
+            }
+            _ => Ok(()),
+        };
+        positive("--max-cost", self.max_cost)?;
+        positive("--max-seconds", self.max_seconds)?;
+        let mut effects = Vec::new();
+        let entry = |kind: &str, key: &str, value: toml::Value| {
+            let mut table = toml::Table::new();
+            table.insert("kind".into(), kind.into());
+            table.insert(key.into(), value);
+            toml::Value::Table(table)
+        };
+        if let Some(usd) = self.max_cost {
+            effects.push(entry("cost_limit", "usd", usd.into()));
+        }
+        if let Some(tokens) = self.max_tokens {
+            let tokens =
+                i64::try_from(tokens).map_err(|_| "--max-tokens: too large".to_string())?;
+            effects.push(entry("token_limit", "tokens", tokens.into()));
+        }
+        if let Some(seconds) = self.max_seconds {
+            effects.push(entry("time_limit", "seconds", seconds.into()));
+        }
+        Ok((!effects.is_empty()).then_some(crate::protocol::layer::AddUp(effects)))
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The task; `-` reads it from stdin. With --tasks: a task selector.
@@ -336,6 +398,9 @@ pub struct RunArgs {
     /// Most model requests with tool calls in this turn (default 25).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
+
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 
     /// Attach a file, or a directory's summary, to the task (repeatable;
     /// all together within max_context_bytes).
@@ -432,6 +497,7 @@ pub fn main() -> ExitCode {
         cli.command,
         None | Some(
             Command::Run(_)
+                | Command::Review(_)
                 | Command::Repl(_)
                 | Command::Resume(_)
                 | Command::McpServer(_)
@@ -478,6 +544,7 @@ pub fn main() -> ExitCode {
         Some(Command::Mcp(args)) => ExitCode::from(mcp::run(args)),
         Some(Command::McpServer(args)) => ExitCode::from(mcp_server::run(args)),
         Some(Command::Acp(args)) => ExitCode::from(acp::run(args)),
+        Some(Command::Review(args)) => ExitCode::from(review::run(*args)),
         Some(Command::Validate(args)) => ExitCode::from(tasks::validate(args)),
         Some(Command::Compare(args)) => ExitCode::from(tasks::compare(args)),
         Some(Command::Merge(args)) => ExitCode::from(merge::run(args)),

@@ -20,6 +20,13 @@ use std::sync::Arc;
 
 /// Run the command and return its exit code.
 pub fn run(args: RunArgs) -> u8 {
+    if args.budget.any() && (args.batch.tasks.is_some() || args.acp.is_some()) {
+        eprintln!(
+            "cogni: --max-cost, --max-tokens and --max-seconds budget cogni's own turn: with \
+             --tasks set a task's `budget` in the task file; with --acp the agent keeps its own"
+        );
+        return exit::USAGE;
+    }
     if args.batch.tasks.is_some() {
         return super::tasks::run(args);
     }
@@ -99,7 +106,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
         Some(path) => Some(read_schema(path)?),
         None => None,
     };
-    check_output(args, &launch_dir)?;
+    check_output(args.output_last_message.as_deref(), &launch_dir)?;
 
     let record = match &args.record {
         Some(path) => {
@@ -121,6 +128,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
     let configured = SessionBuilder::new(args.common.clone(), args.policy.clone(), launch_dir, cwd)
         .flags(ConfigFile {
             max_iterations: args.max_iterations,
+            effects: args.budget.effects()?,
             ..Default::default()
         })
         .card(args.batch.agent.clone().map(Card::Named))
@@ -169,8 +177,8 @@ fn prepare(args: &RunArgs) -> Result<Prepared, String> {
 }
 
 /// `-o FILE`: its directory must exist before anything runs.
-pub(super) fn check_output(args: &RunArgs, launch_dir: &Path) -> Result<(), String> {
-    if let Some(out) = &args.output_last_message {
+pub(super) fn check_output(out: Option<&Path>, launch_dir: &Path) -> Result<(), String> {
+    if let Some(out) = out {
         let parent = launch_dir.join(out);
         let parent = parent.parent().unwrap_or(Path::new("/"));
         if !parent.is_dir() {
@@ -267,15 +275,7 @@ fn execute(
             color: options.color,
         }));
     }
-    let ctx = session.context();
-    sink.emit(AgentEvent::SessionStarted {
-        session_id: session.id.clone(),
-        model: ctx.model.clone(),
-        provider: session.provider_id().to_string(),
-        cwd: ctx.cwd.clone(),
-        sandbox: ctx.sandbox_policy.mode,
-        approval: ctx.approval_policy,
-    });
+    sink.emit(launch::started(&session));
     if !task.context.is_empty() {
         sink.emit(AgentEvent::Context {
             files: task.context,

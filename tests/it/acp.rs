@@ -25,7 +25,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 /// The most any one wait of these tests lasts before it fails.
 const LIMIT: Duration = Duration::from_secs(60);
 
-type Cx = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
+pub(crate) type Cx = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
 
 /// How the client answers permission requests.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,7 +41,7 @@ enum Answer {
 /// What the client saw and holds: every update, the permission requests,
 /// and the editor's buffers (read before the disk; writes go only there).
 #[derive(Default)]
-struct Editor {
+pub(crate) struct Editor {
     updates: Mutex<Vec<acp::SessionUpdate>>,
     permissions: Mutex<Vec<acp::RequestPermissionRequest>>,
     answer: Mutex<Option<Answer>>,
@@ -247,7 +247,7 @@ fn client(
         )
 }
 
-async fn new_session(cx: &Cx, cwd: &Path) -> Result<acp::NewSessionResponse, Error> {
+pub(crate) async fn new_session(cx: &Cx, cwd: &Path) -> Result<acp::NewSessionResponse, Error> {
     cx.send_request(acp::NewSessionRequest::new(cwd))
         .block_task()
         .await
@@ -556,6 +556,7 @@ fn slash_commands_are_advertised_updated_and_namespaced() {
                 "model",
                 "cogni:compact",
                 "context",
+                "review",
                 "plan",
                 "undo",
                 "rewind",
@@ -966,7 +967,7 @@ fn closing_stdin_mid_turn_stops_everything_and_exits_0() {
 
 /// `cogni acp --model gpt-4.1` against `server` as the OpenAI provider,
 /// driven by `scenario`.
-fn drive_against<F>(env: &Env, server: &MockServer, scenario: F)
+pub(crate) fn drive_against<F>(env: &Env, server: &MockServer, scenario: F)
 where
     F: AsyncFnOnce(Cx, Arc<Editor>) -> Result<(), Error>,
 {
@@ -984,12 +985,17 @@ where
 }
 
 /// Whether any of `lines` contains `needle`.
-fn mentions(lines: &[String], needle: &str) -> bool {
+pub(crate) fn mentions(lines: &[String], needle: &str) -> bool {
     lines.iter().any(|l| l.contains(needle))
 }
 
 /// Send `text` as a prompt; the turn must end normally. The agent's text.
-async fn say(cx: &Cx, editor: &Editor, id: &acp::SessionId, text: &str) -> Result<String, Error> {
+pub(crate) async fn say(
+    cx: &Cx,
+    editor: &Editor,
+    id: &acp::SessionId,
+    text: &str,
+) -> Result<String, Error> {
     editor.clear();
     assert_eq!(prompt(cx, id, text).await?, acp::StopReason::EndTurn);
     Ok(editor.text())

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn git(dir: &Path, args: &[&str]) -> String {
+/// `git ARGS` in `dir` as a user runs it (a fixed identity): its stdout.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)

@@ -56,8 +56,9 @@ impl OutputSchema {
     }
 }
 
-/// The JSON inside a Markdown code fence, if the model wrapped it in one.
-fn strip_fence(text: &str) -> &str {
+/// The JSON inside a Markdown code fence, if the model wrapped it in one
+/// (the text trimmed otherwise).
+pub fn strip_fence(text: &str) -> &str {
     let trimmed = text.trim();
     let Some(rest) = trimmed.strip_prefix("```") else {
         return trimmed;

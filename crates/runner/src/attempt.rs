@@ -4,10 +4,11 @@
 use super::checks;
 use super::command::{tail, OUTPUT_TAIL_BYTES};
 use super::results::{millis, AttemptResult, FailureReason, Status, Tokens};
+use super::review::{self, Job};
 use super::workspace::{Removal, Workspace};
 use super::{AttemptId, Phase, Plan, Planned, PreparedAgent, Progress, ProgressEvent, RunControl};
 use cogni_core::{start_session_with_provider, AgentError, EndReason, ToolCallRecord};
-use cogni_protocol::{AgentEvent, EventSink, Item, TurnOutcome};
+use cogni_protocol::{AgentEvent, EventSink, Item, SandboxMode, TurnOutcome};
 use cogni_provider::{record, record::Recording};
 use cogni_spec::tasks::TaskSpec;
 use cogni_tools::apply_patch::{parse_patch, FileOp};
@@ -143,7 +144,13 @@ impl Attempt<'_> {
         }
         self.progress
             .report(ProgressEvent::Phase(id, Phase::Checks));
-        let run = checks::run_all(&task.checks, cwd, &result.final_answer, &agent.shell);
+        let run = checks::run_all(
+            &task.checks,
+            cwd,
+            &result.final_answer,
+            result.review.as_ref(),
+            &agent.shell,
+        );
         let Some(checks) = self.control.unless_interrupted(run).await else {
             return result.fail(
                 FailureReason::Interrupted,
@@ -187,6 +194,24 @@ impl Attempt<'_> {
         result: &mut AttemptResult,
         transcript: &Mutex<transcript::Builder>,
     ) {
+        let job = match &task.review {
+            Some(scope) => {
+                let focus = Some(task.prompt.clone()).filter(|p| !p.trim().is_empty());
+                match Job::read(cwd, scope.clone(), focus).await {
+                    Ok(job) => Some(job),
+                    Err(e) => {
+                        return result.fail(FailureReason::SetupFailed, format!("review: {e}"))
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(nothing) = job.as_ref().and_then(Job::nothing) {
+            // Nothing to review: no request; the checks decide.
+            result.final_answer = nothing.explanation.clone();
+            result.review = Some(nothing);
+            return;
+        }
         let mut config = agent.config.clone();
         config.cwd = cwd.to_path_buf();
         if let Err(e) = cogni_core::apply_strategies(
@@ -195,6 +220,12 @@ impl Attempt<'_> {
             &format!("tasks.{}", task.id),
         ) {
             return result.fail(FailureReason::SetupFailed, e);
+        }
+        if job.is_some() {
+            // Unconfined agents get no shell: nothing could hold it to
+            // read-only.
+            let confined = config.sandbox_policy.mode != SandboxMode::DangerFullAccess;
+            review::configure(&mut config, confined);
         }
         if let Some(script) = &self.planned.script {
             config.provider.script = Some(script.clone());
@@ -215,6 +246,13 @@ impl Attempt<'_> {
         if let Err(e) = session.set_limits(self.planned.limits.clone()) {
             return result.fail(FailureReason::SetupFailed, e.to_string());
         }
+        let (findings, mut prompt) = match &job {
+            Some(job) => {
+                let (findings, prompt) = job.attach(&mut session);
+                (Some(findings), prompt)
+            }
+            None => (None, task.prompt.clone()),
+        };
         let _stoppable = self.control.register(session.stop_handle());
         if self.control.is_interrupted() {
             return result.fail(
@@ -223,7 +261,7 @@ impl Attempt<'_> {
             );
         }
         if let Ok(mut t) = transcript.lock() {
-            t.user(&task.prompt);
+            t.user(&prompt);
         }
         let sink = AttemptSink {
             id,
@@ -233,7 +271,6 @@ impl Attempt<'_> {
             steps: AtomicU32::new(0),
             tool_calls: AtomicU32::new(0),
         };
-        let mut prompt = task.prompt.clone();
         let paths = match attach::paths_for(&prompt, &task.context_paths, auto_context, cwd) {
             Ok(paths) => paths,
             Err(missing) => {
@@ -308,6 +345,9 @@ impl Attempt<'_> {
             .iter()
             .map(|(name, stats)| (name.clone(), stats.calls))
             .collect();
+        if let (Some(job), Some(findings)) = (&job, &findings) {
+            result.review = Some(job.report(findings, &turn));
+        }
         let turn = match turn {
             Ok(turn) => turn,
             Err(AgentError::Provider(e)) => {
@@ -328,7 +368,14 @@ impl Attempt<'_> {
         result.files_read = read;
         result.files_written = written;
         let max_steps = agent.config.max_iterations;
-        match turn.outcome {
+        // A review's answer that is not the verdict's JSON still makes a
+        // report (its verdict from the findings).
+        let outcome = if job.is_some() && review::reported(&turn) {
+            TurnOutcome::Done
+        } else {
+            turn.outcome.clone()
+        };
+        match outcome {
             TurnOutcome::Done => {}
             TurnOutcome::BudgetExceeded => {
                 result.limit = turn.limit;

@@ -1,7 +1,9 @@
-//! Checks run after the agent finished: commands, files, the final answer.
+//! Checks run after the agent finished: commands, files, the final answer,
+//! and a review's findings and verdict.
 
 use super::command::{tail, Shell, OUTPUT_TAIL_BYTES};
 use super::results::{millis, CheckResult};
+use super::review::Review;
 use cogni_core::output::OutputSchema;
 use cogni_spec::tasks::Check;
 use cogni_tools::fs::read_limited;
@@ -13,16 +15,23 @@ pub async fn run_all(
     checks: &[Check],
     workspace: &Path,
     answer: &str,
+    review: Option<&Review>,
     shell: &Shell,
 ) -> Vec<CheckResult> {
     let mut results = Vec::with_capacity(checks.len());
     for check in checks {
-        results.push(run(check, workspace, answer, shell).await);
+        results.push(run(check, workspace, answer, review, shell).await);
     }
     results
 }
 
-async fn run(check: &Check, workspace: &Path, answer: &str, shell: &Shell) -> CheckResult {
+async fn run(
+    check: &Check,
+    workspace: &Path,
+    answer: &str,
+    review: Option<&Review>,
+    shell: &Shell,
+) -> CheckResult {
     let started = Instant::now();
     let (passed, output_tail) = match check {
         Check::Command { command, timeout } => {
@@ -84,6 +93,10 @@ async fn run(check: &Check, workspace: &Path, answer: &str, shell: &Shell) -> Ch
                 Err(problem) => (false, problem),
             }
         }
+        Check::Finding { .. } | Check::FindingCount { .. } | Check::Verdict(_) => match review {
+            Some(review) => on_review(check, review),
+            None => (false, "the task made no review to check".into()),
+        },
     };
     CheckResult {
         kind: check.kind().to_string(),
@@ -91,6 +104,62 @@ async fn run(check: &Check, workspace: &Path, answer: &str, shell: &Shell) -> Ch
         passed,
         output_tail,
         duration_ms: millis(started.elapsed()),
+    }
+}
+
+/// A check of a review's findings or verdict: whether it holds, and what
+/// the review found when it does not.
+fn on_review(check: &Check, review: &Review) -> (bool, String) {
+    let found = || {
+        let list: Vec<String> = review
+            .findings
+            .iter()
+            .map(|f| format!("{} {} ({})", f.priority_name(), f.location(), f.title))
+            .collect();
+        if list.is_empty() {
+            "the review reported no finding".to_string()
+        } else {
+            format!("the review reported: {}", list.join("; "))
+        }
+    };
+    let passed = match check {
+        Check::Finding {
+            path,
+            lines,
+            priority,
+        } => review.findings.iter().any(|f| {
+            let on_lines = lines.is_none_or(|(a, b)| {
+                let (start, end) = match f.anchor_line {
+                    // Deleted lines count where they stood too.
+                    Some(anchor) if !(f.start_line <= b && a <= f.end_line) => (anchor, anchor),
+                    _ => (f.start_line, f.end_line),
+                };
+                start <= b && a <= end
+            });
+            (&f.path == path || f.old_path.as_ref() == Some(path))
+                && f.priority <= *priority
+                && on_lines
+        }),
+        Check::FindingCount { min, max, priority } => {
+            let n = review.at_or_above(*priority) as u32;
+            min.is_none_or(|min| n >= min) && max.is_none_or(|max| n <= max)
+        }
+        Check::Verdict(verdict) => review.verdict.as_str() == verdict,
+        _ => false,
+    };
+    if passed {
+        (true, String::new())
+    } else if let Check::Verdict(_) = check {
+        (
+            false,
+            format!(
+                "the verdict was {}: {}",
+                review.verdict.as_str(),
+                review.explanation
+            ),
+        )
+    } else {
+        (false, found())
     }
 }
 
@@ -185,7 +254,7 @@ mod tests {
             })),
             Check::AnswerSchema(serde_json::json!({"required": ["m"]})),
         ];
-        let results = run_all(&checks, dir.path(), answer, &shell()).await;
+        let results = run_all(&checks, dir.path(), answer, None, &shell()).await;
         let passed: Vec<bool> = results.iter().map(|r| r.passed).collect();
         assert_eq!(
             passed,

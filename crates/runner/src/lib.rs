@@ -17,6 +17,7 @@ pub mod merge;
 mod pool;
 pub mod report;
 pub mod results;
+pub mod review;
 mod select;
 pub mod shard;
 pub mod workspace;

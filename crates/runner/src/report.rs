@@ -252,7 +252,7 @@ fn failure_details(a: &AttemptResult) -> String {
 }
 
 fn attempt_summary(a: &AttemptResult) -> String {
-    format!(
+    let mut text = format!(
         "tokens: {} in, {} out ({} cached); cost: {}; steps: {}; tool calls: {}; agent: {}\nfinal answer:\n{}",
         a.tokens.input,
         a.tokens.output,
@@ -262,7 +262,64 @@ fn attempt_summary(a: &AttemptResult) -> String {
         a.tool_call_count(),
         format_ms(a.agent_ms),
         a.final_answer
-    )
+    );
+    if let Some(review) = &a.review {
+        let _ = write!(
+            text,
+            "\nreview: {} ({})",
+            review.verdict.as_str(),
+            crate::review::markdown::tally(review)
+        );
+        for f in &review.findings {
+            let _ = write!(
+                text,
+                "\n- {} {}: {}",
+                f.priority_name(),
+                f.location(),
+                f.title
+            );
+        }
+    }
+    text
+}
+
+/// The findings of the review attempts, one table each.
+fn findings_html(h: &mut String, attempts: &[(usize, &TaskResult, &AttemptResult)]) {
+    let reviews: Vec<_> = attempts
+        .iter()
+        .filter_map(|(_, t, a)| a.review.as_ref().map(|r| (t, a, r)))
+        .collect();
+    if reviews.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Review findings</h2>\n");
+    for (t, a, review) in reviews {
+        let _ = writeln!(
+            h,
+            "<p><b>{}@{}</b> (attempt {}): {} · {}</p>",
+            esc(&case_name(t, a)),
+            esc(&t.agent),
+            a.attempt,
+            esc(review.verdict.as_str()),
+            esc(&crate::review::markdown::tally(review))
+        );
+        if review.findings.is_empty() {
+            continue;
+        }
+        h.push_str("<table><tr><th>priority</th><th>where</th><th>finding</th><th class=\"n\">confidence</th></tr>\n");
+        for f in &review.findings {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td><details><summary>{}</summary><pre>{}</pre></details></td><td class=\"n\">{:.2}</td></tr>",
+                esc(&f.priority_name()),
+                esc(&f.location()),
+                esc(&f.title),
+                esc(&f.body),
+                f.confidence
+            );
+        }
+        h.push_str("</table>\n");
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -353,6 +410,7 @@ pub fn html(results: &RunResults) -> String {
         .map(|(i, (t, a))| (i, t, a))
         .collect();
     attempt_table(&mut h, &attempts);
+    findings_html(&mut h, &attempts);
     let failed = |a: &AttemptResult| !matches!(a.status, Status::Passed | Status::Skipped);
     if attempts.iter().any(|(_, _, a)| failed(a)) {
         h.push_str("<h2>What went wrong</h2>\n");

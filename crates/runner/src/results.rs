@@ -307,6 +307,10 @@ pub struct AttemptResult {
     /// got: no one is asked in a run, so its default or none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<QuestionRecord>,
+    /// A review task's report: verdict, explanation and findings
+    /// (docs/review.schema.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::review::Review>,
     /// With delegated agents: tokens and cost by agent path (the attempt's
     /// agent and each it started); `tokens` and `cost_usd` include them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -343,6 +347,7 @@ impl AttemptResult {
             plan: None,
             tests: Vec::new(),
             questions: Vec::new(),
+            review: None,
             transcript: None,
         }
     }

@@ -177,21 +177,29 @@ fn check(args: Args) -> Result<Question, String> {
 }
 
 /// `text` trimmed, with nothing that acts on a terminal or reorders what
-/// is shown: control characters (escape sequences lose their ESC or CSI,
-/// so what is left of them is plain text) and bidirectional overrides go;
-/// tabs, and in a one-line text line breaks, become spaces.
+/// is shown ([`visible`]); tabs, and in a one-line text line breaks,
+/// become spaces.
 pub fn clean(text: &str, multiline: bool) -> String {
-    let bidi = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    let cleaned: String = text
+    let cleaned: String = visible(text)
         .chars()
-        .filter_map(|c| match c {
-            '\n' if multiline => Some('\n'),
-            '\t' | '\n' | '\r' => Some(' '),
-            c if c.is_control() || bidi(c) => None,
-            c => Some(c),
+        .map(|c| match c {
+            '\n' if multiline => '\n',
+            '\t' | '\n' | '\r' => ' ',
+            c => c,
         })
         .collect();
     cleaned.trim().to_string()
+}
+
+/// `text` without what acts on a terminal or reorders what is shown:
+/// control characters other than line breaks and tabs (escape sequences
+/// lose their ESC or CSI, so what is left of them is plain text) and
+/// bidirectional overrides.
+pub fn visible(text: &str) -> String {
+    let bidi = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    text.chars()
+        .filter(|&c| matches!(c, '\n' | '\t' | '\r') || !(c.is_control() || bidi(c)))
+        .collect()
 }
 
 /// What the model is told of `answer` to `question`.

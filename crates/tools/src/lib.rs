@@ -25,6 +25,7 @@ pub mod output;
 pub mod paths;
 pub mod plan;
 pub mod read_file;
+pub mod review;
 pub mod safety;
 pub mod search;
 pub mod shell;

@@ -5,8 +5,9 @@
 use super::{Entry, Transcript};
 use std::fmt::Write as _;
 
-/// A fenced block of `text`.
-fn fence(out: &mut String, info: &str, text: &str) {
+/// A fenced block of `text` (info string `info`), its fence longer than
+/// any run of backticks inside it.
+pub fn fence(out: &mut String, info: &str, text: &str) {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let ticks = "`".repeat(longest.max(2) + 1);
     let _ = writeln!(out, "{ticks}{info}");

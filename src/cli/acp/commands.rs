@@ -56,6 +56,12 @@ pub fn builtins() -> Vec<Builtin> {
             run: handler!(context),
         },
         Builtin {
+            name: "review",
+            usage: crate::cli::review::SLASH_USAGE,
+            help: "review the uncommitted changes (or a branch, a commit, files) read-only; findings by file",
+            run: handler!(review),
+        },
+        Builtin {
             name: "plan",
             usage: "",
             help: "show the model's plan (with [agent] enable_plan)",
@@ -165,6 +171,39 @@ async fn plan(live: &mut Live, _: &str) -> String {
             "planning is off: set `[agent] enable_plan = true` in cogni.toml (docs/plan.md)".into()
         }
     }
+}
+
+/// `/review ARGS`: a read-only review in a session of its own, streamed
+/// to the client like a turn (a cancel stops it), its report as Markdown;
+/// the conversation is told the report.
+async fn review(live: &mut Live, args: &str) -> String {
+    use crate::cli::review::{parse_slash, Job};
+    let (scope, focus) = match parse_slash(args) {
+        Ok(parsed) => parsed,
+        Err(usage) => return usage,
+    };
+    let job = match Job::read(&live.cwd, scope, focus).await {
+        Ok(job) => job,
+        Err(e) => return e,
+    };
+    if let Some(nothing) = job.nothing() {
+        return nothing.explanation;
+    }
+    let stop = live.session.stop_handle();
+    let (mut session, findings, prompt) =
+        match job.session(&live.config, !live.modes.unconfined, stop) {
+            Ok(opened) => opened,
+            Err(e) => return e,
+        };
+    let updates = live.updates.clone();
+    let turn = session.run_turn(&prompt, &*updates).await;
+    session
+        .end(crate::agent::EndReason::after(&turn), &*updates)
+        .await;
+    let report = job.report(&findings, &turn);
+    live.session
+        .append_note(crate::protocol::Role::Developer, job.note(&report));
+    format!("\n\n{}", crate::runner::review::markdown::markdown(&report))
 }
 
 async fn undo(live: &mut Live, args: &str) -> String {

@@ -101,7 +101,7 @@ pub fn run(args: &RunArgs) -> u8 {
 fn prepare(args: &RunArgs) -> Result<(String, super::Setup), String> {
     let (launch_dir, _) = setup::dirs(&args.common)?;
     let task = read_task(args.task.as_deref().unwrap_or_default())?;
-    check_output(args, &launch_dir)?;
+    check_output(args.output_last_message.as_deref(), &launch_dir)?;
     let setup = configure(&args.common, &args.policy)?;
     Ok((task, setup))
 }

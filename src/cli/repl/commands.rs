@@ -4,6 +4,7 @@
 //! reachable as `/cogni:name`).
 
 use super::init::init;
+use super::review::review;
 use super::undo::{diff, rewind, undo};
 use super::{Mode, Repl};
 use crate::cli::render::plan_lines;
@@ -68,6 +69,12 @@ fn builtins() -> Vec<Builtin> {
             usage: "",
             help: "clear the screen",
             run: handler!(clear),
+        },
+        Builtin {
+            name: "review",
+            usage: crate::cli::review::SLASH_USAGE,
+            help: "review the uncommitted changes (or a branch, a commit, files) read-only; findings by file",
+            run: handler!(review),
         },
         Builtin {
             name: "init",

@@ -22,6 +22,7 @@ pub(super) mod notify;
 pub(super) mod picker;
 mod question;
 mod replay;
+mod review;
 pub(super) mod sink;
 mod status;
 pub(super) mod term;

@@ -561,6 +561,13 @@ impl Session {
         self.meter.stop.clone()
     }
 
+    /// Answer to `stop` from now on instead of the session's own handle:
+    /// a session run on another's behalf (a review a REPL or an editor
+    /// starts) stops when whatever stops the other does.
+    pub fn share_stop_handle(&mut self, stop: StopHandle) {
+        self.meter.stop = stop;
+    }
+
     /// Set who answers approval questions (default: nobody, every
     /// question is answered no at once).
     pub fn set_approver(&mut self, approver: Arc<dyn Approver>) {

@@ -26,6 +26,7 @@
 //! mod.rs holds what a task file means (the checked types); validate.rs
 //! reads the file as written and checks it, naming every problem.
 
+mod review;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -36,6 +37,7 @@ use super::{parse_toml, Problem, SpecError};
 use crate::strategies::AgentFile;
 use cogni_protocol::{ApprovalPolicy, ContextStrategyKind, SandboxMode};
 use cogni_tools::fs::{read_text_limited, SPEC_FILE_MAX_BYTES};
+pub use cogni_tools::review::Scope;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -165,8 +167,13 @@ pub struct TaskSpec {
     /// `agent`: the id of the agent that runs it ([`DEFAULT_AGENT`] when the
     /// file declares no agents).
     pub agent: String,
-    /// `prompt` (or the text of `prompt_file`): what the agent is asked to do.
+    /// `prompt` (or the text of `prompt_file`): what the agent is asked to
+    /// do; for a review, its focus (may be empty).
     pub prompt: String,
+    /// `review = { base = "main" }` (or `uncommitted = true`, `commit`,
+    /// `files`): the task is a review of that scope, read-only, whose
+    /// findings the checks can assert on (docs/review.md).
+    pub review: Option<Scope>,
     /// `workspace`: where each attempt runs.
     pub workspace: WorkspaceMode,
     /// The directory a workspace is made from; the working directory when unset.
@@ -225,6 +232,30 @@ pub enum Check {
     AnswerEquals(String),
     /// The final answer must be JSON valid against this schema.
     AnswerSchema(serde_json::Value),
+    /// `finding = PATH`: a review reported a finding on this file (with
+    /// `lines = [START, END]`, one overlapping them), at `priority` or more
+    /// severe (default P3: any).
+    Finding {
+        /// The file, relative to the repository's root.
+        path: String,
+        /// Lines the finding must overlap (new side, or old for deleted
+        /// lines).
+        lines: Option<(u32, u32)>,
+        /// 0 (P0) to 3 (P3): the least severe priority that counts.
+        priority: u8,
+    },
+    /// `min_findings` / `max_findings`: how many findings, at `priority`
+    /// or more severe, a review reported.
+    FindingCount {
+        /// At least this many.
+        min: Option<u32>,
+        /// At most this many.
+        max: Option<u32>,
+        /// 0 (P0) to 3 (P3): the least severe priority that counts.
+        priority: u8,
+    },
+    /// `verdict`: the review's verdict (`correct` or `needs_changes`).
+    Verdict(String),
 }
 
 impl Check {
@@ -237,6 +268,9 @@ impl Check {
             Check::AnswerRegex(_) => "answer_regex",
             Check::AnswerEquals(_) => "answer_equals",
             Check::AnswerSchema(_) => "answer_schema",
+            Check::Finding { .. } => "finding",
+            Check::FindingCount { .. } => "findings",
+            Check::Verdict(_) => "verdict",
         }
     }
 
@@ -249,6 +283,24 @@ impl Check {
             Check::AnswerRegex(pattern) => format!("answer_regex /{pattern}/"),
             Check::AnswerEquals(expected) => format!("answer_equals {expected:?}"),
             Check::AnswerSchema(_) => "answer_schema".to_string(),
+            Check::Finding {
+                path,
+                lines,
+                priority,
+            } => {
+                let lines = lines.map_or(String::new(), |(a, b)| format!(":{a}-{b}"));
+                format!("finding {path}{lines} at P{priority} or above")
+            }
+            Check::FindingCount { min, max, priority } => {
+                let range = match (min, max) {
+                    (Some(a), Some(b)) => format!("{a} to {b}"),
+                    (Some(a), None) => format!("at least {a}"),
+                    (None, Some(b)) => format!("at most {b}"),
+                    (None, None) => "any number of".to_string(),
+                };
+                format!("{range} findings at P{priority} or above")
+            }
+            Check::Verdict(verdict) => format!("verdict {verdict}"),
         }
     }
 }

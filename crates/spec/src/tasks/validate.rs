@@ -1,6 +1,7 @@
 //! A task file as written, and its checks: every problem is named with
 //! where it is (a key path) and what would fix it.
 
+use super::review::{self, RawFindingCheck, RawReview};
 use super::{
     AgentSpec, Budget, Check, TaskFile, TaskSpec, WorkspaceMode, DEFAULT_AGENT,
     DEFAULT_COMMAND_TIMEOUT,
@@ -69,6 +70,7 @@ struct RawTask {
     agent: Option<String>,
     prompt: Option<String>,
     prompt_file: Option<PathBuf>,
+    review: Option<RawReview>,
     workspace: Option<String>,
     source: Option<PathBuf>,
     #[serde(default)]
@@ -105,6 +107,16 @@ struct RawCheck {
     answer_equals: Option<String>,
     /// A schema inline, or the path of a JSON file holding one.
     answer_schema: Option<toml::Value>,
+    /// A review's finding on this file.
+    finding: Option<String>,
+    /// For `finding`: `[START, END]`.
+    lines: Option<Vec<i64>>,
+    /// For `finding`, `min_findings`, `max_findings`: `P0`..`P3`.
+    priority: Option<String>,
+    min_findings: Option<u32>,
+    max_findings: Option<u32>,
+    /// A review's verdict.
+    verdict: Option<String>,
 }
 
 // ---------------------------------------------------------------------------
@@ -333,6 +345,10 @@ impl Validator<'_> {
 
     fn task(&mut self, at: &str, t: RawTask, agents: &[AgentSpec]) -> TaskSpec {
         self.id(at, &t.id);
+        let review = t
+            .review
+            .and_then(|raw| review::scope(&format!("{at}.review"), raw, self.problems));
+        let is_review = review.is_some();
         let prompt = match (t.prompt, &t.prompt_file) {
             (Some(_), Some(_)) => {
                 self.problem(at, "set either prompt or prompt_file, not both");
@@ -342,13 +358,15 @@ impl Validator<'_> {
             (None, Some(file)) => self
                 .read(&format!("{at}.prompt_file"), file)
                 .map(|text| (text, "prompt_file")),
+            // A review's prompt is its focus, if any.
+            (None, None) if is_review => None,
             (None, None) => {
                 self.problem(at, "missing prompt (set prompt or prompt_file)");
                 None
             }
         };
         let prompt = match prompt {
-            Some((text, key)) if text.trim().is_empty() => {
+            Some((text, key)) if text.trim().is_empty() && !is_review => {
                 self.problem(format!("{at}.{key}"), "the prompt is empty");
                 text
             }
@@ -378,6 +396,15 @@ impl Validator<'_> {
             },
         };
         let workspace = match t.workspace.as_deref() {
+            // A review reads git's history: a worktree has it, a copy not.
+            None if is_review => WorkspaceMode::Worktree,
+            Some("copy") if is_review => {
+                self.problem(
+                    format!("{at}.workspace"),
+                    "a review reads the repository's history, which a copy leaves out: use workspace = \"worktree\" (the default for a review) or \"in_place\"",
+                );
+                WorkspaceMode::Worktree
+            }
             None => WorkspaceMode::default(),
             Some(s) => WorkspaceMode::parse(s).unwrap_or_else(|| {
                 self.problem(
@@ -411,7 +438,7 @@ impl Validator<'_> {
             .checks
             .into_iter()
             .enumerate()
-            .filter_map(|(i, c)| self.check(&format!("{at}.checks[{i}]"), c))
+            .filter_map(|(i, c)| self.check(&format!("{at}.checks[{i}]"), c, is_review))
             .collect();
         if t.repeat == Some(0) {
             self.problem(format!("{at}.repeat"), "must be at least 1");
@@ -466,6 +493,7 @@ impl Validator<'_> {
             id: t.id,
             agent,
             prompt,
+            review,
             workspace,
             source,
             setup: t.setup,
@@ -507,8 +535,16 @@ impl Validator<'_> {
         }
     }
 
-    fn check(&mut self, at: &str, c: RawCheck) -> Option<Check> {
-        let set: Vec<&str> = [
+    fn check(&mut self, at: &str, c: RawCheck, is_review: bool) -> Option<Check> {
+        let findings = RawFindingCheck {
+            finding: c.finding,
+            lines: c.lines,
+            priority: c.priority,
+            min_findings: c.min_findings,
+            max_findings: c.max_findings,
+            verdict: c.verdict,
+        };
+        let mut set: Vec<&str> = [
             ("command", c.command.is_some()),
             ("file_exists", c.file_exists.is_some()),
             ("file_matches", c.file_matches.is_some()),
@@ -519,11 +555,12 @@ impl Validator<'_> {
         .into_iter()
         .filter_map(|(k, on)| on.then_some(k))
         .collect();
+        set.extend(findings.kinds());
         if set.len() != 1 {
             self.problem(
                 at,
                 format!(
-                    "a check needs exactly one of command, file_exists, file_matches, answer_regex, answer_equals, answer_schema{}",
+                    "a check needs exactly one of command, file_exists, file_matches, answer_regex, answer_equals, answer_schema, finding, min_findings/max_findings, verdict{}",
                     if set.is_empty() { String::new() } else { format!(" (found {})", set.join(", ")) }
                 ),
             );
@@ -537,6 +574,15 @@ impl Validator<'_> {
         }
         if c.pattern.is_some() && c.file_matches.is_none() {
             self.problem(format!("{at}.pattern"), "only file_matches takes a pattern");
+        }
+        if !findings.kinds().is_empty() {
+            return review::check(at, findings, is_review, self.problems);
+        }
+        if findings.lines.is_some() || findings.priority.is_some() {
+            self.problem(
+                at,
+                "lines and priority go with finding, min_findings or max_findings",
+            );
         }
         if let Some(command) = c.command {
             if command.trim().is_empty() {
