@@ -32,6 +32,9 @@ mod wire_chat;
 #[path = "../tests/it/common/wire_ollama.rs"]
 #[allow(dead_code)]
 mod wire_ollama;
+#[path = "../tests/it/common/web_search.rs"]
+#[allow(dead_code)]
+mod web_search;
 #[path = "../tests/it/common/wire_responses.rs"]
 #[allow(dead_code)]
 mod wire_responses;
