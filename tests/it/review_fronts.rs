@@ -7,7 +7,7 @@ use crate::acp::{drive_against, mentions, new_session, say};
 use crate::cli::{stderr_of, stdout_of, Env};
 use crate::common::mock::{chat, tool_names, MockServer};
 use crate::review::git;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A repository whose uncommitted change breaks `add`.
 fn changed() -> Env {
@@ -47,10 +47,13 @@ fn enqueue(server: &MockServer) {
     server.enqueue(chat::text_response("I will fix add."));
 }
 
-/// What the requests show: the review's read-only tools, and the front
-/// door's next request told of the report, with its own tools.
-fn check_requests(server: &MockServer, review_tools: &[&str]) {
+/// What the requests show: the review's model (the session's) and
+/// read-only tools, and the front door's next request told of the
+/// report, with its own tools.
+fn check_requests(server: &MockServer, model: &str, review_tools: &[&str]) {
     let requests = server.requests();
+    let models: Vec<&Value> = requests.iter().map(|r| &r.body_json()["model"]).collect();
+    assert_eq!(models[0], model, "the session's model reviews: {models:?}");
     assert_eq!(
         requests.len(),
         3,
@@ -80,7 +83,7 @@ fn slash_review_in_the_repl_shows_the_report_and_tells_the_conversation() {
         .env("COLUMNS", "200")
         .args(["repl", "--model", "gpt-4.1", "--no-sandbox", "--no-color"])
         .write_stdin(
-            "/review --base nope\n/review --commit\n/review\nfix what the review found\n/exit\n",
+            "/model gpt-4.1-mini\n/review --base nope\n/review --commit\n/review\nfix what the review found\n/exit\n",
         )
         .output()
         .unwrap();
@@ -99,6 +102,7 @@ fn slash_review_in_the_repl_shows_the_report_and_tells_the_conversation() {
     // --no-sandbox: no command could be confined, so no shell.
     check_requests(
         &server,
+        "gpt-4.1-mini",
         &["read_file", "list_dir", "grep", "glob", "report_finding"],
     );
 }
@@ -122,6 +126,7 @@ fn slash_review_in_acp_answers_with_the_report_and_tells_the_conversation() {
     });
     check_requests(
         &server,
+        "gpt-4.1",
         &[
             "read_file",
             "list_dir",

@@ -166,6 +166,13 @@ impl Git {
         Ok(git)
     }
 
+    /// The same git in `dir`, another directory of the same repository
+    /// (the repository's filters, read when it was opened, stay right).
+    pub fn in_dir(mut self, dir: &Path) -> Self {
+        self.dir = dir.to_path_buf();
+        self
+    }
+
     /// The same git on another index file (`GIT_INDEX_FILE`).
     pub fn with_index(mut self, index: &Path) -> Self {
         self.vars.retain(|(k, _)| k != "GIT_INDEX_FILE");

@@ -221,7 +221,6 @@ impl Job {
         stop: StopHandle,
     ) -> Result<(Session, Findings, String), String> {
         let mut config = config.clone();
-        config.model_override = None;
         configure(&mut config, confined);
         let mut session = start_session(config).map_err(|e| e.to_string())?;
         session.share_stop_handle(stop);

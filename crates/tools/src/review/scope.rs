@@ -74,8 +74,8 @@ pub async fn read(cwd: &Path, scope: &Scope) -> Result<Change, String> {
     let cwd = &cwd
         .canonicalize()
         .map_err(|e| format!("cannot open {}: {e}", cwd.display()))?;
-    let top = Git::open(cwd, &[])
-        .await?
+    let here = Git::open(cwd, &[]).await?;
+    let top = here
         .run(&["rev-parse", "--show-toplevel"])
         .await
         .ok()
@@ -98,8 +98,8 @@ pub async fn read(cwd: &Path, scope: &Scope) -> Result<Change, String> {
             )),
         };
     };
-    let git = Git::open(&root, &[])
-        .await?
+    let git = here
+        .in_dir(&root)
         .with_capture(MAX_DIFF_BYTES)
         .with_config("core.quotePath", "false");
     let head = git
@@ -176,7 +176,8 @@ pub async fn read(cwd: &Path, scope: &Scope) -> Result<Change, String> {
 
 /// `git diff RANGE`'s files (the working tree when `range` is one tree).
 async fn tracked(git: &Git, range: &[&str]) -> Result<Vec<FileDiff>, String> {
-    let flags = ["diff", "--no-color", "--find-renames"];
+    // `--no-relative`: paths from the root, whatever `diff.relative` says.
+    let flags = ["diff", "--no-color", "--no-relative", "--find-renames"];
     let with = |more: &[&'static str]| {
         let mut args: Vec<&str> = flags.to_vec();
         args.extend_from_slice(more);
@@ -184,9 +185,9 @@ async fn tracked(git: &Git, range: &[&str]) -> Result<Vec<FileDiff>, String> {
         args.push("--");
         args
     };
-    let raw = git.run_bytes(&with(&["--raw", "-z"]), None).await?;
-    // (`--unified` implies `--patch`: only here.)
-    let patch = git.run_bytes(&with(&["--unified=3"]), None).await?;
+    // (`--unified` implies `--patch`: only for the patch.)
+    let (raw, patch) = (with(&["--raw", "-z"]), with(&["--unified=3"]));
+    let (raw, patch) = tokio::try_join!(git.run_bytes(&raw, None), git.run_bytes(&patch, None))?;
     diff::parse(&raw, &patch)
 }
 

@@ -147,6 +147,16 @@ async fn files_are_read_whole_inside_the_repository_only() {
     write(repo, "src/x.rs", b"one\ntwo\n");
     write(repo, "src/y.rs", b"three\n");
     let sub = repo.join("src");
+    // A repository's `diff.relative` changes nothing: paths are the root's.
+    git(repo, &["config", "diff.relative", "true"]);
+    write(repo, "a.txt", b"changed\n");
+    let uncommitted = read(&sub, &Scope::Uncommitted).await.unwrap();
+    assert!(
+        uncommitted.diff.file("a.txt").is_some(),
+        "{:?}",
+        paths(&uncommitted)
+    );
+    git(repo, &["checkout", "-q", "--", "a.txt"]);
     let change = read(&sub, &Scope::Files(vec!["x.rs".into(), "../a.txt".into()]))
         .await
         .unwrap();
