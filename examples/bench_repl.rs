@@ -21,6 +21,9 @@ mod mock;
 #[path = "../tests/it/common/pty.rs"]
 #[allow(dead_code)]
 mod pty;
+#[path = "../tests/it/common/web_search.rs"]
+#[allow(dead_code)]
+mod web_search;
 #[path = "../tests/it/common/wire_anthropic.rs"]
 #[allow(dead_code)]
 mod wire_anthropic;

@@ -23,6 +23,9 @@ mod images;
 #[path = "../tests/it/common/mock.rs"]
 #[allow(dead_code)]
 mod mock;
+#[path = "../tests/it/common/web_search.rs"]
+#[allow(dead_code)]
+mod web_search;
 #[path = "../tests/it/common/wire_anthropic.rs"]
 #[allow(dead_code)]
 mod wire_anthropic;

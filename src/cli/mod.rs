@@ -46,10 +46,23 @@ pub mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
+/// `cogni --version`: the version, and the target, profile and commit the
+/// binary was built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("COGNI_BUILD_TARGET"),
+    ", ",
+    env!("COGNI_BUILD_PROFILE"),
+    " profile, commit ",
+    env!("COGNI_BUILD_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "cogni",
-    version,
+    version = VERSION,
     about = "A coding agent: talks to a model, runs tools in a sandbox, stops when the work is done.",
     propagate_version = true,
     args_conflicts_with_subcommands = true

@@ -130,6 +130,7 @@ async fn anthropic_usage_counts_cache_reads_and_writes() {
             output_tokens: 34,
             cached_input_tokens: 18000,
             cache_write_tokens: 1500,
+            web_searches: 0,
             estimated: false,
         })
     );
@@ -700,6 +701,7 @@ async fn anthropic_request_body_matches_the_snapshot() {
         reasoning_effort: Some("medium"),
         context_window: 200_000,
         context_window_is_default: false,
+        web_search: false,
         max_tokens_param: cogni::provider::MaxTokensParam::MaxTokens,
     };
     run_ok(&API.provider_for(&server), &req).await;

@@ -130,7 +130,26 @@ fn version_and_help_exit_zero() {
     let env = Env::new();
     let out = env.cmd().arg("--version").output().unwrap();
     assert!(out.status.success());
-    assert!(stdout_of(&out).starts_with("cogni "));
+    // The version, then the target, profile and commit it was built from.
+    let version = stdout_of(&out);
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".to_string(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        });
+    assert!(
+        version.starts_with(&format!(
+            "cogni {} ({}-",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::ARCH
+        )) && version.contains(", debug profile, commit ")
+            && version.trim_end().ends_with(&format!("{commit})")),
+        "{version}"
+    );
     let out = env.cmd().args(["run", "--help"]).output().unwrap();
     assert!(out.status.success());
     assert!(stdout_of(&out).contains("--output-last-message"));

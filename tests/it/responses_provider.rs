@@ -575,6 +575,7 @@ async fn responses_request_payload_snapshot() {
         reasoning_effort: Some("medium"),
         context_window: 272_000,
         context_window_is_default: false,
+        web_search: false,
         max_tokens_param: cogni::provider::MaxTokensParam::MaxTokens,
     };
     run_ok(&API.provider_for(&server), &req).await;

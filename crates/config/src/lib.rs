@@ -121,6 +121,9 @@ cogni_protocol::layered! {
         pub edit_tool: Option<EditTool>,
         /// `[tools.web_fetch]`: the `web_fetch` tool.
         pub web_fetch: Option<WebFetchFile>,
+        /// Offer the provider's own web search (Responses and Anthropic
+        /// wire APIs only; default false).
+        pub web_search: Option<bool>,
     }
 }
 

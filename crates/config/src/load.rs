@@ -22,7 +22,7 @@ use super::{
 use cogni_core::delegate::DelegationLimits;
 use cogni_core::{AuthMode, CompactionConfig, Features, ProjectSoul, Sampling, SessionConfig};
 use cogni_protocol::{ResourceLimits, SandboxPolicy};
-use cogni_provider::ProviderInfo;
+use cogni_provider::{ProviderInfo, WireApi};
 use cogni_spec::cards::AgentDef;
 use cogni_spec::effects::EffectSpec;
 use cogni_spec::plain_message;
@@ -271,6 +271,8 @@ pub struct Validated {
     pub mcp: cogni_mcp::McpConfig,
     /// `reasoning_effort`, by its canonical name.
     pub reasoning_effort: Option<&'static str>,
+    /// `[tools] web_search`.
+    pub web_search: bool,
 }
 
 /// Step 2: check the merged layers without reading any file.
@@ -288,7 +290,9 @@ pub fn validate(mut c: ConfigFile) -> Result<Validated, ConfigError> {
             ))
         })?),
     };
+    let web_search = c.tools.as_ref().and_then(|t| t.web_search) == Some(true);
     Ok(Validated {
+        web_search,
         limits: sandbox_limits(c.sandbox.take().unwrap_or_default())?,
         tools: tool_config(c.tools.take().unwrap_or_default())?,
         delegation: delegation_limits(c.delegation.take().unwrap_or_default())?,
@@ -405,9 +409,13 @@ pub fn resolve(
         run,
         mcp,
         reasoning_effort,
+        web_search,
     } = validated;
     let mut warnings = found.warnings;
     let provider = found.provider;
+    if web_search {
+        web_search_available(&provider)?;
+    }
     let workspace = c.sandbox_workspace_write.unwrap_or_default();
     let sandbox_policy = SandboxPolicy {
         limits,
@@ -464,6 +472,7 @@ pub fn resolve(
         parallel_tools: features.parallel_tools.unwrap_or(defaults.parallel_tools),
         early_tools: defaults.early_tools,
         skills_enabled,
+        web_search,
     };
     session.tool_config = tool_config;
     session.auth_mode = auth_mode;
@@ -645,6 +654,27 @@ fn tool_config(t: ToolsFile) -> Result<ToolConfig, ConfigError> {
         return err("tools.max_output_bytes and tools.max_output_lines must be at least 1");
     }
     Ok(config)
+}
+
+/// `[tools] web_search` needs an API that searches on its own servers.
+fn web_search_available(provider: &ProviderInfo) -> Result<(), ConfigError> {
+    match provider.wire_api {
+        WireApi::Responses | WireApi::Anthropic => Ok(()),
+        WireApi::Chat | WireApi::Ollama | WireApi::Scripted => {
+            let id = &provider.id;
+            let (api, instead) = match provider.wire_api {
+                WireApi::Chat => (
+                    "speaks Chat Completions",
+                    format!("set `wire_api = \"responses\"` in [model_providers.{id}] if it is OpenAI, "),
+                ),
+                WireApi::Ollama => ("speaks Ollama's API", String::new()),
+                _ => ("replays a script", String::new()),
+            };
+            err(format!(
+                "[tools] web_search = true: provider `{id}` {api}, which has no web search of its own (only OpenAI's Responses API and Anthropic's Messages API have one): {instead}remove web_search, switch providers, or let the model use web_fetch instead"
+            ))
+        }
+    }
 }
 
 fn web_fetch_config(w: WebFetchFile) -> Result<WebFetchConfig, ConfigError> {

@@ -866,3 +866,42 @@ fn repl_notify_settings_resolve_with_their_defaults() {
         err.0
     );
 }
+
+#[test]
+fn web_search_needs_an_api_that_searches() {
+    let d = dirs();
+    let file = |provider: &str| {
+        ConfigFile::parse(
+            Path::new("c.toml"),
+            &format!("provider = \"{provider}\"\n[tools]\nweb_search = true\n"),
+        )
+        .unwrap()
+    };
+    let env = env_of(&[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")]);
+    let err = resolve_file(file("openai"), &d.home, &d.cwd, &env).unwrap_err();
+    assert!(
+        err.0
+            .contains("`wire_api = \"responses\"` in [model_providers.openai]"),
+        "{}",
+        err.0
+    );
+    for provider in ["openai", "ollama"] {
+        let err = resolve_file(file(provider), &d.home, &d.cwd, &env).unwrap_err();
+        assert!(
+            err.0.contains("web_search") && err.0.contains("has no web search of its own"),
+            "{}",
+            err.0
+        );
+    }
+    let c = resolve_file(file("anthropic"), &d.home, &d.cwd, &env).unwrap();
+    assert!(c.session.features.web_search);
+    let responses = ConfigFile::parse(
+        Path::new("c.toml"),
+        "[tools]\nweb_search = true\n[model_providers.openai]\nwire_api = \"responses\"\n",
+    )
+    .unwrap();
+    let c = resolve_file(responses, &d.home, &d.cwd, &env).unwrap();
+    assert!(c.session.features.web_search);
+    let off = resolve_file(ConfigFile::default(), &d.home, &d.cwd, &env).unwrap();
+    assert!(!off.session.features.web_search);
+}

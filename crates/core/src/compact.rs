@@ -425,8 +425,10 @@ pub(crate) fn items_to_keep(
                     kept_reasoning[r] = true;
                 }
             }
-            // The response's own text, between its reasoning and calls.
-            Content::ToolCall(_) | Content::Text { .. } if item.role == Role::Assistant => {}
+            // The response's own text and searches, between its reasoning
+            // and calls.
+            Content::ToolCall(_) | Content::Text { .. } | Content::WebSearch(_)
+                if item.role == Role::Assistant => {}
             _ => run.clear(),
         }
     }
@@ -453,6 +455,8 @@ pub(crate) fn items_to_keep(
                 kept_calls.contains(o.call_id.as_str()) || skills.contains(o.call_id.as_str())
             }
             Content::Reasoning(_) => kept_reasoning[idx],
+            // What a search found is summarised with the rest.
+            Content::WebSearch(_) => false,
             // The images attached to the latest request stay with it.
             Content::Image(_) => latest_request.is_some_and(|r| {
                 idx > r

@@ -12,9 +12,7 @@ use super::session::Session;
 use super::turn::TurnRun;
 use super::turn_context::TurnContext;
 use cogni_metrics::tokens::Estimator;
-use cogni_protocol::{
-    AgentEvent, EventSink, HistoryItem, Item, Reasoning, Role, StopReason, Usage,
-};
+use cogni_protocol::{AgentEvent, Content, EventSink, HistoryItem, Item, Role, StopReason, Usage};
 use cogni_provider::{ModelRequest, Provider, ProviderError, ResponseEvent};
 use futures::StreamExt;
 use std::time::{Duration, Instant};
@@ -29,7 +27,9 @@ const OVERFLOW_CALIBRATION: f64 = 1.25;
 #[derive(Debug, Default)]
 pub(crate) struct ModelResponse {
     pub(crate) reply: Reply,
-    pub(crate) reasoning: Vec<Reasoning>,
+    /// Reasoning and the provider's own web searches, in stream order
+    /// (history keeps them before the text and calls).
+    pub(crate) items: Vec<Content>,
     pub(crate) incomplete_tool_call: Option<String>,
     /// The provider reported usage (not an estimate).
     reported: bool,
@@ -181,7 +181,20 @@ impl Session {
                             text: r.text.clone(),
                         });
                     }
-                    response.reasoning.push(r);
+                    response.items.push(Content::Reasoning(r));
+                }
+                ResponseEvent::WebSearch(search) => {
+                    first_token.get_or_insert_with(|| started.elapsed());
+                    sink.emit(AgentEvent::WebSearch {
+                        id: search.id.clone(),
+                        query: search.query.clone(),
+                        results: search.results.clone(),
+                        error: search.error.clone(),
+                    });
+                    response.items.push(Content::WebSearch(search));
+                }
+                ResponseEvent::Citation(citation) => {
+                    sink.emit(AgentEvent::Citation { citation });
                 }
                 ResponseEvent::ModelInfo { context_window } => {
                     // The server says how large the window is: compaction

@@ -25,8 +25,7 @@ use super::outcome::{AgentError, ToolCallRecord, TurnResult};
 use super::request::ModelResponse;
 use super::session::Session;
 use cogni_protocol::{
-    AgentEvent, Content, EventSink, HistoryItem, MessageTag, Role, StopReason, ToolCall,
-    TurnOutcome,
+    AgentEvent, EventSink, HistoryItem, MessageTag, Role, StopReason, ToolCall, TurnOutcome,
 };
 use cogni_tools::ToolResult;
 use std::time::Instant;
@@ -272,6 +271,14 @@ impl Session {
                 return Ok(run.result(self, TurnOutcome::Truncated, text));
             }
 
+            if response.reply.stop_reason == Some(StopReason::Paused)
+                && response.reply.tool_calls.is_empty()
+            {
+                // The provider paused its own long turn (web searches):
+                // the conversation as it now stands lets it go on.
+                self.append(response_items(&response));
+                continue;
+            }
             let reply = &response.reply;
             if reply.tool_calls.is_empty() && reply.text.trim().is_empty() {
                 // The retry is a request like any other: not past the limit.
@@ -764,14 +771,15 @@ fn describe(decision: &Decision) -> String {
     }
 }
 
-/// A response's reasoning and text as history items (before its calls).
+/// A response's reasoning, web searches and text as history items (before
+/// its calls).
 fn response_items(response: &ModelResponse) -> Vec<HistoryItem> {
     let mut items: Vec<HistoryItem> = response
-        .reasoning
+        .items
         .iter()
-        .map(|r| HistoryItem {
+        .map(|content| HistoryItem {
             role: Role::Assistant,
-            content: Content::Reasoning(r.clone()),
+            content: content.clone(),
         })
         .collect();
     if !response.reply.text.is_empty() {

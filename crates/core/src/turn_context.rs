@@ -26,6 +26,9 @@ pub struct Features {
     /// `skill` tool (`PromptConfig::skills`, `ToolConfig::skills`); off,
     /// both are dropped when the session starts.
     pub skills_enabled: bool,
+    /// `[tools] web_search`: every request offers the provider's own web
+    /// search (Responses and Anthropic; config refuses it elsewhere).
+    pub web_search: bool,
 }
 
 impl Default for Features {
@@ -34,6 +37,7 @@ impl Default for Features {
             parallel_tools: true,
             early_tools: true,
             skills_enabled: false,
+            web_search: false,
         }
     }
 }

@@ -225,6 +225,7 @@ async fn http(
         config = config.auth_header(env(var, "bearer_token_env_var")?);
     }
     // rmcp's reqwest uses rustls without a crypto provider of its own.
+    #[cfg(target_os = "linux")]
     let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_config(config);
     let client = rmcp::serve_client(client_config(), transport)

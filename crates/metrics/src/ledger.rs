@@ -52,6 +52,7 @@ impl AgentTotals {
                 output_tokens: u.output_tokens - b.output_tokens,
                 cached_input_tokens: u.cached_input_tokens - b.cached_input_tokens,
                 cache_write_tokens: u.cache_write_tokens - b.cache_write_tokens,
+                web_searches: u.web_searches - b.web_searches,
                 estimated: u.estimated,
             },
             model_requests: self.model_requests - base.model_requests,

@@ -288,12 +288,7 @@ mod tests {
 
     #[test]
     fn a_new_price_applies_to_what_follows() {
-        let price = |usd: f64| Price {
-            input: usd,
-            cached_input: usd,
-            output: usd,
-            cache_write: usd,
-        };
+        let price = |usd: f64| Price::new(usd, usd, usd, usd);
         let million = Usage {
             input_tokens: 1_000_000,
             ..Usage::default()
@@ -320,6 +315,15 @@ mod tests {
         m.set_price(Some(price(2.0)));
         m.record_model_request(&million, None, Duration::ZERO);
         assert_eq!(m.snapshot().session.cost_usd, Some(2.0));
+        // A web search costs its own price, whatever the tokens.
+        let mut m = Metrics::with_price(Some(price(0.0)));
+        let searched = Usage {
+            web_searches: 3,
+            ..Usage::default()
+        };
+        m.record_model_request(&searched, None, Duration::ZERO);
+        let cost = m.snapshot().session.cost_usd.unwrap();
+        assert!((cost - 0.03).abs() < 1e-12, "{cost}");
     }
 
     #[test]
@@ -332,6 +336,7 @@ mod tests {
             cached_input_tokens: 2,
             estimated: false,
             cache_write_tokens: 0,
+            web_searches: 0,
         };
         m.record_model_request(
             &u,

@@ -48,6 +48,13 @@ fn item_tokens(item: &HistoryItem, count: impl Fn(&str) -> u64, anthropic_images
             }
             Content::Reasoning(r) => count(&r.text),
             Content::Image(image) => image.tokens(anthropic_images),
+            // The pages a search brought in travel as the API's own
+            // (partly encrypted) blocks: 4 bytes a token of what is sent.
+            Content::WebSearch(search) => search
+                .blocks
+                .iter()
+                .map(|b| (b.to_string().len() as u64).div_ceil(4))
+                .sum(),
         }
 }
 

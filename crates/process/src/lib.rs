@@ -14,13 +14,17 @@
 #![deny(missing_docs)]
 
 mod capture;
+#[cfg(target_os = "linux")]
+mod served;
+#[cfg(not(target_os = "linux"))]
+#[path = "unserved.rs"]
 mod served;
 pub mod truncate;
 
 pub use capture::{Capture, CapturedStream, Sink};
 
 use crate::truncate::Limits;
-use cogni_sandbox::{self as sandbox, Confined};
+use cogni_sandbox::Confined;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -333,6 +337,8 @@ enum Handle {
         group: Option<GroupGuard>,
     },
     /// Started by the fork server; dropping its socket kills the group.
+    // Never made off Linux (no fork server there).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Served(served::Served),
 }
 
@@ -416,6 +422,11 @@ fn supervised(
     sandbox: Option<Arc<Confined>>,
     stdin: Stdio,
 ) -> Result<Command, ExecError> {
+    // On macOS a confined command runs under sandbox-exec.
+    let argv = match &sandbox {
+        Some(confined) => confined.argv(argv),
+        None => argv.to_vec(),
+    };
     let (program, args) = argv.split_first().ok_or(ExecError::EmptyCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -431,9 +442,18 @@ fn supervised(
     // async-signal-safe system calls on data prepared before the fork.
     unsafe {
         match sandbox {
-            Some(confinement) => cmd.pre_exec(move || confinement.enter()),
-            None => cmd.pre_exec(|| sandbox::enter_unconfined()),
-        };
+            Some(confinement) => {
+                cmd.pre_exec(move || confinement.enter());
+            }
+            // Off Linux there is no subreaper: the process group is what
+            // cogni kills.
+            #[cfg(target_os = "linux")]
+            None => {
+                cmd.pre_exec(|| cogni_sandbox::enter_unconfined());
+            }
+            #[cfg(not(target_os = "linux"))]
+            None => {}
+        }
     }
     Ok(cmd)
 }

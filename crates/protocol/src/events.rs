@@ -2,8 +2,8 @@
 //! events and history changes go.
 
 use super::{
-    ApprovalPolicy, ContextFile, HistoryItem, Plan, Question, QuestionRecord, Reflection,
-    SandboxMode, StopReason, TestRun, TurnCheckpoint, Usage, UserAnswer,
+    ApprovalPolicy, Citation, ContextFile, HistoryItem, Plan, Question, QuestionRecord, Reflection,
+    SandboxMode, StopReason, TestRun, TurnCheckpoint, Usage, UserAnswer, WebSource,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -181,6 +181,26 @@ pub enum AgentEvent {
     Reasoning {
         /// The readable reasoning text.
         text: String,
+    },
+    /// The provider ran a web search of its own (`[tools] web_search`).
+    #[serde(rename = "web_search")]
+    WebSearch {
+        /// The provider's id of the search.
+        id: String,
+        /// What was searched for (empty when the provider did not say).
+        query: String,
+        /// The pages found (empty when the provider did not list them).
+        results: Vec<WebSource>,
+        /// The provider's error code when the search failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The model's answer cites a page.
+    #[serde(rename = "citation")]
+    Citation {
+        /// The page and the passage cited.
+        #[serde(flatten)]
+        citation: Citation,
     },
     /// The provider is retrying a failed request.
     #[serde(rename = "retry")]

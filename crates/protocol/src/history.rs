@@ -1,7 +1,7 @@
 //! What a conversation is made of: history items, tool calls and outputs,
 //! plans, test runs, reflections, tool specs, usage and prices.
 
-use crate::Image;
+use crate::{Image, WebSearch, WEB_SEARCH_USD};
 use serde::{Deserialize, Serialize};
 
 /// Who a history item speaks for (the spec's `HistoryItem.role`).
@@ -80,6 +80,8 @@ pub enum Content {
     Reasoning(Reasoning),
     /// An image the user attached (after the text of their message).
     Image(Image),
+    /// A web search the provider ran itself (`[tools] web_search`).
+    WebSearch(WebSearch),
 }
 
 /// Reasoning a provider returned with a response (OpenAI Responses
@@ -203,6 +205,8 @@ impl HistoryItem {
             }
             // An image's name is the user's or a tool's: kept.
             Content::Image(image) => Content::Image(image.clone()),
+            // The blocks go back to the API verbatim (it checks them).
+            Content::WebSearch(search) => Content::WebSearch(search.clone()),
             Content::Reasoning(Reasoning {
                 id,
                 text,
@@ -488,7 +492,7 @@ pub enum ToolFormat {
     },
 }
 
-/// Prices in USD per million tokens.
+/// Prices in USD per million tokens (and per web search).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Price {
     /// Uncached input tokens, USD per million.
@@ -499,16 +503,20 @@ pub struct Price {
     pub output: f64,
     /// Writing to the prompt cache (Anthropic); other APIs charge none.
     pub cache_write: f64,
+    /// One web search the provider ran (`[tools] web_search`), USD.
+    pub web_search: f64,
 }
 
 impl Price {
-    /// A price from its four rates, each in USD per million tokens.
+    /// A price from its four token rates, each in USD per million tokens;
+    /// a web search costs [`WEB_SEARCH_USD`].
     pub const fn new(input: f64, cached_input: f64, output: f64, cache_write: f64) -> Self {
         Price {
             input,
             cached_input,
             output,
             cache_write,
+            web_search: WEB_SEARCH_USD,
         }
     }
 
@@ -522,6 +530,7 @@ impl Price {
             + usage.cache_write_tokens as f64 * self.cache_write
             + usage.output_tokens as f64 * self.output)
             / 1_000_000.0
+            + usage.web_searches as f64 * self.web_search
     }
 }
 
@@ -540,6 +549,10 @@ pub struct Usage {
     /// Input tokens written to the provider's prompt cache (Anthropic).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_write_tokens: u64,
+    /// Web searches the provider ran and charges for (`[tools]
+    /// web_search`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub web_searches: u64,
     /// True when the counts were estimated locally because the provider sent none.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
@@ -557,6 +570,7 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.web_searches += other.web_searches;
         self.estimated |= other.estimated;
     }
 }
@@ -577,6 +591,9 @@ pub enum StopReason {
     Length,
     /// The provider filtered the output.
     ContentFilter,
+    /// The provider paused a long turn of its own server tools (Anthropic's
+    /// `pause_turn`): sending the conversation again lets it go on.
+    Paused,
     /// Any other reason the provider gave, verbatim.
     Other(String),
 }
@@ -591,6 +608,7 @@ impl StopReason {
             "tool_calls" | "tool_use" | "function_call" => StopReason::ToolCalls,
             "length" | "max_tokens" | "max_output_tokens" => StopReason::Length,
             "content_filter" => StopReason::ContentFilter,
+            "pause_turn" => StopReason::Paused,
             other => StopReason::Other(other.to_string()),
         }
     }

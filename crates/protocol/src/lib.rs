@@ -7,7 +7,7 @@
 //! plans, tool specs, usage and prices), policy.rs what a session may do
 //! (approval and sandbox policies), checkpoint.rs what is kept of the
 //! workspace around a turn, question.rs the model's questions to the user
-//! (`ask_user`), events.rs what the engine reports (outcomes, events,
+//! (`ask_user`), web.rs the provider's own web searches, events.rs what the engine reports (outcomes, events,
 //! approvals, sinks and observers).
 
 #![deny(missing_docs)]
@@ -19,6 +19,7 @@ mod image;
 pub mod layer;
 mod policy;
 mod question;
+mod web;
 
 pub use checkpoint::*;
 pub use events::*;
@@ -26,6 +27,7 @@ pub use history::*;
 pub use image::*;
 pub use policy::*;
 pub use question::*;
+pub use web::*;
 
 /// `error` and its causes, each said once, joined by `: ` (an HTTP
 /// client's own message names the kind of failure, its causes what

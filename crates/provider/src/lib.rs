@@ -25,7 +25,9 @@ pub(crate) mod test_support;
 pub mod text_tools;
 mod windows;
 
-use cogni_protocol::{HistoryItem, Reasoning, StopReason, ToolCall, ToolSpec, Usage};
+use cogni_protocol::{
+    Citation, HistoryItem, Reasoning, StopReason, ToolCall, ToolSpec, Usage, WebSearch,
+};
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -73,6 +75,10 @@ pub struct ModelRequest<'a> {
     /// can ask its server for the real window may do so, use it, and report
     /// it with [`ResponseEvent::ModelInfo`].
     pub context_window_is_default: bool,
+    /// Offer the provider's own web search (`[tools] web_search`): the
+    /// Responses `web_search` tool, Anthropic's server-side `web_search`
+    /// tool. Other wire APIs have none; config refuses it for them.
+    pub web_search: bool,
 }
 
 /// The neutral stream every wire API is mapped onto.
@@ -91,6 +97,11 @@ pub enum ResponseEvent {
     ToolCall(ToolCall),
     /// Reasoning to keep in history (before the calls that follow it).
     Reasoning(Reasoning),
+    /// A web search the provider ran itself, finished: kept in history (in
+    /// stream order with reasoning) and sent back to the same API.
+    WebSearch(WebSearch),
+    /// The answer cites a page (a search result).
+    Citation(Citation),
     /// The server told us the model's context window (e.g. Ollama's
     /// `/api/show`); the engine adjusts its compaction limit.
     ModelInfo {

@@ -253,6 +253,9 @@ pub struct FamilyOverride {
     pub output_price: Option<f64>,
     /// USD per million input tokens written to the prompt cache.
     pub cache_write_price: Option<f64>,
+    /// USD per web search the provider runs (`[tools] web_search`);
+    /// default 0.01.
+    pub web_search_price: Option<f64>,
 }
 
 // `[model_families.NAME]`: a later config layer's entry replaces one of
@@ -418,7 +421,8 @@ impl ModelFamily {
         let priced = o.input_price.is_some()
             || o.cached_input_price.is_some()
             || o.output_price.is_some()
-            || o.cache_write_price.is_some();
+            || o.cache_write_price.is_some()
+            || o.web_search_price.is_some();
         if priced {
             let base = self.price.unwrap_or(Price::new(0.0, 0.0, 0.0, 0.0));
             self.price = Some(Price {
@@ -426,6 +430,7 @@ impl ModelFamily {
                 cached_input: o.cached_input_price.unwrap_or(base.cached_input),
                 output: o.output_price.unwrap_or(base.output),
                 cache_write: o.cache_write_price.unwrap_or(base.cache_write),
+                web_search: o.web_search_price.unwrap_or(base.web_search),
             });
         }
     }

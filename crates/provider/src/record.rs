@@ -262,6 +262,7 @@ fn recorded_stop(stop: &StopReason, has_calls: bool) -> Option<String> {
         StopReason::ToolCalls => "tool_calls",
         StopReason::Length => "length",
         StopReason::ContentFilter => "content_filter",
+        StopReason::Paused => "pause_turn",
         StopReason::Other(other) => other.as_str(),
     };
     Some(wire.to_string())

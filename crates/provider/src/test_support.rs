@@ -115,6 +115,7 @@ pub(crate) fn request<'a>(input: &'a [HistoryItem], tools: &'a [ToolSpec]) -> Mo
         reasoning_effort: None,
         context_window: 128_000,
         context_window_is_default: false,
+        web_search: false,
         max_tokens_param: super::MaxTokensParam::MaxTokens,
     }
 }

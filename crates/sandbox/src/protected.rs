@@ -30,7 +30,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -272,22 +272,10 @@ fn move_aside(root: &Path, path: &Path) -> io::Result<()> {
             aside.push(format!("-{n}"));
         }
         let to = cstring(&aside)?;
-        // SAFETY: both names are valid C strings; the fd is open.
-        let r = unsafe {
-            libc::renameat2(
-                dir.as_raw_fd(),
-                from.as_ptr(),
-                dir.as_raw_fd(),
-                to.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if r == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(e);
+        match crate::sys::rename_noreplace(dir.as_fd(), &from, &to) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(e) => return Err(e),
         }
     }
     Err(io::Error::from(io::ErrorKind::AlreadyExists))
@@ -305,7 +293,7 @@ fn open_dir(path: &Path, at: libc::c_int, extra: libc::c_int) -> io::Result<Owne
         libc::openat(
             at,
             c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | extra,
+            crate::sys::DIR_HANDLE | libc::O_DIRECTORY | libc::O_CLOEXEC | extra,
         )
     };
     if fd < 0 {

@@ -139,7 +139,7 @@ fn open_root(path: &Path) -> io::Result<Root> {
     let fd = unsafe {
         libc::open(
             c_path.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            crate::sys::DIR_HANDLE | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
     };
     if fd < 0 {

@@ -248,6 +248,7 @@ fn corrupted_lines_and_unanswered_calls_are_repaired() {
             Content::ToolOutput(o) => format!("output {} {}", o.call_id, o.content),
             Content::Reasoning(_) => "reasoning".into(),
             Content::Image(i) => format!("image {}", i.name),
+            Content::WebSearch(w) => format!("web search {}", w.query),
         })
         .collect();
     assert_eq!(

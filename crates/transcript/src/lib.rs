@@ -563,6 +563,7 @@ pub fn from_history(history: &[HistoryItem]) -> Transcript {
                 }
             }
             Content::Image(image) => b.note(format!("image attached: {}", image.describe())),
+            Content::WebSearch(search) => b.note(search.describe()),
             Content::Reasoning(_) => {}
         }
     }

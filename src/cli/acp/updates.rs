@@ -8,6 +8,7 @@
 use super::Cx;
 use crate::protocol::{
     AgentEvent, Content, EventSink, HistoryItem, Item, Plan, Role, StepStatus, ToolStatus,
+    WebSource,
 };
 use crate::tools::apply_patch::{parse_patch, update_text, FileOp};
 use crate::tools::ask_user;
@@ -125,6 +126,25 @@ impl Updates {
         ));
     }
 
+    /// A web search the provider ran: a finished `search` call whose
+    /// content lists the pages found.
+    fn searched(&self, id: &str, query: &str, results: &[WebSource], error: Option<&str>) {
+        let pages: Vec<String> = results
+            .iter()
+            .map(|r| format!("{} <{}>", r.title, r.url))
+            .collect();
+        let (status, text) = match error {
+            Some(code) => (acp::ToolCallStatus::Failed, format!("failed: {code}")),
+            None => (acp::ToolCallStatus::Completed, pages.join("\n")),
+        };
+        let call = acp::ToolCall::new(id.to_string(), format!("web search: {query}"))
+            .kind(acp::ToolKind::Search)
+            .status(status)
+            .content(vec![acp::ToolCallContent::from(text)])
+            .raw_input(serde_json::json!({ "query": query }));
+        self.send(acp::SessionUpdate::ToolCall(call));
+    }
+
     /// The plan as the client shows it.
     pub fn plan(&self, plan: &Plan) {
         let entries = plan
@@ -202,6 +222,12 @@ impl EventSink for Updates {
                 output.as_deref().unwrap_or(""),
             ),
             AgentEvent::Plan { plan } => self.plan(&plan),
+            AgentEvent::WebSearch {
+                id,
+                query,
+                results,
+                error,
+            } => self.searched(&id, &query, &results, error.as_deref()),
             AgentEvent::Warning { message } => eprintln!("cogni: warning: {message}"),
             AgentEvent::TurnFailed { error, .. } => eprintln!("cogni: {error}"),
             _ => {}

@@ -499,6 +499,7 @@ fn describe(item: &HistoryItem) -> String {
         Content::ToolOutput(o) => o.content.clone(),
         Content::Reasoning(r) => format!("(reasoning) {}", r.text),
         Content::Image(image) => format!("(image) {}", image.describe()),
+        Content::WebSearch(search) => format!("({})", search.describe()),
     };
     let flat: String = text
         .chars()

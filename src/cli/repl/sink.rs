@@ -9,7 +9,7 @@ use super::markdown::MarkdownStream;
 use super::term::{self, Caps};
 use crate::cli::render::{
     agent_name, one_line, paint, plan_lines, plural, status_line, strip_event_controls,
-    strip_terminal_controls, tool_result,
+    strip_terminal_controls, tool_result, Sources,
 };
 use crate::protocol::{AgentEvent, ApprovalStatus, EventSink, Item};
 use crate::tools::ask_user;
@@ -40,6 +40,8 @@ struct Screen {
     /// Tokens of the last model request and its answer (the context the
     /// status line shows), once one was made.
     context: Option<u64>,
+    /// The pages the answer being written cites, listed after it.
+    sources: Sources,
 }
 
 /// Renders events for the REPL. Cheap to clone (shared state).
@@ -69,6 +71,7 @@ impl ReplSink {
                 partial_drawn: false,
                 folds: Folds::default(),
                 context: None,
+                sources: Sources::default(),
             })),
         }
     }
@@ -314,7 +317,11 @@ impl EventSink for ReplSink {
                 self.clear_spinner(&mut s);
                 let text = s.markdown.finish();
                 write_out(&text);
+                if let Some(sources) = s.sources.take(self.caps.color) {
+                    write_out(&format!("{sources}\n"));
+                }
             }
+            AgentEvent::Citation { citation } => s.sources.add(citation),
             AgentEvent::ItemDiscarded { .. } => {
                 self.clear_spinner(&mut s);
                 s.markdown.reset();

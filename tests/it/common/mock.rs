@@ -125,6 +125,9 @@ pub struct MockResponse {
     headers: Vec<(String, String)>,
     before_headers: Option<Pause>,
     steps: Vec<Step>,
+    /// Blocks every later request to the same API must send back exactly
+    /// (a web search's results).
+    carries: Vec<Value>,
 }
 
 impl MockResponse {
@@ -135,7 +138,15 @@ impl MockResponse {
             headers: Vec::new(),
             before_headers: None,
             steps: Vec::new(),
+            carries: Vec::new(),
         }
+    }
+
+    /// Once served, every later request to the same path must hold each of
+    /// `blocks` exactly, or it is rejected as the API would.
+    pub fn carrying(mut self, blocks: Vec<Value>) -> Self {
+        self.carries = blocks;
+        self
     }
 
     /// `200 text/event-stream`, each item sent as its own chunk.
@@ -358,6 +369,15 @@ fn is_inference(path: &str) -> bool {
         .any(|end| path.ends_with(end))
 }
 
+/// A 400 in the shape of the API a request to `path` went to.
+fn api_error(path: &str, message: &str) -> MockResponse {
+    if path.ends_with("/messages") {
+        super::wire_anthropic::error_response(400, "invalid_request_error", message)
+    } else {
+        super::wire_responses::openai_error(400, message, Some("input"), None)
+    }
+}
+
 /// The rule of its wire API that a request to `path` breaks, and the API's
 /// answer.
 pub fn rejection_for(path: &str, body: &Value) -> Option<(String, MockResponse)> {
@@ -494,6 +514,8 @@ struct State {
     standing: Vec<(Matcher, Factory)>,
     /// Numbers (from 1) of the requests refused as too large.
     overflowed: Vec<usize>,
+    /// Blocks served (path, block) that later requests must send back.
+    carried: Vec<(String, Value)>,
 }
 
 /// The loopback mock provider. Stops (closing every connection) when dropped.
@@ -699,10 +721,16 @@ async fn serve_connection(socket: TcpStream, state: Arc<Mutex<State>>) -> std::i
                         .push(format!("request #{number}: {problem}"));
                 }
             }
-            let rejected = request
-                .json
-                .as_ref()
-                .and_then(|json| rejection_for(&path, json));
+            let rejected = request.json.as_ref().and_then(|json| {
+                rejection_for(&path, json).or_else(|| {
+                    state
+                        .carried
+                        .iter()
+                        .filter(|(at, _)| *at == path)
+                        .find_map(|(_, block)| super::web_search::dropped(json, block))
+                        .map(|message| (message.clone(), api_error(&path, &message)))
+                })
+            });
             let response = if let Some((message, response)) = rejected {
                 state.violations.push(format!(
                     "request #{number} was rejected by the API's rules: {message}"
@@ -750,6 +778,10 @@ async fn serve_connection(socket: TcpStream, state: Arc<Mutex<State>>) -> std::i
                 ));
             }
             state.requests.push(request);
+            if let Some(served) = &response {
+                let carried = served.carries.iter().map(|b| (path.clone(), b.clone()));
+                state.carried.extend(carried);
+            }
             response
                 .unwrap_or_else(|| {
                     MockResponse::error(500, "mock provider: no scripted response left")

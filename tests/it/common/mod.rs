@@ -5,6 +5,7 @@ pub mod images;
 pub mod mock;
 pub mod provider_harness;
 pub mod pty;
+pub mod web_search;
 pub mod wire_anthropic;
 pub mod wire_chat;
 pub mod wire_ollama;

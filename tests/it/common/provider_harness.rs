@@ -103,6 +103,7 @@ impl<P: Provider> Api<P> {
             reasoning_effort: None,
             context_window: self.context_window,
             context_window_is_default: false,
+            web_search: false,
             max_tokens_param: MaxTokensParam::MaxTokens,
         }
     }

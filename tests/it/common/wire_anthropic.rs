@@ -138,6 +138,9 @@ pub fn rule_broken(body: &Value) -> Option<String> {
         return Some(broken);
     }
     let messages = body.get("messages").and_then(Value::as_array)?;
+    if let Some(broken) = super::web_search::anthropic_rule(messages) {
+        return Some(broken);
+    }
     let blocks = |m: &Value| -> Vec<Value> {
         match m.get("content") {
             Some(Value::Array(blocks)) => blocks.clone(),

@@ -280,6 +280,9 @@ pub fn rule_broken(body: &Value) -> Option<(String, &'static str, Option<&'stati
         return Some((message, "temperature", Some(code)));
     }
     let input = body.get("input").and_then(Value::as_array)?;
+    if let Some(message) = super::web_search::responses_rule(input) {
+        return Some((message, "input", None));
+    }
     let call_id = |item: &Value| item["call_id"].as_str().unwrap_or("").to_string();
     let mut called: Vec<String> = Vec::new();
     let mut answered: Vec<String> = Vec::new();

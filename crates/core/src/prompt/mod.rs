@@ -113,6 +113,7 @@ impl Prompt<'_> {
             context_window: ctx.model_family.context_window,
             context_window_is_default: ctx.model_family.context_window_is_default,
             max_tokens_param: ctx.model_family.max_tokens_param,
+            web_search: ctx.features.web_search,
         }
     }
 

@@ -992,6 +992,7 @@ async fn reasoning_is_kept_before_the_calls_and_model_info_sets_the_limit() {
             Content::ToolCall(_) => "call",
             Content::ToolOutput(_) => "output",
             Content::Image(_) => "image",
+            Content::WebSearch(_) => "web search",
         })
         .collect();
     assert_eq!(
@@ -1176,6 +1177,7 @@ fn compaction_keeps_the_latest_requests_images_and_notes_the_others() {
             Content::ToolOutput(o) => format!("output {} ({} images)", o.content, o.images.len()),
             Content::Reasoning(r) => format!("reasoning {}", r.text),
             Content::Image(i) => format!("image {}", i.name),
+            Content::WebSearch(w) => format!("web search {}", w.query),
         })
         .collect();
     assert_eq!(
@@ -1233,6 +1235,7 @@ fn compaction_keeps_instructions_env_latest_request_and_state_changes() {
             Content::ToolOutput(o) => format!("output {}", o.call_id),
             Content::Reasoning(r) => format!("reasoning {}", r.text),
             Content::Image(i) => format!("image {}", i.name),
+            Content::WebSearch(w) => format!("web search {}", w.query),
         })
         .collect();
     assert_eq!(
@@ -1726,6 +1729,7 @@ fn thinking_that_opens_a_kept_call_of_the_current_request_is_kept() {
             Content::ToolOutput(o) => format!("output {}", o.call_id),
             Content::Text { text, .. } => text.clone(),
             Content::Image(i) => format!("image {}", i.name),
+            Content::WebSearch(w) => format!("web search {}", w.query),
         })
         .collect();
     assert_eq!(

@@ -90,7 +90,8 @@ use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
 use cogni_protocol::{
-    Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolFormat, ToolSpec, Usage,
+    Citation, Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolFormat, ToolSpec,
+    Usage, WebSearch, WebSource,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

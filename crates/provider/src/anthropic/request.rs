@@ -13,7 +13,7 @@ struct Body<'a> {
     system: Vec<Block<'a>>,
     messages: Vec<Message<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    tools: Vec<AnyTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -77,6 +77,10 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// A block the API sent, sent back as it came (a web search's
+    /// `server_tool_use` and `web_search_tool_result`).
+    #[serde(untagged)]
+    Verbatim(&'a Value),
 }
 
 /// A tool result's content: text, or text and images.
@@ -122,10 +126,22 @@ impl<'a> Block<'a> {
             | Block::ToolUse { cache_control, .. }
             | Block::ToolResult { cache_control, .. }
             | Block::Image { cache_control, .. } => Some(cache_control),
-            Block::Thinking { .. } | Block::RedactedThinking { .. } => None,
+            Block::Thinking { .. } | Block::RedactedThinking { .. } | Block::Verbatim(_) => None,
         }
     }
 }
+
+/// A tool of the request: one of cogni's, or the API's own web search.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum AnyTool<'a> {
+    Custom(WireTool<'a>),
+    Server(Value),
+}
+
+/// The server-side web search tool, with at most this many searches a
+/// response.
+pub(super) const WEB_SEARCH_MAX_USES: u32 = 5;
 
 #[derive(Serialize)]
 struct WireTool<'a> {
@@ -250,6 +266,19 @@ pub(super) fn build_body(request: &ModelRequest<'_>) -> serde_json::Result<Vec<u
         }
     }
 
+    // The web search goes first, so the breakpoint stays on the last of
+    // cogni's tools.
+    let web_search = request.web_search.then(|| {
+        AnyTool::Server(json!({
+            "type": "web_search_20250305",
+            "name": "web_search",
+            "max_uses": WEB_SEARCH_MAX_USES,
+        }))
+    });
+    let tools: Vec<AnyTool<'_>> = web_search
+        .into_iter()
+        .chain(tools.into_iter().map(AnyTool::Custom))
+        .collect();
     let body = Body {
         model: request.model,
         max_tokens,
@@ -321,28 +350,43 @@ fn build_messages(input: &[HistoryItem], thinking: bool) -> Vec<Message<'_>> {
                 )
             }
             Content::Image(image) => ("user", Block::image(image)),
-        };
-        match messages.last_mut() {
-            Some(last) if last.role == role => {
-                if matches!(block, Block::ToolResult { .. }) {
-                    // Tool results come first in a user message.
-                    let at = last
-                        .content
-                        .iter()
-                        .take_while(|b| matches!(b, Block::ToolResult { .. }))
-                        .count();
-                    last.content.insert(at, block);
-                } else {
-                    last.content.push(block);
+            // The API's own blocks, in their order, each as it came.
+            Content::WebSearch(search) if search.source == SOURCE => {
+                for block in &search.blocks {
+                    push_block(&mut messages, "assistant", Block::Verbatim(block));
                 }
+                continue;
             }
-            _ => messages.push(Message {
-                role,
-                content: vec![block],
-            }),
-        }
+            // Another API's search: its results live on in the answer.
+            Content::WebSearch(_) => continue,
+        };
+        push_block(&mut messages, role, block);
     }
     messages
+}
+
+/// `block` at the end of the conversation: in the last message when it
+/// is `role`'s, else in a new one.
+fn push_block<'a>(messages: &mut Vec<Message<'a>>, role: &'static str, block: Block<'a>) {
+    match messages.last_mut() {
+        Some(last) if last.role == role => {
+            if matches!(block, Block::ToolResult { .. }) {
+                // Tool results come first in a user message.
+                let at = last
+                    .content
+                    .iter()
+                    .take_while(|b| matches!(b, Block::ToolResult { .. }))
+                    .count();
+                last.content.insert(at, block);
+            } else {
+                last.content.push(block);
+            }
+        }
+        _ => messages.push(Message {
+            role,
+            content: vec![block],
+        }),
+    }
 }
 
 /// Empty or whitespace only: the API rejects such text blocks ("text

@@ -11,7 +11,8 @@ enum WireEvent {
     },
     ContentBlockStart {
         index: usize,
-        content_block: WireBlock,
+        /// Read as a tree: a web search's blocks are kept verbatim.
+        content_block: Value,
     },
     ContentBlockDelta {
         index: usize,
@@ -81,8 +82,33 @@ enum WireDelta {
     SignatureDelta {
         signature: String,
     },
+    CitationsDelta {
+        citation: WireCitation,
+    },
     #[serde(other)]
     Other,
+}
+
+/// A citation of a text block; only web search results are reported.
+#[derive(Deserialize)]
+struct WireCitation {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    cited_text: Option<String>,
+}
+
+/// A web search result of a `web_search_tool_result` block.
+#[derive(Deserialize)]
+struct WireSearchResult {
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    title: Option<String>,
 }
 
 /// A `content_block_delta` event's fields for the fast path in
@@ -122,6 +148,14 @@ struct WireUsage {
     cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    server_tool_use: Option<WireServerToolUse>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireServerToolUse {
+    #[serde(default)]
+    web_search_requests: u64,
 }
 
 impl WireUsage {
@@ -142,6 +176,9 @@ impl WireUsage {
             &mut self.cache_read_input_tokens,
             newer.cache_read_input_tokens,
         );
+        if newer.server_tool_use.is_some() {
+            self.server_tool_use = newer.server_tool_use;
+        }
     }
 
     fn to_usage(&self) -> Usage {
@@ -152,6 +189,10 @@ impl WireUsage {
             output_tokens: self.output_tokens.unwrap_or(0),
             cached_input_tokens: read,
             cache_write_tokens: write,
+            web_searches: self
+                .server_tool_use
+                .as_ref()
+                .map_or(0, |s| s.web_search_requests),
             estimated: false,
         }
     }
@@ -176,7 +217,13 @@ enum OpenBlock {
         data: String,
     },
     ToolUse(PartialCall),
-    /// A block type cogni does not use (server tools, citations, ...).
+    /// A `server_tool_use` block of the web search: its input streams as
+    /// JSON; the block is kept as it came.
+    ServerToolUse {
+        block: Value,
+        json: String,
+    },
+    /// A block type cogni does not use.
     Ignored,
 }
 
@@ -216,6 +263,8 @@ pub struct EventParser {
     usage: Option<WireUsage>,
     stop: Option<StopReason>,
     incomplete: Option<String>,
+    /// Web search `server_tool_use` blocks waiting for their result.
+    searches: Vec<Value>,
 }
 
 impl EventParser {
@@ -236,6 +285,7 @@ impl EventParser {
             usage: None,
             stop: None,
             incomplete: None,
+            searches: Vec::new(),
         }
     }
 
@@ -320,10 +370,86 @@ impl EventParser {
     fn start_block(
         &mut self,
         index: usize,
-        block: WireBlock,
+        block: Value,
         out: &mut VecDeque<ResponseEvent>,
     ) -> Result<(), FrameError> {
-        let open = match block {
+        let open = match block.get("type").and_then(Value::as_str) {
+            Some("server_tool_use") if block.get("name") == Some(&json!("web_search")) => {
+                OpenBlock::ServerToolUse {
+                    block,
+                    json: String::new(),
+                }
+            }
+            Some("web_search_tool_result") => {
+                self.search_result(block, out);
+                OpenBlock::Ignored
+            }
+            _ => self.open_block(index, block, out)?,
+        };
+        if self.open.insert(index, open).is_some() {
+            return Err(FrameError::fatal(format!(
+                "content block {index} was started twice"
+            )));
+        }
+        self.last_index = self.last_index.max(Some(index));
+        Ok(())
+    }
+
+    /// A `web_search_tool_result` block (it comes whole): with the
+    /// `server_tool_use` it answers, one finished search.
+    fn search_result(&mut self, block: Value, out: &mut VecDeque<ResponseEvent>) {
+        let id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let used = self
+            .searches
+            .iter()
+            .position(|u| u.get("id").and_then(Value::as_str) == Some(&id))
+            .map(|at| self.searches.remove(at));
+        let query = used
+            .as_ref()
+            .and_then(|u| u.pointer("/input/query"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let content = block.get("content");
+        let results = content
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| WireSearchResult::deserialize(r).ok())
+            .map(|r| WebSource {
+                url: r.url,
+                title: r.title.unwrap_or_default(),
+            })
+            .collect();
+        let error = content
+            .and_then(|c| c.get("error_code"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        out.push_back(ResponseEvent::WebSearch(WebSearch {
+            id,
+            query,
+            results,
+            error,
+            source: SOURCE.to_string(),
+            blocks: used.into_iter().chain([block]).collect(),
+        }));
+    }
+
+    /// A text, tool use or thinking block.
+    fn open_block(
+        &mut self,
+        index: usize,
+        block: Value,
+        out: &mut VecDeque<ResponseEvent>,
+    ) -> Result<OpenBlock, FrameError> {
+        let block = WireBlock::deserialize(&block).map_err(|e| {
+            FrameError::fatal(format!("malformed `content_block_start` event: {e}"))
+        })?;
+        Ok(match block {
             WireBlock::Text { text } => {
                 if !text.is_empty() {
                     out.push_back(ResponseEvent::TextDelta(text));
@@ -354,14 +480,7 @@ impl EventParser {
             },
             WireBlock::RedactedThinking { data } => OpenBlock::Redacted { data },
             WireBlock::Other => OpenBlock::Ignored,
-        };
-        if self.open.insert(index, open).is_some() {
-            return Err(FrameError::fatal(format!(
-                "content block {index} was started twice"
-            )));
-        }
-        self.last_index = self.last_index.max(Some(index));
-        Ok(())
+        })
     }
 
     fn delta(
@@ -383,6 +502,22 @@ impl EventParser {
             }
             (OpenBlock::ToolUse(call), WireDelta::InputJsonDelta { partial_json }) => {
                 call.json.push_str(&partial_json);
+            }
+            (OpenBlock::ServerToolUse { json, .. }, WireDelta::InputJsonDelta { partial_json }) => {
+                json.push_str(&partial_json);
+            }
+            (OpenBlock::Text, WireDelta::CitationsDelta { citation }) => {
+                if let (Some(url), "web_search_result_location") =
+                    (citation.url, citation.kind.as_str())
+                {
+                    out.push_back(ResponseEvent::Citation(Citation {
+                        page: WebSource {
+                            url,
+                            title: citation.title.unwrap_or_default(),
+                        },
+                        cited_text: citation.cited_text,
+                    }));
+                }
             }
             (OpenBlock::Thinking { text, .. }, WireDelta::ThinkingDelta { thinking }) => {
                 text.push_str(&thinking);
@@ -429,6 +564,13 @@ impl EventParser {
                 }));
             }
             OpenBlock::ToolUse(call) => self.calls.push(call),
+            OpenBlock::ServerToolUse { mut block, json } => {
+                // The input as it streamed (the start block's is empty).
+                if let Ok(input) = serde_json::from_str::<Value>(&json) {
+                    block["input"] = input;
+                }
+                self.searches.push(block);
+            }
             OpenBlock::Text | OpenBlock::Ignored => {}
         }
         Ok(())
@@ -501,6 +643,7 @@ impl WireDelta {
             WireDelta::InputJsonDelta { .. } => "input_json_delta",
             WireDelta::ThinkingDelta { .. } => "thinking_delta",
             WireDelta::SignatureDelta { .. } => "signature_delta",
+            WireDelta::CitationsDelta { .. } => "citations_delta",
             WireDelta::Other => "other",
         }
     }

@@ -112,6 +112,7 @@ fn text_usage_and_ignored_events() {
                     output_tokens: 42,
                     cached_input_tokens: 2000,
                     cache_write_tokens: 100,
+                    web_searches: 0,
                     estimated: false,
                 }),
                 StopReason::Stop,
@@ -404,7 +405,7 @@ fn stop_reasons() {
         ("max_tokens", StopReason::Length),
         ("model_context_window_exceeded", StopReason::Length),
         ("refusal", StopReason::ContentFilter),
-        ("pause_turn", StopReason::Other("pause_turn".into())),
+        ("pause_turn", StopReason::Paused),
     ] {
         let events = parse(&[message_delta(wire, 1), message_stop()]).expect("parse");
         assert!(
@@ -594,4 +595,64 @@ fn cut_shuffled_or_repeated_events_give_errors_not_panics() {
     feed(&reversed);
     let doubled: Vec<SseEvent> = frames.iter().flat_map(|f| [f.clone(), f.clone()]).collect();
     feed(&doubled);
+}
+
+#[test]
+fn a_web_search_becomes_one_event_with_its_blocks_and_a_failed_one_its_code() {
+    let result = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "url": "https://a.dev", "title": "A",
+         "encrypted_content": "EqX", "page_age": null},
+    ]});
+    let failed = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_2",
+        "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}});
+    let events = parse(&[
+        message_start(10, 0, 0),
+        block_start(0, json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}})),
+        json_piece(0, "{\"query\":"),
+        json_piece(0, "\"a\"}"),
+        block_stop(0),
+        block_start(1, result.clone()),
+        block_stop(1),
+        block_start(2, json!({"type": "server_tool_use", "id": "srvtoolu_2", "name": "web_search", "input": {"query": "b"}})),
+        block_stop(2),
+        block_start(3, failed.clone()),
+        block_stop(3),
+        block_start(4, json!({"type": "text", "text": "", "citations": []})),
+        delta(4, json!({"type": "citations_delta", "citation": {
+            "type": "web_search_result_location", "url": "https://a.dev", "title": "A",
+            "cited_text": "quoted", "encrypted_index": "EqI"}})),
+        text(4, "A says so."),
+        block_stop(4),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+               "usage": {"output_tokens": 9, "server_tool_use": {"web_search_requests": 2}}}),
+        json!({"type": "message_stop"}),
+    ])
+    .unwrap();
+    let searches: Vec<&WebSearch> = events
+        .iter()
+        .filter_map(|e| match e {
+            ResponseEvent::WebSearch(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(searches.len(), 2);
+    assert_eq!(searches[0].query, "a");
+    assert_eq!(searches[0].results[0].url, "https://a.dev");
+    assert_eq!(searches[0].error, None);
+    // The use with its input whole, then the result as it came.
+    assert_eq!(searches[0].blocks[0]["input"], json!({"query": "a"}));
+    assert_eq!(searches[0].blocks[1], result);
+    assert_eq!(searches[1].error.as_deref(), Some("max_uses_exceeded"));
+    assert_eq!(searches[1].blocks[1], failed);
+    assert!(events.contains(&ResponseEvent::Citation(Citation {
+        page: WebSource {
+            url: "https://a.dev".into(),
+            title: "A".into()
+        },
+        cited_text: Some("quoted".into()),
+    })));
+    let Some(ResponseEvent::Completed { usage, .. }) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(usage.unwrap().web_searches, 2);
 }

@@ -184,8 +184,9 @@ pub(super) fn build_messages<'a>(
             flush_tool_images(&mut messages, &mut tool_images);
         }
         match &item.content {
-            // Chat Completions has no place for another API's reasoning.
-            Content::Reasoning(_) => {}
+            // Chat Completions has no place for another API's reasoning
+            // or web searches (what they found lives on in the answer).
+            Content::Reasoning(_) | Content::WebSearch(_) => {}
             Content::Text { text, .. } => {
                 let role = match item.role {
                     Role::Assistant => "assistant",

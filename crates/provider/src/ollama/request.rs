@@ -117,6 +117,8 @@ pub(super) fn build_messages<'a>(
     let mut open: Option<usize> = None;
     for item in input {
         match &item.content {
+            // Another API's web search: what it found lives on in the answer.
+            Content::WebSearch(_) => continue,
             Content::Reasoning(reasoning) => {
                 // Reasoning from other APIs means nothing to this one.
                 if reasoning.source != SOURCE || reasoning.text.is_empty() {

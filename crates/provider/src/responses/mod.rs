@@ -21,8 +21,8 @@ use super::retry::Jitter;
 use super::sse::SseEvent;
 use super::{ModelRequest, Provider, ProviderError, ProviderInfo, ResponseEvent, ResponseStream};
 use cogni_protocol::{
-    Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind, ToolFormat,
-    ToolSpec, Usage,
+    Citation, Content, HistoryItem, Reasoning, Role, StopReason, ToolCall, ToolCallKind,
+    ToolFormat, ToolSpec, Usage, WebSearch, WebSource,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

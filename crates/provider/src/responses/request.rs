@@ -67,6 +67,11 @@ enum InputItem<'a> {
         summary: Vec<Part<'a>>,
         encrypted_content: &'a str,
     },
+    /// An item the API sent (a `web_search_call`), sent back as it came
+    /// but for its id: with `store: false` the server keeps no items, and
+    /// rejects an id it cannot find.
+    #[serde(untagged)]
+    Verbatim(Value),
 }
 
 /// What a message holds: typed text, or (from the user) an image.
@@ -115,6 +120,8 @@ pub(super) enum WireTool<'a> {
         description: &'a str,
         format: Value,
     },
+    /// The API's own web search (`[tools] web_search`).
+    WebSearch,
 }
 
 /// Serialise `request` as a Responses body.
@@ -125,7 +132,12 @@ pub(super) fn build_body(request: &ModelRequest<'_>) -> serde_json::Result<Vec<u
         model: request.model,
         instructions: request.instructions,
         input: build_input(request.input),
-        tools: request.tools.iter().map(wire_tool).collect(),
+        tools: request
+            .tools
+            .iter()
+            .map(wire_tool)
+            .chain(request.web_search.then_some(WireTool::WebSearch))
+            .collect(),
         tool_choice: has_tools.then_some("auto"),
         parallel_tool_calls: has_tools.then_some(request.parallel_tool_calls),
         reasoning: request.reasoning_effort.map(|effort| ReasoningSettings {
@@ -136,11 +148,14 @@ pub(super) fn build_body(request: &ModelRequest<'_>) -> serde_json::Result<Vec<u
         stream: true,
         // With `store: false` the server forgets reasoning; this is how the
         // next request can carry it back.
-        include: if reasons {
-            vec!["reasoning.encrypted_content"]
-        } else {
-            Vec::new()
-        },
+        include: [
+            (reasons, "reasoning.encrypted_content"),
+            // The pages each search found, for the `web_search` event.
+            (request.web_search, "web_search_call.action.sources"),
+        ]
+        .into_iter()
+        .filter_map(|(wanted, what)| wanted.then_some(what))
+        .collect(),
         text: request.output_schema.map(|schema| {
             json!({"format": {"type": "json_schema", "name": "output", "schema": schema, "strict": false}})
         }),
@@ -215,6 +230,17 @@ fn build_input(history: &[HistoryItem]) -> Vec<InputItem<'_>> {
                     input.push(item);
                 }
             }
+            Content::WebSearch(search) if search.source == REASONING_SOURCE => {
+                input.extend(search.blocks.iter().map(|item| {
+                    let mut item = item.clone();
+                    if let Some(fields) = item.as_object_mut() {
+                        fields.remove("id");
+                    }
+                    InputItem::Verbatim(item)
+                }));
+            }
+            // Another API's search: what it found lives on in the answer.
+            Content::WebSearch(_) => {}
         }
     }
     flush_tool_images(&mut input, &mut tool_images);

@@ -95,6 +95,8 @@ pub struct EventParser {
     /// Whether text arrived as deltas; if none did, a finished message
     /// item's text is emitted instead.
     saw_text_delta: bool,
+    /// Web searches that ran (each is billed).
+    searches: u64,
 }
 
 impl Default for EventParser {
@@ -110,6 +112,7 @@ impl EventParser {
             open: Vec::new(),
             made_calls: false,
             saw_text_delta: false,
+            searches: 0,
         }
     }
 
@@ -203,6 +206,10 @@ impl EventParser {
                     source: REASONING_SOURCE.to_string(),
                 }));
             }
+            Some("web_search_call") => {
+                out.push_back(ResponseEvent::WebSearch(web_search(item)));
+                self.searches += 1;
+            }
             Some("message") if !self.saw_text_delta => {
                 let message: WireMessage = parse_part(item, kind)?;
                 let text = joined_text(message.content, "output_text", "");
@@ -230,6 +237,7 @@ impl EventParser {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
             cached_input_tokens: u.input_tokens_details.map_or(0, |d| d.cached_tokens),
+            web_searches: self.searches,
             ..Usage::default()
         });
         let (stop_reason, incomplete_tool_call) = if kind == "response.incomplete" {
@@ -329,6 +337,12 @@ impl WireParser for EventParser {
             "response.output_item.done" => {
                 self.on_item_done(field(&event, "item", kind)?, kind, out)?;
             }
+            "response.output_text.annotation.added" => {
+                let annotation = field(&event, "annotation", kind)?;
+                if let Some(citation) = url_citation(annotation) {
+                    out.push_back(ResponseEvent::Citation(citation));
+                }
+            }
             "response.completed" | "response.incomplete" => {
                 self.complete(&event, kind, out)?;
                 return Ok(true);
@@ -373,6 +387,50 @@ impl WireParser for EventParser {
     fn terminal(&self) -> &'static str {
         "`response.completed`"
     }
+}
+
+/// A finished `web_search_call` item: what was searched for, the pages
+/// found (`action.sources`, sent when the request includes them), and the
+/// item itself to send back.
+fn web_search(item: &Value) -> WebSearch {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+    let action = item.get("action");
+    let results = action
+        .and_then(|a| a.get("sources"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            Some(WebSource {
+                url: s.get("url")?.as_str()?.to_string(),
+                title: text(s.get("title")),
+            })
+        })
+        .collect();
+    let status = item.get("status").and_then(Value::as_str);
+    WebSearch {
+        id: text(item.get("id")),
+        query: text(action.and_then(|a| a.get("query"))),
+        results,
+        error: (status == Some("failed")).then(|| "failed".to_string()),
+        source: REASONING_SOURCE.to_string(),
+        blocks: vec![item.clone()],
+    }
+}
+
+/// A `url_citation` annotation of the answer's text.
+fn url_citation(annotation: &Value) -> Option<Citation> {
+    if annotation.get("type").and_then(Value::as_str) != Some("url_citation") {
+        return None;
+    }
+    let text = |key: &str| annotation.get(key).and_then(Value::as_str);
+    Some(Citation {
+        page: WebSource {
+            url: text("url")?.to_string(),
+            title: text("title").unwrap_or_default().to_string(),
+        },
+        cited_text: None,
+    })
 }
 
 fn item_type(item: &Value) -> Option<&str> {

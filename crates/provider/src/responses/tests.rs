@@ -560,3 +560,61 @@ fn images_are_input_image_parts_of_user_messages() {
         "data:image/png;base64,BASE64-tool.png"
     );
 }
+
+#[test]
+fn a_web_search_call_is_kept_whole_counted_and_its_citations_reported() {
+    let item = json!({"type": "web_search_call", "id": "ws_1", "status": "completed",
+        "action": {"type": "search", "query": "rust", "sources": [{"type": "url", "url": "https://a.dev"}]}});
+    let events = parse_ok(&[
+        added(json!({"type": "web_search_call", "id": "ws_1", "status": "in_progress"})),
+        json!({"type": "response.web_search_call.searching", "output_index": 0, "item_id": "ws_1"}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        json!({"type": "response.output_text.delta", "item_id": "m", "output_index": 1, "content_index": 0, "delta": "Yes."}),
+        json!({"type": "response.output_text.annotation.added", "item_id": "m", "annotation": {
+            "type": "url_citation", "url": "https://a.dev", "title": "A", "start_index": 0, "end_index": 4}}),
+        completed(Some(json!({"input_tokens": 5, "output_tokens": 2}))),
+    ]);
+    let ResponseEvent::WebSearch(search) = &events[0] else {
+        panic!("{events:?}");
+    };
+    assert_eq!(search.query, "rust");
+    assert_eq!(search.results[0].url, "https://a.dev");
+    assert_eq!(search.blocks, [item]);
+    assert!(events.contains(&ResponseEvent::Citation(Citation {
+        page: WebSource {
+            url: "https://a.dev".into(),
+            title: "A".into()
+        },
+        cited_text: None,
+    })));
+    let Some(ResponseEvent::Completed { usage, .. }) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(usage.unwrap().web_searches, 1);
+}
+
+#[test]
+fn web_search_is_offered_and_sent_back_without_its_id() {
+    let item = json!({"type": "web_search_call", "id": "ws_1", "status": "completed",
+        "action": {"type": "search", "query": "rust"}});
+    let history = [HistoryItem {
+        role: Role::Assistant,
+        content: Content::WebSearch(WebSearch {
+            id: "ws_1".into(),
+            query: "rust".into(),
+            results: Vec::new(),
+            error: None,
+            source: REASONING_SOURCE.into(),
+            blocks: vec![item],
+        }),
+    }];
+    let mut request = request(&history, &[]);
+    request.web_search = true;
+    let body = body_json(&request);
+    assert_eq!(body["tools"], json!([{"type": "web_search"}]));
+    assert_eq!(body["include"], json!(["web_search_call.action.sources"]));
+    assert_eq!(
+        body["input"][0],
+        json!({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "rust"}})
+    );
+}

@@ -9,6 +9,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+#[cfg(target_os = "linux")]
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use std::sync::Arc;
 pub(crate) type Dir = Arc<OwnedFd>;
 
 /// Flags of every directory this module opens.
-const DIR_FLAGS: libc::c_int = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+const DIR_FLAGS: libc::c_int = cogni_sandbox::sys::DIR_HANDLE | libc::O_DIRECTORY | libc::O_CLOEXEC;
 
 /// Flags of every file opened for reading: never wait for a writer (a
 /// FIFO) and never become the controlling terminal (a tty).
@@ -57,10 +58,11 @@ pub(crate) fn dup(dir: BorrowedFd<'_>) -> io::Result<Dir> {
 
 /// Whether `openat2` works here (it does from Linux 5.6, unless a seccomp
 /// filter refuses it).
+#[cfg(target_os = "linux")]
 static OPENAT2_WORKS: AtomicBool = AtomicBool::new(true);
 
 /// Let walks use `openat2` or not (tests of the walk without it).
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 pub(crate) fn use_openat2(works: bool) {
     OPENAT2_WORKS.store(works, Ordering::Relaxed);
 }
@@ -68,7 +70,18 @@ pub(crate) fn use_openat2(works: bool) {
 /// The directory `rel` (plain names only) below `dir`, opened by one
 /// `openat2` that refuses every symlink and anything that would leave
 /// `dir`. `None` when that did not work, for whatever reason: the caller
+/// then walks name by name to find out why. (Linux only: elsewhere every
+/// walk goes name by name.)
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn open_beneath(_dir: &OwnedFd, _rel: &Path) -> Option<OwnedFd> {
+    None
+}
+
+/// The directory `rel` (plain names only) below `dir`, opened by one
+/// `openat2` that refuses every symlink and anything that would leave
+/// `dir`. `None` when that did not work, for whatever reason: the caller
 /// then walks name by name to find out why.
+#[cfg(target_os = "linux")]
 pub(crate) fn open_beneath(dir: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
     if !OPENAT2_WORKS.load(Ordering::Relaxed) {
         return None;
@@ -133,7 +146,7 @@ fn kind_of(st: &libc::stat) -> Kind {
     match st.st_mode & libc::S_IFMT {
         libc::S_IFDIR => Kind::Directory,
         libc::S_IFLNK => Kind::Symlink,
-        libc::S_IFREG => Kind::File(st.st_mode & 0o7777),
+        libc::S_IFREG => Kind::File(cogni_sandbox::sys::permission_bits(st)),
         _ => Kind::Other(kind_name(st.st_mode)),
     }
 }

@@ -290,7 +290,10 @@ pub(crate) fn read_text(target: &Target) -> Result<(String, Permissions), ReadTe
     let path = target.real();
     let (file, st) = open_target(target, path)?;
     let text = limited::text_of(limited::all_of(file, path, EDIT_MAX_BYTES)?, path)?;
-    Ok((text, Permissions::from_mode(st.st_mode & 0o7777)))
+    Ok((
+        text,
+        Permissions::from_mode(cogni_sandbox::sys::permission_bits(&st)),
+    ))
 }
 
 /// All of the existing regular file of `target`, refused when it holds

@@ -11,6 +11,9 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::sync::Mutex;
 
+mod web;
+pub(super) use web::Sources;
+
 /// `text` without anything that would act on a terminal: escape sequences
 /// (CSI such as screen clears and cursor moves, OSC such as clipboard
 /// writes (52) and window titles (0, 2), DCS/SOS/PM/APC strings, their
@@ -203,6 +206,12 @@ pub(super) fn status_line(color: bool, event: &AgentEvent) -> Option<String> {
             )
         }
         AgentEvent::Warning { message } => paint("33", &format!("warning: {message}")),
+        AgentEvent::WebSearch {
+            query,
+            results,
+            error,
+            ..
+        } => web::search_line(color, query, results, error.as_deref()),
         AgentEvent::Checkpoint { turn, files, .. } => paint(
             "2",
             &format!(
@@ -525,6 +534,8 @@ struct HumanState {
     /// Text already on screen from a message whose stream broke; the retry's
     /// text is only printed from where it differs.
     discarded: Option<String>,
+    /// The pages the turn's answers cited, listed when it ends.
+    sources: Sources,
 }
 
 /// What to print of a retried message's text `now`, given the text of the
@@ -581,6 +592,25 @@ pub(super) fn strip_event_controls(event: AgentEvent) -> AgentEvent {
             strip(reason);
         }
         AgentEvent::Warning { message } => strip(message),
+        // Pages of the web: anything may be in their titles.
+        AgentEvent::WebSearch {
+            query,
+            results,
+            error,
+            ..
+        } => {
+            strip(query);
+            for page in results {
+                strip(&mut page.url);
+                strip(&mut page.title);
+            }
+            error.iter_mut().for_each(strip);
+        }
+        AgentEvent::Citation { citation } => {
+            strip(&mut citation.page.url);
+            strip(&mut citation.page.title);
+            citation.cited_text.iter_mut().for_each(strip);
+        }
         AgentEvent::Skill { name, .. } => strip(name),
         AgentEvent::Hook {
             command, reason, ..
@@ -693,6 +723,7 @@ impl EventSink for Human {
             AgentEvent::ItemStarted {
                 item: Item::AgentMessage { .. },
             } => state.streamed.clear(),
+            AgentEvent::Citation { citation } => state.sources.add(&citation),
             AgentEvent::ItemDiscarded { .. } if self.options.stream_live => {
                 let shown = std::mem::take(&mut state.streamed);
                 state.discarded = Some(shown);
@@ -726,6 +757,11 @@ impl EventSink for Human {
                 }
             }
             event => {
+                if matches!(event, AgentEvent::TurnCompleted { .. }) {
+                    if let Some(sources) = state.sources.take(self.options.color) {
+                        self.line(&mut state, &sources);
+                    }
+                }
                 if let Some(text) = status_line(self.options.color, &event) {
                     self.line(&mut state, &text);
                 }

@@ -35,7 +35,7 @@ use std::ptr::null;
 /// above a pinned file). With the flags of the mount it lives on (a user
 /// namespace may not drop nosuid, nodev, ...).
 #[derive(Debug, Clone)]
-pub(super) struct Bind {
+pub(crate) struct Bind {
     pub path: CString,
     pub flags: libc::c_ulong,
     pub read_only: bool,

@@ -1,7 +1,7 @@
 //! The kernel rules, built in the parent: the Landlock ruleset (file
 //! system) and the seccomp program (network).
 
-use super::SandboxError;
+use crate::SandboxError;
 use landlock::{
     Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, Scope, ABI,
