@@ -177,3 +177,49 @@ fn the_output_guardrail_asks_once_more_then_fails_with_exit_1() {
     assert_eq!(done["outcome"], "invalid_output");
     assert!(done["reason"].as_str().unwrap().contains("rejected twice"));
 }
+
+/// `cogni run --max-tokens N` (and `--max-cost`, `--max-seconds`): a budget
+/// effect of the flags' layer, exit 4 when it runs out; refused with
+/// `--tasks`, whose budgets are the task file's.
+#[test]
+fn budget_flags_stop_a_run_and_are_refused_with_tasks() {
+    let env = Env::new();
+    let script = env.script_file(
+        "s.toml",
+        json!([
+            {"text": "one", "tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]},
+            {"text": "done"},
+        ]),
+    );
+    let out = env
+        .cmd()
+        .args(["run", "--no-sandbox", "--max-tokens", "10", "--script"])
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("token"), "{}", stderr_of(&out));
+    let out = env
+        .cmd()
+        .args(["run", "--max-seconds", "0", "--script"])
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("--max-seconds 0: give a number greater than 0"));
+    let tasks = env.write("tasks.toml", "[[tasks]]\nid = \"a\"\nprompt = \"x\"\n");
+    let out = env
+        .cmd()
+        .args(["run", "--max-cost", "1", "--tasks"])
+        .arg(&tasks)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("with --tasks set a task's `budget`"),
+        "{}",
+        stderr_of(&out)
+    );
+}

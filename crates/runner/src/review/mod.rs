@@ -79,9 +79,9 @@ pub fn verdict_schema() -> serde_json::Value {
 
 /// `config` as a review's: the read-only sandbox and plan mode's approval
 /// policy whatever it said, reading tools only (with `shell` only when
-/// `confined`: the kernel sandbox holds it to read-only), no MCP servers,
-/// delegation, checkpoints, memory, plans, test loop or reflection, and
-/// the verdict as the output schema.
+/// `confined`: the kernel sandbox holds it to read-only), no web (fetch or
+/// the provider's search), MCP servers, delegation, checkpoints, memory,
+/// plans, test loop or reflection, and the verdict as the output schema.
 pub fn configure(config: &mut SessionConfig, confined: bool) {
     config.sandbox_policy.mode = SandboxMode::ReadOnly;
     config.approval_policy = ApprovalPolicy::Untrusted;
@@ -95,6 +95,7 @@ pub fn configure(config: &mut SessionConfig, confined: bool) {
     tools.web_fetch.enabled = false;
     tools.skills = None;
     config.features.skills_enabled = false;
+    config.features.web_search = false;
     config.prompt.memory_files = None;
     config.delegation = None;
     config.run.checkpoints = None;

@@ -194,3 +194,32 @@ fn markdown_and_github_keep_html_and_mentions_out() {
         .unwrap()
         .contains("**P2 Too big** (`logo.png`)"));
 }
+
+#[test]
+fn any_config_becomes_a_read_only_review() {
+    use cogni_protocol::{ApprovalPolicy, EditTool, SandboxMode};
+    let mut info = cogni_provider::ProviderInfo::new("p", "", cogni_provider::WireApi::Chat);
+    info.default_model = Some("m".into());
+    let mut config = SessionConfig::new(info, PathBuf::from("/repo"));
+    config.sandbox_policy.mode = SandboxMode::DangerFullAccess;
+    config.approval_policy = ApprovalPolicy::Never;
+    config.tool_config.enabled = vec!["write_file".into(), "shell".into()];
+    config.features.web_search = true;
+    config.enable_plan = true;
+    config.run.checkpoints = Some(PathBuf::from("/home/u/.cogni/checkpoints"));
+    for (confined, shell) in [(true, true), (false, false)] {
+        let mut c = config.clone();
+        configure(&mut c, confined);
+        assert_eq!(c.sandbox_policy.mode, SandboxMode::ReadOnly);
+        assert_eq!(c.approval_policy, ApprovalPolicy::Untrusted);
+        let mut tools = vec!["read_file", "list_dir", "grep", "glob"];
+        if shell {
+            tools.push("shell");
+        }
+        assert_eq!(c.tool_config.enabled, tools);
+        assert_eq!(c.tool_config.edit_tool, Some(EditTool::None));
+        assert!(!c.tool_config.web_fetch.enabled && !c.features.web_search);
+        assert!(c.delegation.is_none() && c.run.checkpoints.is_none() && !c.enable_plan);
+        assert_eq!(c.output_schema, Some(verdict_schema()));
+    }
+}
