@@ -27,6 +27,12 @@ const QUERY: &str = "latest stable Rust release";
 const ANSWER: &str = "Rust 1.91.0 is the latest stable release.";
 const READ: (&str, &str, &str) = ("call_1", "read_file", "{\"path\":\"notes.txt\"}");
 
+/// Anthropic's answer with the one search of these tests (`srvtoolu_1`,
+/// [`QUERY`], [`PAGES`]): `answer`, then `call`, stopping for `stop`.
+fn anthropic_search(answer: &str, call: web::Call<'_>, stop: &str) -> MockResponse {
+    web::anthropic_search_response("srvtoolu_1", QUERY, PAGES, answer, call, stop)
+}
+
 /// A workspace whose provider is the mock speaking `wire`, web search on.
 fn env_for(server: &MockServer, wire: &str, model: &str, extra: &str) -> Env {
     let env = Env::new();
@@ -133,14 +139,7 @@ fn responses_search_is_offered_reported_and_sent_back_without_its_id() {
 #[test]
 fn anthropic_search_blocks_come_back_verbatim_and_the_terminal_lists_sources() {
     let server = MockServer::start();
-    server.enqueue(web::anthropic_search_response(
-        "srvtoolu_1",
-        QUERY,
-        PAGES,
-        ANSWER,
-        Some(READ),
-        "end_turn",
-    ));
+    server.enqueue(anthropic_search(ANSWER, Some(READ), "end_turn"));
     server.enqueue(wire_anthropic::text_response("Bump it to 1.91."));
     let env = env_for(&server, "anthropic", "claude-sonnet-4-5", "");
     let out = run(&env, &["--json", "which Rust should we pin?"]);
@@ -182,14 +181,7 @@ fn anthropic_search_blocks_come_back_verbatim_and_the_terminal_lists_sources() {
 
     // People see the search and, after the answer, the page it cites.
     let server = MockServer::start();
-    server.enqueue(web::anthropic_search_response(
-        "srvtoolu_1",
-        QUERY,
-        PAGES,
-        ANSWER,
-        None,
-        "end_turn",
-    ));
+    server.enqueue(anthropic_search(ANSWER, None, "end_turn"));
     let env = env_for(&server, "anthropic", "claude-sonnet-4-5", "");
     let out = run(&env, &["which Rust is current?"]);
     assert!(out.status.success(), "{}", stderr_of(&out));
@@ -213,14 +205,7 @@ fn anthropic_search_blocks_come_back_verbatim_and_the_terminal_lists_sources() {
 #[test]
 fn a_paused_anthropic_turn_is_sent_again_to_go_on() {
     let server = MockServer::start();
-    server.enqueue(web::anthropic_search_response(
-        "srvtoolu_1",
-        QUERY,
-        PAGES,
-        "Still looking.",
-        None,
-        "pause_turn",
-    ));
+    server.enqueue(anthropic_search("Still looking.", None, "pause_turn"));
     server.enqueue(wire_anthropic::text_response(ANSWER));
     let env = env_for(&server, "anthropic", "claude-sonnet-4-5", "");
     let out = run(&env, &["--json", "which Rust is current?"]);
@@ -245,14 +230,7 @@ fn a_paused_anthropic_turn_is_sent_again_to_go_on() {
 #[test]
 fn each_search_counts_against_the_cost_budget() {
     let server = MockServer::start();
-    server.enqueue(web::anthropic_search_response(
-        "srvtoolu_1",
-        QUERY,
-        PAGES,
-        ANSWER,
-        None,
-        "end_turn",
-    ));
+    server.enqueue(anthropic_search(ANSWER, None, "end_turn"));
     // Free tokens, a dollar a search: the one search is the whole cost.
     let env = env_for(
         &server,
