@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod capture;
+mod group;
 #[cfg(target_os = "linux")]
 mod served;
 #[cfg(not(target_os = "linux"))]
@@ -22,13 +23,14 @@ mod served;
 pub mod truncate;
 
 pub use capture::{Capture, CapturedStream, Sink};
+pub use group::Tree;
 
 use crate::truncate::Limits;
 use cogni_sandbox::Confined;
+use group::{Group, Signal};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
@@ -103,7 +105,12 @@ pub enum Termination {
 
 impl Termination {
     fn from_status(status: ExitStatus) -> Self {
-        match (status.code(), status.signal()) {
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        // Windows has no signals: a killed process has an exit code.
+        #[cfg(windows)]
+        let signal = None;
+        match (status.code(), signal) {
             (Some(code), _) => Termination::Exited(code),
             (None, Some(signal)) => Termination::Signaled(signal),
             // Unix statuses are always one or the other.
@@ -146,16 +153,42 @@ pub struct ExecOutput {
 /// The executable regular file `name` in the first directory of `path` (a
 /// `PATH` value) that has one. Only absolute directories are searched: a
 /// relative entry (`.`, an empty one) would find a program in whatever
-/// directory the command runs in.
+/// directory the command runs in. On Windows entries are separated by `;`
+/// and a name without an extension is tried with `.exe`, `.com`, `.cmd`
+/// and `.bat`, in that order.
 pub fn find_program(name: &str, path: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    path.split(':')
-        .filter(|dir| dir.starts_with('/'))
-        .map(|dir| Path::new(dir).join(name))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .flat_map(|dir| candidates(&dir, name))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
+    vec![dir.join(name)]
+}
+
+#[cfg(windows)]
+fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
+    if Path::new(name).extension().is_some() {
+        return vec![dir.join(name)];
+    }
+    ["exe", "com", "cmd", "bat"]
+        .iter()
+        .map(|ext| dir.join(name).with_extension(ext))
+        .collect()
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    let runnable = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0;
+    // Windows runs what its extension says it can run.
+    #[cfg(windows)]
+    let runnable = true;
+    meta.is_file() && runnable
 }
 
 /// Run `req` to completion, timeout or cancellation.
@@ -231,8 +264,8 @@ pub struct Ended {
 
 /// Run `req`, passing its output to the sinks as it comes. When `stop`
 /// resolves first, the process is terminated as on a timeout (SIGTERM,
-/// then SIGKILL after the grace). `on_start` gets the process group id
-/// once the process runs.
+/// then SIGKILL after the grace). `on_start` gets a handle on the
+/// process's tree once it runs.
 ///
 /// Dropping the returned future kills the child's process group.
 pub async fn run_streaming(
@@ -240,7 +273,7 @@ pub async fn run_streaming(
     stdout: &mut impl Sink,
     stderr: &mut impl Sink,
     stop: impl Future<Output = ()>,
-    on_start: impl FnOnce(i32),
+    on_start: impl FnOnce(Tree),
 ) -> Result<Ended, ExecError> {
     run_launched(&req, Launcher::Spawn, stdout, stderr, stop, on_start).await
 }
@@ -260,7 +293,7 @@ async fn run_launched(
     stdout: &mut impl Sink,
     stderr: &mut impl Sink,
     stop: impl Future<Output = ()>,
-    on_start: impl FnOnce(i32),
+    on_start: impl FnOnce(Tree),
 ) -> Result<Ended, ExecError> {
     if req.argv.is_empty() {
         return Err(ExecError::EmptyCommand);
@@ -274,8 +307,8 @@ async fn run_launched(
         Some(process) => process?,
         None => spawn(req)?,
     };
-    if let Some(pgid) = process.handle.pgid() {
-        on_start(pgid);
+    if let Some(tree) = process.handle.tree() {
+        on_start(tree);
     }
     let input = req.stdin.clone().unwrap_or_default();
     let (stdin_pipe, stdout_pipe, stderr_pipe) = (
@@ -331,11 +364,8 @@ struct Process {
 
 /// What waiting for a process and signalling its group go through.
 enum Handle {
-    /// cogni's own child; `group` kills the group if the run is dropped.
-    Child {
-        child: Child,
-        group: Option<GroupGuard>,
-    },
+    /// cogni's own child; `group` kills its tree if the run is dropped.
+    Child { child: Child, group: Group },
     /// Started by the fork server; dropping its socket kills the group.
     // Never made off Linux (no fork server there).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -343,10 +373,10 @@ enum Handle {
 }
 
 impl Handle {
-    /// The process group, known for cogni's own child.
-    fn pgid(&self) -> Option<i32> {
+    /// The process's tree, known for cogni's own child.
+    fn tree(&self) -> Option<Tree> {
         match self {
-            Handle::Child { group, .. } => group.as_ref().map(|g| g.pgid),
+            Handle::Child { group, .. } => Some(group.tree()),
             Handle::Served(_) => None,
         }
     }
@@ -375,19 +405,16 @@ impl Handle {
         }
     }
 
-    fn signal(&self, signal: i32) {
+    fn signal(&self, signal: Signal) {
         match self {
-            Handle::Child { .. } => signal_group(self.pgid(), signal),
+            Handle::Child { group, .. } => group.signal(signal),
             Handle::Served(served) => served.signal(signal),
         }
     }
 
     /// The run ended normally: nothing to kill when it is dropped.
     fn disarm(&mut self) {
-        if let Handle::Child {
-            group: Some(group), ..
-        } = self
-        {
+        if let Handle::Child { group, .. } = self {
             group.disarm();
         }
     }
@@ -402,8 +429,7 @@ fn spawn(req: &ExecRequest) -> Result<Process, ExecError> {
         Stdio::null()
     };
     let mut cmd = supervised(&req.argv, &req.cwd, &req.env, req.sandbox.clone(), stdin)?;
-    let mut child = start_child(&mut cmd, &req.argv)?;
-    let group = child.id().map(GroupGuard::new);
+    let (mut child, group) = start_child(&mut cmd, &req.argv)?;
     Ok(Process {
         stdin: child.stdin.take().map(|p| Box::new(p) as _),
         stdout: child.stdout.take().map(|p| Box::new(p) as _),
@@ -436,10 +462,11 @@ fn supervised(
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    isolate(&mut cmd);
+    group::isolate(&mut cmd);
     // SAFETY: `enter` and `enter_unconfined` are made for a pre_exec hook
     // (after `isolate`'s): they run between fork and exec and use only
     // async-signal-safe system calls on data prepared before the fork.
+    #[cfg(unix)]
     unsafe {
         match sandbox {
             Some(confinement) => {
@@ -455,14 +482,22 @@ fn supervised(
             None => {}
         }
     }
+    // No backend confines a command on Windows: `Confinement::new`
+    // refuses there, so no `Confined` exists to enter.
+    #[cfg(windows)]
+    drop(sandbox);
     Ok(cmd)
 }
 
-fn start_child(cmd: &mut Command, argv: &[String]) -> Result<Child, ExecError> {
-    cmd.spawn().map_err(|source| ExecError::Spawn {
+/// Spawn `cmd` and take hold of its tree.
+fn start_child(cmd: &mut Command, argv: &[String]) -> Result<(Child, Group), ExecError> {
+    let spawn_error = |source| ExecError::Spawn {
         program: argv.first().cloned().unwrap_or_default(),
         source,
-    })
+    };
+    let child = cmd.spawn().map_err(spawn_error)?;
+    let group = Group::attach(&child).map_err(spawn_error)?;
+    Ok((child, group))
 }
 
 /// A long-lived process cogni talks to over its stdin and stdout (an MCP
@@ -497,8 +532,7 @@ impl Service {
     ) -> Result<(Service, ServicePipes), ExecError> {
         let mut cmd = supervised(argv, cwd, env, None, Stdio::piped())?;
         cmd.kill_on_drop(true);
-        let mut child = start_child(&mut cmd, argv)?;
-        let group = child.id().map(GroupGuard::new);
+        let (mut child, group) = start_child(&mut cmd, argv)?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(ExecError::Spawn {
                 program: argv[0].clone(),
@@ -555,87 +589,19 @@ impl Sink for SharedCapture {
     }
 }
 
-/// Put the child in its own process group and, on Linux, have the kernel
-/// kill it when the thread that spawned it dies (tokio spawns from runtime
-/// worker threads, which live as long as the runtime).
-fn isolate(cmd: &mut Command) {
-    #[cfg(target_os = "linux")]
-    let parent = std::process::id();
-    // SAFETY: the closure runs between fork and exec and only calls
-    // async-signal-safe functions (setpgid, prctl, getppid) without
-    // allocating.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            #[cfg(target_os = "linux")]
-            {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The parent may have died before prctl took effect.
-                if libc::getppid() as u32 != parent {
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-            }
-            Ok(())
-        });
-    }
-}
-
 /// SIGTERM to the group, SIGKILL after `grace`, and SIGKILL again once the
 /// leader is gone so that members ignoring SIGTERM do not survive.
 async fn terminate(handle: &mut Handle, grace: Duration) -> Result<ExitStatus, ExecError> {
-    handle.signal(libc::SIGTERM);
+    handle.signal(Signal::Term);
     let status = match tokio::time::timeout(grace, handle.wait_signaled()).await {
         Ok(status) => status,
         Err(_) => {
-            handle.signal(libc::SIGKILL);
+            handle.signal(Signal::Kill);
             handle.wait_killed(grace).await
         }
     };
-    handle.signal(libc::SIGKILL);
+    handle.signal(Signal::Kill);
     status
-}
-
-fn signal_group(pgid: Option<i32>, signal: i32) {
-    if let Some(pgid) = pgid {
-        // SAFETY: kill has no memory-safety preconditions. ESRCH (group
-        // already gone) is expected and ignored.
-        unsafe {
-            libc::kill(-pgid, signal);
-        }
-    }
-}
-
-/// Kills the process group when dropped while armed: this is what makes
-/// dropping the `run` future a cancellation.
-struct GroupGuard {
-    pgid: i32,
-    armed: bool,
-}
-
-impl GroupGuard {
-    fn new(pid: u32) -> Self {
-        GroupGuard {
-            // The child called setpgid(0, 0): its group id is its pid.
-            pgid: pid as i32,
-            armed: true,
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            signal_group(Some(self.pgid), libc::SIGKILL);
-        }
-    }
 }
 
 /// The stdout/stderr readers, polled alongside whatever the caller waits for
@@ -707,6 +673,7 @@ mod tests {
         assert!(!Termination::Signaled(15).success());
     }
 
+    #[cfg(unix)]
     #[test]
     fn programs_are_found_in_absolute_directories_only() {
         use std::os::unix::fs::PermissionsExt;
@@ -735,6 +702,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn runs_and_captures_both_streams() {
         let out = run(request(
@@ -749,6 +717,7 @@ mod tests {
         assert!(!out.timed_out && !out.output_left_open);
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn missing_program_is_a_spawn_error() {
         let err = run(request(
@@ -762,6 +731,7 @@ mod tests {
         assert!(matches!(err, ExecError::EmptyCommand));
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn timeout_reports_and_terminates() {
         let out = run(request(&["sleep", "30"], Duration::from_millis(100)))
@@ -772,6 +742,7 @@ mod tests {
         assert!(out.duration < Duration::from_secs(5));
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn stdin_is_given_then_closed_or_null() {
         let mut req = request(&["/bin/cat"], Duration::from_secs(10));
@@ -789,6 +760,7 @@ mod tests {
         assert!(out.stdout.is_empty());
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn env_is_exactly_the_given_one() {
         let mut req = request(&["/usr/bin/env"], Duration::from_secs(10));

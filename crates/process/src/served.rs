@@ -4,7 +4,7 @@
 //! hears on its own end how the command ended. Signals for its process
 //! group go the other way; dropping the socket kills the group.
 
-use super::{ExecError, ExecRequest, Handle, Process};
+use super::{ExecError, ExecRequest, Handle, Process, Signal};
 use cogni_sandbox::fork_server::{self, Report};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -158,8 +158,8 @@ impl Served {
     }
 
     /// Ask the server to signal the command's process group.
-    pub(super) fn signal(&self, signal: i32) {
-        let message = fork_server::signal_message(signal);
+    pub(super) fn signal(&self, signal: Signal) {
+        let message = fork_server::signal_message(signal.number());
         // SAFETY: sending `message` from memory we own; a server that is
         // gone is not an error here (its commands died with it).
         unsafe {

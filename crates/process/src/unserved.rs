@@ -1,7 +1,7 @@
 //! No fork server off Linux: every command is started by cogni itself
 //! ([`launch`] always declines), so no served process exists.
 
-use super::{ExecError, ExecRequest, Process};
+use super::{ExecError, ExecRequest, Process, Signal};
 use std::io;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -27,7 +27,7 @@ impl Served {
         match *self {}
     }
 
-    pub(super) fn signal(&self, _signal: i32) {
+    pub(super) fn signal(&self, _signal: Signal) {
         match *self {}
     }
 }

@@ -25,7 +25,6 @@
 //! that does not read code from the workspace.
 
 use cogni_protocol::{FileStamp, Pin, Pins};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -72,12 +71,15 @@ fn words(command: &str) -> Vec<&str> {
         .collect()
 }
 
-fn stamp(meta: &std::fs::Metadata) -> FileStamp {
-    FileStamp {
-        dev: meta.dev(),
-        ino: meta.ino(),
-        ctime: (meta.ctime(), meta.ctime_nsec()),
-    }
+/// The stamp of `path`, whose `symlink_metadata` is `meta`; none when it
+/// cannot be read (then the file is treated as missing).
+fn stamp(path: &Path, meta: &std::fs::Metadata) -> Option<FileStamp> {
+    let id = crate::sys::identity(path, meta).ok()?;
+    Some(FileStamp {
+        dev: id.dev,
+        ino: id.ino,
+        ctime: id.ctime,
+    })
 }
 
 /// The workspace files `named` names, each with its stamp now: the path
@@ -103,19 +105,20 @@ fn files(named: &Named, roots: &[PathBuf]) -> Vec<Pin> {
             continue;
         }
         if inside(&path) {
-            out.push(Pin {
-                path: path.clone(),
-                stamp: stamp(&meta),
-            });
+            if let Some(stamp) = stamp(&path, &meta) {
+                out.push(Pin {
+                    path: path.clone(),
+                    stamp,
+                });
+            }
         }
         if meta.file_type().is_symlink() {
             if let Ok(real) = std::fs::canonicalize(&path) {
                 if let Ok(meta) = std::fs::symlink_metadata(&real) {
                     if inside(&real) && meta.is_file() {
-                        out.push(Pin {
-                            path: real,
-                            stamp: stamp(&meta),
-                        });
+                        if let Some(stamp) = stamp(&real, &meta) {
+                            out.push(Pin { path: real, stamp });
+                        }
                     }
                 }
             }
@@ -170,7 +173,7 @@ pub fn check(pins: &Pins, named: &Named) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;

@@ -27,12 +27,9 @@
 //! directory's modification time back (`touch -d`), never its ctime.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -82,10 +79,10 @@ pub struct FileId {
 }
 
 impl FileId {
-    fn of(meta: &fs::Metadata) -> Self {
+    fn of(id: &crate::sys::Identity) -> Self {
         FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
+            dev: id.dev,
+            ino: id.ino,
         }
     }
 }
@@ -122,12 +119,12 @@ struct Listing {
 }
 
 impl Listing {
-    /// `dir` (with `meta`) read now.
-    fn read(dir: &Path, meta: &fs::Metadata) -> io::Result<Self> {
+    /// `dir` (with identity `id`) read now.
+    fn read(dir: &Path, id: &crate::sys::Identity) -> io::Result<Self> {
         let read_at = now();
         let mut listing = Listing {
-            id: FileId::of(meta),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
+            id: FileId::of(id),
+            ctime: id.ctime,
             read_at,
             entries: 0,
             subdirs: Vec::new(),
@@ -137,8 +134,11 @@ impl Listing {
             listing.entries += 1;
             let name = entry.file_name();
             if is_protected_name(&name) {
-                if let Ok(meta) = fs::symlink_metadata(entry.path()) {
-                    listing.protected.push((name, FileId::of(&meta)));
+                let path = entry.path();
+                let id =
+                    fs::symlink_metadata(&path).and_then(|meta| crate::sys::identity(&path, &meta));
+                if let Ok(id) = id {
+                    listing.protected.push((name, FileId::of(&id)));
                 }
             } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 listing.subdirs.push(name);
@@ -147,12 +147,12 @@ impl Listing {
         Ok(listing)
     }
 
-    /// Still what the directory holds, judging by `meta`.
-    fn current(&self, meta: &fs::Metadata) -> bool {
+    /// Still what the directory holds, judging by its identity now.
+    fn current(&self, id: &crate::sys::Identity) -> bool {
         let settled = self.ctime.0 + (RACY.as_secs() as i64) < self.read_at.0
             || (self.ctime.0 + (RACY.as_secs() as i64) == self.read_at.0
                 && self.ctime.1 < self.read_at.1);
-        FileId::of(meta) == self.id && (meta.ctime(), meta.ctime_nsec()) == self.ctime && settled
+        FileId::of(id) == self.id && id.ctime == self.ctime && settled
     }
 }
 
@@ -186,9 +186,12 @@ impl Scanner {
             if !meta.is_dir() || read.contains_key(&dir) {
                 continue;
             }
+            let Ok(id) = crate::sys::identity(&dir, &meta) else {
+                continue;
+            };
             let listing = match self.dirs.remove(&dir) {
-                Some(listing) if listing.current(&meta) => listing,
-                _ => match Listing::read(&dir, &meta) {
+                Some(listing) if listing.current(&id) => listing,
+                _ => match Listing::read(&dir, &id) {
                     Ok(listing) => listing,
                     Err(_) => continue,
                 },
@@ -246,8 +249,7 @@ impl Scanner {
 }
 
 /// Rename `path` (below `root`) to a free `NAME.cogni-refused[-N]` beside
-/// it. Every directory on the way is opened without following symlinks,
-/// so a command racing to swap one for a link cannot redirect the rename.
+/// it, never following a symlink on the way (see [`walk_beneath`]).
 fn move_aside(root: &Path, path: &Path) -> io::Result<()> {
     let rel = path
         .strip_prefix(root)
@@ -255,38 +257,67 @@ fn move_aside(root: &Path, path: &Path) -> io::Result<()> {
     let name = rel
         .file_name()
         .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let mut dir = open_dir(root, libc::AT_FDCWD, 0)?;
-    if let Some(parent) = rel.parent() {
-        for component in parent.components() {
-            let Component::Normal(part) = component else {
-                return Err(io::Error::from(io::ErrorKind::InvalidInput));
-            };
-            dir = open_dir(Path::new(part), dir.as_raw_fd(), libc::O_NOFOLLOW)?;
-        }
-    }
-    let from = cstring(name)?;
+    let dir = walk_beneath(root, rel.parent().unwrap_or(Path::new("")))?;
     for n in 1..1000 {
         let mut aside = name.to_os_string();
         aside.push(REFUSED_SUFFIX);
         if n > 1 {
             aside.push(format!("-{n}"));
         }
-        let to = cstring(&aside)?;
-        match crate::sys::rename_noreplace(dir.as_fd(), &from, &to) {
+        match dir.rename_noreplace(name, &aside) {
             Ok(()) => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
     }
     Err(io::Error::from(io::ErrorKind::AlreadyExists))
 }
 
-fn cstring(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+fn plain_components(rel: &Path) -> io::Result<Vec<&OsStr>> {
+    rel.components()
+        .map(|c| match c {
+            Component::Normal(part) => Ok(part),
+            _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
+        })
+        .collect()
+}
+
+/// A directory below a root, reached without following symlinks.
+#[cfg(unix)]
+struct Beneath(std::os::fd::OwnedFd);
+
+/// Open `rel` below `root`: every directory on the way is opened without
+/// following symlinks, so a command racing to swap one for a link cannot
+/// redirect what is done there.
+#[cfg(unix)]
+fn walk_beneath(root: &Path, rel: &Path) -> io::Result<Beneath> {
+    use std::os::fd::AsRawFd;
+    let mut dir = open_dir(root, libc::AT_FDCWD, 0)?;
+    for part in plain_components(rel)? {
+        dir = open_dir(Path::new(part), dir.as_raw_fd(), libc::O_NOFOLLOW)?;
+    }
+    Ok(Beneath(dir))
+}
+
+#[cfg(unix)]
+impl Beneath {
+    fn rename_noreplace(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        crate::sys::rename_noreplace(self.0.as_fd(), &cstring(from)?, &cstring(to)?)
+    }
+}
+
+#[cfg(unix)]
+fn cstring(name: &OsStr) -> io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(name.as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
 /// Open the directory `path` relative to `at` (an fd or `AT_FDCWD`).
-fn open_dir(path: &Path, at: libc::c_int, extra: libc::c_int) -> io::Result<OwnedFd> {
+#[cfg(unix)]
+fn open_dir(path: &Path, at: libc::c_int, extra: libc::c_int) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
     let c = cstring(path.as_os_str())?;
     // SAFETY: `c` is a valid C string; the result is checked.
     let fd = unsafe {
@@ -300,7 +331,36 @@ fn open_dir(path: &Path, at: libc::c_int, extra: libc::c_int) -> io::Result<Owne
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `fd` was just opened and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// A directory below a root, reached without following symlinks or
+/// junctions.
+#[cfg(windows)]
+struct Beneath(PathBuf);
+
+/// Walk `rel` below `root` by path, refusing a component that is not a
+/// plain directory (a symlink or junction is a reparse point). Windows
+/// has no `openat`: a command running at the same moment could still swap
+/// a directory, but commands there run unconfined anyway.
+#[cfg(windows)]
+fn walk_beneath(root: &Path, rel: &Path) -> io::Result<Beneath> {
+    let mut dir = root.to_path_buf();
+    for part in plain_components(rel)? {
+        dir.push(part);
+        let meta = fs::symlink_metadata(&dir)?;
+        if !meta.is_dir() || meta.file_type().is_symlink() {
+            return Err(io::Error::from(io::ErrorKind::NotADirectory));
+        }
+    }
+    Ok(Beneath(dir))
+}
+
+#[cfg(windows)]
+impl Beneath {
+    fn rename_noreplace(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        crate::sys::rename_noreplace_path(&self.0.join(from), &self.0.join(to))
+    }
 }
 
 #[cfg(test)]
@@ -334,6 +394,7 @@ mod tests {
         fs::write(root.join("AGENTS.md"), "a").unwrap();
         fs::write(root.join("src/cogni.toml"), "").unwrap();
         fs::write(root.join("src/lib.rs"), "").unwrap();
+        #[cfg(unix)]
         std::os::unix::fs::symlink("/", root.join("src/escape")).unwrap();
         let scan = Scanner::default().scan(std::slice::from_ref(&root));
         assert!(scan.complete);
@@ -436,6 +497,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn moving_aside_follows_no_symlink() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -445,7 +507,7 @@ mod tests {
         fs::write(outside.join("cogni.toml"), "the user's").unwrap();
         std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
         let e = move_aside(&root, &root.join("link/cogni.toml")).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR), "{e}");
+        assert_eq!(e.kind(), io::ErrorKind::NotADirectory, "{e}");
         assert!(outside.join("cogni.toml").exists());
     }
 }

@@ -10,12 +10,17 @@
 //! ignored with a warning: one made later by a command of the model is the
 //! model's own directory, not a root the user granted.
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// How a root is held: a directory descriptor on Unix; on Windows a
+/// handle opened without delete sharing, so the directory cannot be
+/// renamed or removed while the session holds it.
+#[cfg(unix)]
+type Held = std::os::fd::OwnedFd;
+#[cfg(windows)]
+type Held = std::fs::File;
 
 /// One root, held open.
 #[derive(Debug)]
@@ -24,12 +29,15 @@ pub struct Root {
     pub given: PathBuf,
     /// Where it was when the session started (symlinks resolved).
     pub real: PathBuf,
-    dir: OwnedFd,
+    #[cfg_attr(windows, allow(dead_code))]
+    dir: Held,
 }
 
 impl Root {
     /// The directory (`O_PATH`): walk from it, never from [`Root::real`].
-    pub fn dir(&self) -> BorrowedFd<'_> {
+    #[cfg(unix)]
+    pub fn dir(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
         self.dir.as_fd()
     }
 
@@ -50,7 +58,7 @@ pub struct Workspace {
     writable_roots: Vec<PathBuf>,
     /// The working directory first, then the writable roots that exist; or
     /// the error of opening the working directory.
-    roots: Result<Vec<Root>, i32>,
+    roots: Result<Vec<Root>, (io::ErrorKind, String)>,
     warnings: Vec<String>,
 }
 
@@ -60,7 +68,7 @@ impl Workspace {
     /// with a warning naming it and why. Blocking (a few `open` calls).
     pub fn pin(cwd: &Path, writable_roots: &[PathBuf]) -> Workspace {
         let mut warnings = Vec::new();
-        let roots = open_root(cwd).map_err(|e| e.raw_os_error().unwrap_or(libc::EIO));
+        let roots = open_root(cwd).map_err(|e| (e.kind(), e.to_string()));
         let roots = roots.map(|first| {
             let mut roots = vec![first];
             for configured in writable_roots {
@@ -90,7 +98,7 @@ impl Workspace {
     pub fn roots(&self) -> io::Result<&[Root]> {
         self.roots
             .as_deref()
-            .map_err(|&errno| io::Error::from_raw_os_error(errno))
+            .map_err(|(kind, message)| io::Error::new(*kind, message.clone()))
     }
 
     /// The real paths of the roots (none when the working directory could
@@ -131,8 +139,11 @@ impl Workspace {
 }
 
 /// Open `path` as a directory (`O_PATH`) and learn where it really is.
+#[cfg(unix)]
 fn open_root(path: &Path) -> io::Result<Root> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: `c_path` is a valid C string; the descriptor returned is
     // owned by the OwnedFd below.
@@ -146,7 +157,7 @@ fn open_root(path: &Path) -> io::Result<Root> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `fd` was just opened and is owned by nothing else.
-    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
+    let dir = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
     let real = real_path(&dir, path)?;
     Ok(Root {
         given: path.to_path_buf(),
@@ -158,28 +169,55 @@ fn open_root(path: &Path) -> io::Result<Root> {
 /// The path of the directory `dir` is open on: the kernel's name for it,
 /// or, without `/proc`, `path` canonicalised and checked to be the same
 /// directory.
-fn real_path(dir: &OwnedFd, path: &Path) -> io::Result<PathBuf> {
+#[cfg(unix)]
+fn real_path(dir: &std::os::fd::OwnedFd, path: &Path) -> io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
     if let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) {
         if real.is_absolute() {
             return Ok(real);
         }
     }
-    use std::os::unix::fs::MetadataExt;
     let real = std::fs::canonicalize(path)?;
     let held = std::fs::File::from(dir.try_clone()?).metadata()?;
     let named = std::fs::metadata(&real)?;
-    if held.dev() == named.dev() && held.ino() == named.ino() {
+    let (held, named) = (
+        crate::sys::identity(path, &held)?,
+        crate::sys::identity(&real, &named)?,
+    );
+    if (held.dev, held.ino) == (named.dev, named.ino) {
         Ok(real)
     } else {
         Err(io::Error::other("it was replaced while it was opened"))
     }
 }
 
+/// Open `path` as a directory, held without delete sharing (so nobody
+/// renames or removes it while cogni runs), and learn where it is.
+#[cfg(windows)]
+fn open_root(path: &Path) -> io::Result<Root> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem as fs;
+    let dir = std::fs::OpenOptions::new()
+        .access_mode(0)
+        .share_mode(fs::FILE_SHARE_READ | fs::FILE_SHARE_WRITE)
+        .custom_flags(fs::FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)?;
+    if !dir.metadata()?.is_dir() {
+        return Err(io::Error::from(io::ErrorKind::NotADirectory));
+    }
+    let real = crate::sys::canonicalize(path)?;
+    Ok(Root {
+        given: path.to_path_buf(),
+        real,
+        dir,
+    })
+}
+
 /// Why a root could not be opened, in words.
 fn reason(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) => "it does not exist".into(),
-        Some(libc::ENOTDIR) => "it is not a directory".into(),
+    match e.kind() {
+        io::ErrorKind::NotFound => "it does not exist".into(),
+        io::ErrorKind::NotADirectory => "it is not a directory".into(),
         _ => e.to_string(),
     }
 }
@@ -189,6 +227,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)]
     fn roots_are_pinned_and_missing_ones_warned_about() {
         let tmp = tempfile::tempdir().unwrap();
         let ws = tmp.path().canonicalize().unwrap();

@@ -62,8 +62,8 @@ struct Shared {
 struct State {
     stdout: Capture,
     stderr: Capture,
-    /// The process group, once the job runs (killed when the table goes).
-    pgid: Option<i32>,
+    /// The process tree, once the job runs (killed when the table goes).
+    tree: Option<exec::Tree>,
     end: Option<End>,
 }
 
@@ -155,7 +155,7 @@ impl JobTable {
             state: Mutex::new(State {
                 stdout: Capture::new(limit),
                 stderr: Capture::new(limit),
-                pgid: None,
+                tree: None,
                 end: None,
             }),
             changed: watch::channel(0).0,
@@ -173,7 +173,7 @@ impl JobTable {
                 &mut StreamSink(s, Stream::Stdout),
                 &mut StreamSink(s, Stream::Stderr),
                 stop,
-                |pgid| s.update(|st| st.pgid = Some(pgid)),
+                |tree| s.update(|st| st.tree = Some(tree)),
             )
             .await;
             let end = match result {
@@ -185,7 +185,7 @@ impl JobTable {
                 Err(e) => End::Failed(e.to_string()),
             };
             s.update(|st| {
-                st.pgid = None;
+                st.tree = None;
                 st.end = Some(end);
             });
         });
@@ -316,9 +316,8 @@ impl Drop for JobTable {
     fn drop(&mut self) {
         let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
         for job in inner.jobs.values() {
-            if let Some(pgid) = job.shared.lock().pgid {
-                // SAFETY: kill has no memory-safety preconditions.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            if let Some(tree) = &job.shared.lock().tree {
+                tree.kill();
             }
             job.task.abort();
         }
