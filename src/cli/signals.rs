@@ -6,9 +6,12 @@
 //! work cleanly (running commands are killed, every call gets its output,
 //! results and the session are written), a second exits at once. The exit
 //! code says which signal it was: 128 + its number (130, 143, 129).
+//!
+//! On Windows the console's events stand for them: Ctrl-C for SIGINT,
+//! Ctrl-Break for SIGTERM and the console window closing for SIGHUP, with
+//! the same exit codes.
 
 use std::sync::{Arc, OnceLock};
-use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// One of the signals that interrupt cogni.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,11 +25,13 @@ pub enum Interrupt {
 }
 
 impl Interrupt {
+    /// Its number, the same on every Unix (and used for the exit code on
+    /// Windows too).
     fn number(self) -> i32 {
         match self {
-            Interrupt::Int => libc::SIGINT,
-            Interrupt::Term => libc::SIGTERM,
-            Interrupt::Hup => libc::SIGHUP,
+            Interrupt::Int => 2,
+            Interrupt::Term => 15,
+            Interrupt::Hup => 1,
         }
     }
 
@@ -56,16 +61,28 @@ impl Interrupt {
 
 /// Listens for the three signals. While it exists, none of them kills the
 /// process with its default action.
+#[cfg(unix)]
 pub struct Interrupts {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+/// Listens for Ctrl-C, Ctrl-Break and the console closing. While it
+/// exists, none of them ends the process by itself.
+#[cfg(windows)]
+pub struct Interrupts {
+    int: tokio::signal::windows::CtrlC,
+    term: tokio::signal::windows::CtrlBreak,
+    hup: tokio::signal::windows::CtrlClose,
 }
 
 impl Interrupts {
     /// Start listening; must run inside the tokio runtime. Signals that
     /// arrive from now on are queued for [`Interrupts::recv`].
+    #[cfg(unix)]
     pub fn listen() -> Result<Self, String> {
+        use tokio::signal::unix::{signal, SignalKind};
         let listen = |kind: SignalKind, name: &str| {
             signal(kind).map_err(|e| format!("cannot listen for {name}: {e}"))
         };
@@ -73,6 +90,21 @@ impl Interrupts {
             int: listen(SignalKind::interrupt(), "SIGINT")?,
             term: listen(SignalKind::terminate(), "SIGTERM")?,
             hup: listen(SignalKind::hangup(), "SIGHUP")?,
+        })
+    }
+
+    /// Start listening; must run inside the tokio runtime. Events that
+    /// arrive from now on are queued for [`Interrupts::recv`].
+    #[cfg(windows)]
+    pub fn listen() -> Result<Self, String> {
+        use tokio::signal::windows as console;
+        fn failed(name: &'static str) -> impl Fn(std::io::Error) -> String {
+            move |e| format!("cannot listen for {name}: {e}")
+        }
+        Ok(Interrupts {
+            int: console::ctrl_c().map_err(failed("Ctrl-C"))?,
+            term: console::ctrl_break().map_err(failed("Ctrl-Break"))?,
+            hup: console::ctrl_close().map_err(failed("the console closing"))?,
         })
     }
 

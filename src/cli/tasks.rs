@@ -635,18 +635,5 @@ impl Progress for Renderer {
 
 /// Columns of the terminal on stderr (80 when unknown).
 fn terminal_width() -> usize {
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills a winsize we own; fd 2 may be anything, and
-    // a failure leaves it zeroed.
-    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    if ok && size.ws_col > 0 {
-        usize::from(size.ws_col)
-    } else {
-        80
-    }
+    super::repl::tty::columns(true).unwrap_or(80)
 }

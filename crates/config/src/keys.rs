@@ -63,7 +63,16 @@ pub(super) fn resolve_key(
     Ok(())
 }
 
+/// A key file others can read is a leaked key waiting to happen: refuse
+/// it. (Unix modes; on Windows a file under the user's profile is private
+/// to the user by its ACL, which this does not read.)
+#[cfg(windows)]
+fn refuse_if_readable_by_others(_path: &Path, _provider: &str) -> Result<(), ConfigError> {
+    Ok(())
+}
+
 /// A key file others can read is a leaked key waiting to happen: refuse it.
+#[cfg(unix)]
 fn refuse_if_readable_by_others(path: &Path, provider: &str) -> Result<(), ConfigError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(path)

@@ -7,9 +7,8 @@ use cogni_spec::tasks::WorkspaceMode;
 pub(crate) use cogni_tools::git::remove_dir;
 use cogni_tools::git::{worktree_add, worktree_remove};
 use ignore::WalkBuilder;
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Most threads copying files at once.
@@ -144,15 +143,11 @@ pub fn copy_tree(from: &Path, to: &Path, exclude: &[PathBuf]) -> io::Result<Copi
             std::fs::create_dir(&target)?;
             copied.dirs += 1;
         } else if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+            copy_symlink(entry.path(), &target)?;
             copied.symlinks += 1;
         } else if kind.is_file() {
-            let mode = entry
-                .metadata()
-                .map_err(io::Error::other)?
-                .permissions()
-                .mode();
-            files.push((entry.into_path(), target, mode));
+            let permissions = entry.metadata().map_err(io::Error::other)?.permissions();
+            files.push((entry.into_path(), target, permissions));
         }
     }
     copied.files = files.len();
@@ -234,7 +229,33 @@ pub fn scratch_root(
     }
 }
 
+/// A symlink at `to` with the target of the one at `from`.
+#[cfg(unix)]
+fn copy_symlink(from: &Path, to: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+}
+
+/// A symlink at `to` with the target of the one at `from` (a directory
+/// link when that target is a directory, as Windows distinguishes them).
+#[cfg(windows)]
+fn copy_symlink(from: &Path, to: &Path) -> io::Result<()> {
+    let target = std::fs::read_link(from)?;
+    if std::fs::metadata(from).is_ok_and(|m| m.is_dir()) {
+        std::os::windows::fs::symlink_dir(target, to)
+    } else {
+        std::os::windows::fs::symlink_file(target, to)
+    }
+}
+
+/// Free bytes on `dir` when it is a writable tmpfs (Linux's: elsewhere
+/// there is none to use).
+#[cfg(not(target_os = "linux"))]
+fn tmpfs_free_bytes(_dir: &Path) -> Option<u64> {
+    None
+}
+
 /// Free bytes on `dir` when it is a writable tmpfs.
+#[cfg(target_os = "linux")]
 fn tmpfs_free_bytes(dir: &Path) -> Option<u64> {
     const TMPFS_MAGIC: i64 = 0x0102_1994;
     let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
@@ -249,8 +270,9 @@ fn tmpfs_free_bytes(dir: &Path) -> Option<u64> {
     (fs.f_type as i64 == TMPFS_MAGIC && writable).then(|| fs.f_bavail as u64 * fs.f_bsize as u64)
 }
 
-/// Copy `(from, to, mode)` files on a few threads; the first error wins.
-fn copy_files(files: &[(PathBuf, PathBuf, u32)]) -> io::Result<()> {
+/// Copy `(from, to, permissions)` files on a few threads; the first error
+/// wins.
+fn copy_files(files: &[(PathBuf, PathBuf, Permissions)]) -> io::Result<()> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, COPY_THREADS)
@@ -262,8 +284,9 @@ fn copy_files(files: &[(PathBuf, PathBuf, u32)]) -> io::Result<()> {
             .map(|part| {
                 scope.spawn(move || {
                     let mut buf = vec![0u8; 64 * 1024];
-                    part.iter()
-                        .try_for_each(|(from, to, mode)| copy_file(from, to, *mode, &mut buf))
+                    part.iter().try_for_each(|(from, to, permissions)| {
+                        copy_file(from, to, permissions, &mut buf)
+                    })
                 })
             })
             .collect();
@@ -275,24 +298,33 @@ fn copy_files(files: &[(PathBuf, PathBuf, u32)]) -> io::Result<()> {
     })
 }
 
-/// Copy one file to a new path with `mode` (less the umask, as `cp`
-/// does). Fewer system calls than `std::fs::copy`, which matters when
-/// thousands of small files are copied for every attempt.
-fn copy_file(from: &Path, to: &Path, mode: u32, buf: &mut [u8]) -> io::Result<()> {
+/// Copy one file to a new path with `permissions` (its mode less the
+/// umask, as `cp` does; on Windows its read-only flag). Fewer system calls
+/// than `std::fs::copy`, which matters when thousands of small files are
+/// copied for every attempt.
+fn copy_file(from: &Path, to: &Path, permissions: &Permissions, buf: &mut [u8]) -> io::Result<()> {
     let mut input = File::open(from)?;
-    let mut output = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode & 0o7777)
-        .open(to)?;
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(permissions.mode() & 0o7777);
+    }
+    let mut output = options.open(to)?;
     loop {
         match input.read(buf) {
-            Ok(0) => return Ok(()),
+            Ok(0) => break,
             Ok(n) => output.write_all(&buf[..n])?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
+    #[cfg(windows)]
+    if permissions.readonly() {
+        output.set_permissions(permissions.clone())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -32,8 +32,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -255,12 +253,12 @@ impl Store {
     ) -> Result<SessionFile, StoreError> {
         create_private_dir(&self.dir).map_err(io_error(&self.dir))?;
         let path = self.path(&header.id);
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io_error(&path))?;
+        let mut options = OpenOptions::new();
+        options.append(true).create_new(true);
+        // Private to the user (on Windows the profile directory's ACL is).
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path).map_err(io_error(&path))?;
         lock(&file, &path, &header.id)?;
         let session = SessionFile::new(file, path, 0, redact, HashSet::new());
         session.write(&RecordRef::Session(header))?;
@@ -436,12 +434,11 @@ impl Store {
 }
 
 fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match builder.create(dir) {
         Ok(()) if dir.is_dir() => Ok(()),
         Ok(()) => Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
@@ -452,17 +449,13 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Take the session's exclusive lock, or say it is in use.
+/// (`flock` on Unix, `LockFileEx` on Windows: the lock goes with the
+/// process, so a crashed cogni leaves none behind.)
 fn lock(file: &File, path: &Path, id: &str) -> Result<(), StoreError> {
-    // SAFETY: flock on a descriptor we own; no memory is involved.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Err(StoreError::InUse(id.to_string()))
-    } else {
-        Err(io_error(path)(err))
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse(id.to_string())),
+        Err(std::fs::TryLockError::Error(err)) => Err(io_error(path)(err)),
     }
 }
 

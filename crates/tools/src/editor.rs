@@ -11,7 +11,6 @@ use super::fs::{
 };
 use std::fs::Permissions;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -79,8 +78,8 @@ impl Files {
         let permissions = match target.kind()? {
             Kind::Directory => return Err(ReadTextError::Directory),
             Kind::Other(kind) => return Err(ReadTextError::NotRegular(kind)),
-            Kind::Missing => return Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
-            Kind::File(mode) => Permissions::from_mode(mode),
+            Kind::Missing => return Err(io::Error::from(io::ErrorKind::NotFound).into()),
+            Kind::File(permissions) => permissions,
             Kind::Symlink => return Err(ReadTextError::NotRegular("a symlink")),
         };
         Ok((editor.read(target.real())?, permissions))

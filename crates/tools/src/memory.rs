@@ -136,17 +136,25 @@ impl MemoryFiles {
     /// a regular file (a symlink there is not followed, a FIFO not waited
     /// on).
     pub fn remember(&self, note: &str, date: &str) -> std::io::Result<()> {
-        use std::os::unix::fs::OpenOptionsExt;
         if let Some(dir) = self.project.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&self.project)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
+        );
+        // A symlink or junction is opened as itself, then refused below.
+        #[cfg(windows)]
+        std::os::windows::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT,
+        );
+        let mut file = options.open(&self.project)?;
         let meta = file.metadata()?;
-        if !meta.is_file() {
+        if !meta.is_file() || meta.file_type().is_symlink() {
             return Err(std::io::Error::other(format!(
                 "{} is not a regular file",
                 self.project.display()

@@ -85,7 +85,14 @@ pub(crate) fn fmt_secs(d: Duration) -> String {
     }
 }
 
+/// The name of a Unix signal (Windows has none).
 pub(crate) fn signal_name(signal: i32) -> Option<&'static str> {
+    #[cfg(windows)]
+    return {
+        let _ = signal;
+        None
+    };
+    #[cfg(unix)]
     Some(match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",

@@ -131,7 +131,7 @@ fn read_slice(files: &Files, path: &Path, slice: Slice) -> Result<String, ReadEr
         .take(BINARY_PROBE_BYTES)
         .read_to_end(&mut probe)?;
     if memchr::memchr(0, &probe).is_some() {
-        return Err(ReadError::Binary(st.st_size as u64));
+        return Err(ReadError::Binary(st.len()));
     }
     let mut reader = BufReader::with_capacity(64 * 1024, Cursor::new(probe).chain(file));
     render_lines(&mut reader, slice)

@@ -117,10 +117,13 @@ impl ShellTool {
             .temp_dir
             .get_or_init(|| {
                 // Private (0700): other users on the machine must not read
-                // what commands leave there, nor plant files in it.
-                tempfile::Builder::new()
-                    .prefix("cogni-sandbox-")
-                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                // what commands leave there, nor plant files in it. (On
+                // Windows the temporary directory is the user's own.)
+                let mut builder = tempfile::Builder::new();
+                builder.prefix("cogni-sandbox-");
+                #[cfg(unix)]
+                builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+                builder
                     .tempdir()
                     .map_err(|e| format!("cannot create the sandbox's temporary directory: {e}"))
             })

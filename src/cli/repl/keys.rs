@@ -7,7 +7,7 @@
 //! ([`term::report_focus`]); the reports are read here, never taken for
 //! an Esc.
 
-use super::term;
+use super::{term, tty};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -24,7 +24,7 @@ const SEQUENCE: Duration = Duration::from_millis(30);
 pub struct TurnKeys {
     done: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<Vec<u8>>,
-    saved: libc::termios,
+    saved: tty::Mode,
 }
 
 impl TurnKeys {
@@ -37,12 +37,8 @@ impl TurnKeys {
             return None;
         }
         let saved = term::get_attr()?;
-        let mut quiet = saved;
         // Keys one at a time, not shown; Ctrl-C still a signal.
-        quiet.c_lflag &= !(libc::ICANON | libc::ECHO);
-        quiet.c_cc[libc::VMIN] = 0;
-        quiet.c_cc[libc::VTIME] = 0;
-        term::set_attr(&quiet);
+        term::set_attr(&tty::keys(saved, tty::Keys::Watch));
         if focus {
             // Before the watch starts: a report typed already wins.
             term::set_focused(true);
@@ -104,24 +100,7 @@ fn watch(done: &AtomicBool, stop: &dyn Fn()) -> Vec<u8> {
     typed
 }
 
-/// Whether stdin has a byte within `wait`.
-pub(super) fn readable(wait: Duration) -> bool {
-    let mut fd = libc::pollfd {
-        fd: libc::STDIN_FILENO,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: polls one pollfd we own.
-    let n = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
-    n > 0 && fd.revents & (libc::POLLIN | libc::POLLHUP) != 0
-}
-
-pub(super) fn read_byte() -> Option<u8> {
-    let mut byte = 0u8;
-    // SAFETY: reads one byte into a local.
-    let n = unsafe { libc::read(libc::STDIN_FILENO, (&mut byte as *mut u8).cast(), 1) };
-    (n == 1).then_some(byte)
-}
+pub(super) use tty::{read_byte, readable};
 
 /// What an Esc read from the keyboard was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

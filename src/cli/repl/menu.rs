@@ -38,11 +38,7 @@ pub(super) trait Menu {
 pub(super) fn run<M: Menu>(menu: &mut M) -> Option<M::Outcome> {
     let _keyboard = term::take_keyboard();
     let saved = term::get_attr()?;
-    let mut raw = saved;
-    raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
-    raw.c_cc[libc::VMIN] = 1;
-    raw.c_cc[libc::VTIME] = 0;
-    term::set_attr(&raw);
+    term::set_attr(&super::tty::keys(saved, super::tty::Keys::All));
     let mut out = std::io::stdout().lock();
     let mut drawn = 0;
     let outcome = loop {

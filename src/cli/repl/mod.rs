@@ -26,6 +26,7 @@ mod review;
 pub(super) mod sink;
 mod status;
 pub(super) mod term;
+pub(super) mod tty;
 mod undo;
 
 use super::exit;
@@ -262,12 +263,12 @@ fn interact(mut repl: Repl, completions: Completions) -> u8 {
 /// Create `path` readable by its owner only, if it does not exist: typed
 /// input may hold secrets.
 pub(super) fn private_file(path: &std::path::Path) {
-    use std::os::unix::fs::OpenOptionsExt;
-    let _ = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    // (On Windows the file is private by the profile directory's ACL.)
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let _ = options.open(path);
 }
 
 /// A signal that ends the REPL (SIGTERM or SIGHUP), once one came.

@@ -1,7 +1,7 @@
 //! The terminal: what it can show, its width, one-key reads, and putting
 //! it back the way it was on every way out (panics included).
 
-use super::keys;
+use super::{keys, tty};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -31,19 +31,14 @@ impl Caps {
 
 /// Columns of the terminal on stdout (80 when unknown).
 pub fn width() -> usize {
-    // SAFETY: TIOCGWINSZ fills a winsize we own.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
-    if rc == 0 && size.ws_col > 0 {
-        usize::from(size.ws_col)
-    } else {
+    tty::columns(false).unwrap_or_else(|| {
         // Not a terminal: `COLUMNS` when it is set, as shells export it.
         std::env::var("COLUMNS")
             .ok()
             .and_then(|c| c.parse().ok())
             .filter(|&c: &usize| c > 0)
             .unwrap_or(80)
-    }
+    })
 }
 
 /// `text` cut to `width` visible characters (escape sequences do not
@@ -80,21 +75,14 @@ pub fn fit(text: &str, width: usize) -> String {
 }
 
 /// The terminal settings of stdin at start, restored on every exit.
-static SAVED: OnceLock<libc::termios> = OnceLock::new();
+static SAVED: OnceLock<tty::Mode> = OnceLock::new();
 
-pub(super) fn get_attr() -> Option<libc::termios> {
-    // SAFETY: tcgetattr fills a termios we own.
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    (unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut t) } == 0).then_some(t)
-}
+pub(super) use tty::{get as get_attr, set as set_attr};
 
-pub(super) fn set_attr(t: &libc::termios) {
-    // SAFETY: tcsetattr reads a termios we own.
-    unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
-}
-
-/// Remember the terminal's settings and restore them if cogni panics.
+/// Remember the terminal's settings and restore them if cogni panics (and,
+/// on Windows, let the console show ANSI styles).
 pub fn guard_panics() {
+    tty::enable_sequences();
     if let Some(t) = get_attr() {
         let _ = SAVED.set(t);
     }
@@ -128,8 +116,7 @@ pub fn report_focus(on: bool) {
         return;
     }
     let mode: &[u8] = if on { b"\x1b[?1004h" } else { b"\x1b[?1004l" };
-    // SAFETY: writes bytes we own to stdout.
-    unsafe { libc::write(libc::STDOUT_FILENO, mode.as_ptr().cast(), mode.len()) };
+    tty::write_stdout(mode);
 }
 
 /// Whether the terminal has the focus, as far as cogni knows.
@@ -198,12 +185,8 @@ pub fn cooked<T>(f: impl FnOnce() -> T) -> T {
 pub fn read_key() -> Option<u8> {
     let _reader = take_keyboard();
     let before = get_attr()?;
-    let mut raw = before;
-    raw.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
-    raw.c_cc[libc::VMIN] = 1;
-    raw.c_cc[libc::VTIME] = 0;
-    set_attr(&raw);
-    struct Restore(libc::termios);
+    set_attr(&tty::keys(before, tty::Keys::All));
+    struct Restore(tty::Mode);
     impl Drop for Restore {
         fn drop(&mut self) {
             set_attr(&self.0);

@@ -75,6 +75,7 @@ impl Clock for FixedClock {
 
 /// The local date and zone at `secs` after the epoch; UTC when the C
 /// library cannot convert it.
+#[cfg(unix)]
 fn local_today(secs: u64) -> Today {
     let Ok(t) = libc::time_t::try_from(secs) else {
         return utc_today(secs);
@@ -107,6 +108,36 @@ fn local_today(secs: u64) -> Today {
             tm.tm_mday
         ),
         timezone: zone_label(&zone, offset),
+    }
+}
+
+/// The local date and zone at `secs` after the epoch (a time near now:
+/// the zone's offset is today's, daylight saving time included).
+#[cfg(windows)]
+fn local_today(secs: u64) -> Today {
+    use windows_sys::Win32::System::Time as time;
+    /// What GetTimeZoneInformation returns while daylight saving time is in force.
+    const TIME_ZONE_ID_DAYLIGHT: u32 = 2;
+    // SAFETY: TIME_ZONE_INFORMATION is plain data that the call fills.
+    let (tz, which) = unsafe {
+        let mut tz: time::TIME_ZONE_INFORMATION = std::mem::zeroed();
+        let which = time::GetTimeZoneInformation(&mut tz);
+        (tz, which)
+    };
+    if which == u32::MAX {
+        return utc_today(secs);
+    }
+    let (bias, name) = if which == TIME_ZONE_ID_DAYLIGHT {
+        (tz.Bias + tz.DaylightBias, &tz.DaylightName)
+    } else {
+        (tz.Bias + tz.StandardBias, &tz.StandardName)
+    };
+    let name: Vec<u16> = name.iter().copied().take_while(|&c| c != 0).collect();
+    let offset = -i64::from(bias) * 60;
+    let local = (secs as i64 + offset).max(0) as u64;
+    Today {
+        date: cogni_protocol::utc_date_time(local).0,
+        timezone: zone_label(&String::from_utf16_lossy(&name), offset),
     }
 }
 

@@ -1,12 +1,14 @@
 //! Calls relative to a directory held open (`openat`, `mkdirat`,
 //! `renameat`, ...). None of them follows a symlink in the name it is
 //! given, and none of them blocks on what it opens: a name is one entry of
-//! one directory, so what a call changes is exactly that entry.
+//! one directory, so what a call changes is exactly that entry. (Unix;
+//! `at_windows.rs` is the same interface on Windows.)
 
+use cogni_sandbox::Root;
 use std::ffi::{CString, OsStr, OsString};
-use std::fs::File;
+use std::fs::{File, Permissions};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 #[cfg(target_os = "linux")]
@@ -21,7 +23,7 @@ const DIR_FLAGS: libc::c_int = cogni_sandbox::sys::DIR_HANDLE | libc::O_DIRECTOR
 
 /// Flags of every file opened for reading: never wait for a writer (a
 /// FIFO) and never become the controlling terminal (a tty).
-pub(crate) const READ_FLAGS: libc::c_int =
+const READ_FLAGS: libc::c_int =
     libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
 
 fn c_name(name: &OsStr) -> io::Result<CString> {
@@ -45,15 +47,27 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
     check(fd).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `/`, held open: where a walk starts outside every root.
-pub(crate) fn root_dir() -> io::Result<Dir> {
+/// `/`, held open, and its path: where a walk of `_abs` starts outside
+/// every root.
+pub(crate) fn root_dir(_abs: &Path) -> io::Result<(Dir, PathBuf)> {
     // SAFETY: a valid C string and flags; the result is checked.
-    owned(unsafe { libc::open(c"/".as_ptr(), DIR_FLAGS) }).map(Arc::new)
+    let dir = owned(unsafe { libc::open(c"/".as_ptr(), DIR_FLAGS) })?;
+    Ok((Arc::new(dir), PathBuf::from("/")))
 }
 
-/// A new descriptor of `dir` (pinned roots are borrowed).
-pub(crate) fn dup(dir: BorrowedFd<'_>) -> io::Result<Dir> {
-    dir.try_clone_to_owned().map(Arc::new)
+/// The pinned directory of `root`, held anew (it is borrowed).
+pub(crate) fn dup(root: &Root) -> io::Result<Dir> {
+    root.dir().try_clone_to_owned().map(Arc::new)
+}
+
+/// Whether `e` is the error of opening a symlink where none is followed.
+pub(crate) fn met_symlink(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// The error of a walk that met too many symlinks.
+pub(crate) fn too_many_links() -> io::Error {
+    io::Error::from_raw_os_error(libc::ELOOP)
 }
 
 /// Whether `openat2` works here (it does from Linux 5.6, unless a seccomp
@@ -117,21 +131,21 @@ pub(crate) fn open_beneath(dir: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
 }
 
 /// What an entry is, not following a symlink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Kind {
     Missing,
     Directory,
     Symlink,
-    /// A regular file, with its permission bits.
-    File(u32),
+    /// A regular file, with its permissions.
+    File(Permissions),
     /// Anything else, in words (a FIFO, a device, a socket).
     Other(&'static str),
 }
 
 /// What the mode bits `mode` say a file is, in words (for errors).
-pub(crate) fn kind_name(mode: libc::mode_t) -> &'static str {
+fn kind_name(mode: libc::mode_t) -> &'static str {
     match mode & libc::S_IFMT {
-        libc::S_IFDIR => "a directory",
+        libc::S_IFDIR => super::DIRECTORY,
         libc::S_IFLNK => "a symlink",
         libc::S_IFIFO => "a FIFO (named pipe)",
         libc::S_IFCHR => "a character device",
@@ -142,22 +156,47 @@ pub(crate) fn kind_name(mode: libc::mode_t) -> &'static str {
     }
 }
 
+/// What `file_type` is, in words (for errors).
+pub(crate) fn type_name(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let mode = if file_type.is_dir() {
+        libc::S_IFDIR
+    } else if file_type.is_symlink() {
+        libc::S_IFLNK
+    } else if file_type.is_fifo() {
+        libc::S_IFIFO
+    } else if file_type.is_char_device() {
+        libc::S_IFCHR
+    } else if file_type.is_block_device() {
+        libc::S_IFBLK
+    } else if file_type.is_socket() {
+        libc::S_IFSOCK
+    } else if file_type.is_file() {
+        libc::S_IFREG
+    } else {
+        0
+    };
+    kind_name(mode)
+}
+
 fn kind_of(st: &libc::stat) -> Kind {
+    use std::os::unix::fs::PermissionsExt;
     match st.st_mode & libc::S_IFMT {
         libc::S_IFDIR => Kind::Directory,
         libc::S_IFLNK => Kind::Symlink,
-        libc::S_IFREG => Kind::File(cogni_sandbox::sys::permission_bits(st)),
+        libc::S_IFREG => Kind::File(Permissions::from_mode(cogni_sandbox::sys::permission_bits(
+            st,
+        ))),
         _ => Kind::Other(kind_name(st.st_mode)),
     }
 }
 
-/// `fstat` of an open descriptor.
-pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<libc::stat> {
-    // SAFETY: stat is plain data that fstat fills.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open and `st` is writable.
-    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
-    Ok(st)
+/// Open the file at `path` (symlinks followed) for reading, without
+/// blocking on a FIFO or taking a terminal.
+pub(crate) fn open_path(path: &Path) -> io::Result<File> {
+    let c_path = c_name(path.as_os_str())?;
+    // SAFETY: a valid C string and flags; the result is checked.
+    owned(unsafe { libc::open(c_path.as_ptr(), READ_FLAGS) }).map(File::from)
 }
 
 /// A name in a directory held open.
@@ -254,7 +293,7 @@ impl Entry {
 
     /// Create a new file here (never opens an existing one, nor a
     /// symlink), writable, with `mode` before the umask.
-    pub(crate) fn create_new(&self, mode: libc::mode_t) -> io::Result<File> {
+    pub(crate) fn create_new(&self, mode: u32) -> io::Result<File> {
         let name = self.c_name()?;
         let flags = libc::O_WRONLY
             | libc::O_CREAT
@@ -311,12 +350,11 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsFd;
 
     #[test]
     fn entries_never_follow_symlinks() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = dup(File::open(tmp.path()).unwrap().as_fd()).unwrap();
+        let dir: Dir = Arc::new(File::open(tmp.path()).unwrap().into());
         std::fs::create_dir(tmp.path().join("d")).unwrap();
         std::fs::write(tmp.path().join("f"), "x").unwrap();
         std::os::unix::fs::symlink("d", tmp.path().join("l")).unwrap();

@@ -2,18 +2,15 @@
 //! file): opening never blocks, only regular files are read, and never
 //! more than a limit.
 //!
-//! Every file is opened with `O_NONBLOCK | O_NOCTTY | O_CLOEXEC` and
-//! checked with `fstat` on the descriptor opened, so a FIFO (whose `open`
+//! Every file is opened with `O_NONBLOCK | O_NOCTTY | O_CLOEXEC` (on
+//! Unix) and checked with `fstat` on the descriptor opened, so a FIFO (whose `open`
 //! would wait for a writer), a terminal, a device such as `/dev/zero` or a
 //! socket is refused with an error saying what it is, and the file checked
 //! is the file read. Reads stop one byte past the limit.
 
-use super::at::{self, READ_FLAGS};
-use std::ffi::CString;
-use std::fs::File;
+use super::at;
+use std::fs::{File, Metadata};
 use std::io::{self, Read};
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The limit of files that configure or instruct cogni: config files,
@@ -86,7 +83,7 @@ impl ReadLimitError {
 
     /// The path is a directory.
     pub fn is_directory(&self) -> bool {
-        matches!(self, ReadLimitError::NotRegular { kind, .. } if *kind == at::kind_name(libc::S_IFDIR))
+        matches!(self, ReadLimitError::NotRegular { kind, .. } if *kind == super::DIRECTORY)
     }
 }
 
@@ -115,36 +112,27 @@ impl Head {
 
 /// Open the regular file at `path` (symlinks followed) for reading,
 /// without blocking; anything else is refused, naming what it is.
-pub fn open_regular(path: &Path) -> Result<(File, libc::stat), ReadLimitError> {
-    let io_error = |source| ReadLimitError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io_error(io::Error::from_raw_os_error(libc::EINVAL)))?;
-    // SAFETY: a valid C string and flags; the result is checked.
-    let fd = unsafe { libc::open(c_path.as_ptr(), READ_FLAGS) };
-    if fd < 0 {
-        return Err(io_error(io::Error::last_os_error()));
-    }
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    regular(file, path)
-}
-
-/// `file` (opened as `path`) when it is a regular file, with its `stat`.
-pub(crate) fn regular(file: File, path: &Path) -> Result<(File, libc::stat), ReadLimitError> {
-    let st = at::fstat(file.as_fd()).map_err(|source| ReadLimitError::Io {
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), ReadLimitError> {
+    let file = at::open_path(path).map_err(|source| ReadLimitError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+    regular(file, path)
+}
+
+/// `file` (opened as `path`) when it is a regular file, with its metadata.
+pub(crate) fn regular(file: File, path: &Path) -> Result<(File, Metadata), ReadLimitError> {
+    let meta = file.metadata().map_err(|source| ReadLimitError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_file() {
         return Err(ReadLimitError::NotRegular {
             path: path.to_path_buf(),
-            kind: at::kind_name(st.st_mode),
+            kind: at::type_name(meta.file_type()),
         });
     }
-    Ok((file, st))
+    Ok((file, meta))
 }
 
 /// At most `limit` bytes of `file` (opened as `path`).
@@ -225,9 +213,25 @@ mod tests {
         let head = read_head(&file, 2).unwrap();
         assert_eq!((head.bytes.as_slice(), head.cut), (&b"he"[..], true));
 
+        let e = read_text_limited(dir.path(), 5).unwrap_err();
+        assert!(e.is_directory(), "{e}");
+        let e = read_text_limited(&dir.path().join("none"), 5).unwrap_err();
+        assert!(e.is_missing(), "{e}");
+        std::fs::write(&file, b"\xff").unwrap();
+        assert!(matches!(
+            read_text_limited(&file, 5),
+            Err(ReadLimitError::NotUtf8 { .. })
+        ));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn fifos_and_devices_are_refused_without_blocking() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
         let fifo = dir.path().join("fifo");
-        let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: a valid C string.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = read_text_limited(&fifo, 5).unwrap_err().to_string();
@@ -238,15 +242,5 @@ mod tests {
         let e = read_text_limited(Path::new("/dev/zero"), 5).unwrap_err();
         assert!(e.to_string().contains("character device"), "{e}");
         assert!(started.elapsed() < Duration::from_secs(5));
-
-        let e = read_text_limited(dir.path(), 5).unwrap_err();
-        assert!(e.is_directory(), "{e}");
-        let e = read_text_limited(&dir.path().join("none"), 5).unwrap_err();
-        assert!(e.is_missing(), "{e}");
-        std::fs::write(&file, b"\xff").unwrap();
-        assert!(matches!(
-            read_text_limited(&file, 5),
-            Err(ReadLimitError::NotUtf8 { .. })
-        ));
     }
 }

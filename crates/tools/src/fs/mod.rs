@@ -12,6 +12,7 @@
 //! permissions. The tools find their targets through [`super::paths`];
 //! [`write_atomic`] is for paths the user named.
 
+#[cfg_attr(windows, path = "at_windows.rs")]
 mod at;
 mod limited;
 mod walk;
@@ -24,12 +25,14 @@ pub use limited::{
 pub use walk::{walk, walk_dir, FinalLink, Target, WalkError, Walked};
 
 use std::ffi::OsString;
-use std::fs::{File, Permissions};
+use std::fs::{File, Metadata, Permissions};
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// What a directory is called in errors.
+const DIRECTORY: &str = "a directory";
 
 /// Files the tools rewrite are read whole, up to this size (a larger one
 /// is better changed by a command).
@@ -147,7 +150,7 @@ pub(crate) fn existing_permissions(target: &Target) -> io::Result<Option<Permiss
             io::ErrorKind::IsADirectory,
             "it is a directory",
         )),
-        Kind::File(mode) => Ok(Some(Permissions::from_mode(mode))),
+        Kind::File(permissions) => Ok(Some(permissions)),
         Kind::Missing | Kind::Symlink | Kind::Other(_) => Ok(None),
     }
 }
@@ -260,26 +263,26 @@ impl From<ReadLimitError> for ReadTextError {
 }
 
 /// The existing regular file of `target` (which is not a symlink: the
-/// tools resolve those first) opened for reading, with its `stat`. Never
+/// tools resolve those first) opened for reading, with its metadata. Never
 /// blocks on a FIFO. Errors name the file `path`. Blocking.
 pub(crate) fn open_target(
     target: &Target,
     path: &Path,
-) -> Result<(File, libc::stat), ReadLimitError> {
+) -> Result<(File, Metadata), ReadLimitError> {
     let io_error = |source| ReadLimitError::Io {
         path: path.to_path_buf(),
         source,
     };
     let entry = target
         .entry()
-        .ok_or_else(|| io_error(io::Error::from_raw_os_error(libc::ENOENT)))?;
-    let file = entry.open_read().map_err(|e| match e.raw_os_error() {
-        // O_NOFOLLOW met a symlink: say what is there.
-        Some(libc::ELOOP) => ReadLimitError::NotRegular {
+        .ok_or_else(|| io_error(io::Error::from(io::ErrorKind::NotFound)))?;
+    let file = entry.open_read().map_err(|e| match at::met_symlink(&e) {
+        // A symlink where none is followed: say what is there.
+        true => ReadLimitError::NotRegular {
             path: path.to_path_buf(),
             kind: "a symlink",
         },
-        _ => io_error(e),
+        false => io_error(e),
     })?;
     limited::regular(file, path)
 }
@@ -288,12 +291,9 @@ pub(crate) fn open_target(
 /// permissions, for a tool that rewrites it. Blocking.
 pub(crate) fn read_text(target: &Target) -> Result<(String, Permissions), ReadTextError> {
     let path = target.real();
-    let (file, st) = open_target(target, path)?;
+    let (file, meta) = open_target(target, path)?;
     let text = limited::text_of(limited::all_of(file, path, EDIT_MAX_BYTES)?, path)?;
-    Ok((
-        text,
-        Permissions::from_mode(cogni_sandbox::sys::permission_bits(&st)),
-    ))
+    Ok((text, meta.permissions()))
 }
 
 /// All of the existing regular file of `target`, refused when it holds
@@ -330,7 +330,9 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn creates_parents_then_replaces_keeping_permissions() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a/b/run.sh");
         assert_eq!(write_atomic(&path, b"one").unwrap(), Written::Created);

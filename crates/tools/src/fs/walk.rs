@@ -181,7 +181,7 @@ impl Walker<'_> {
             .max_by_key(|(_, _, rest)| rest.components().count());
         let (pos, rest) = match outermost {
             Some((i, root, rest)) => {
-                let dir = at::dup(root.dir()).map_err(|e| io_error(root.real.clone(), e))?;
+                let dir = at::dup(root).map_err(|e| io_error(root.real.clone(), e))?;
                 let pos = Pos {
                     dir,
                     real: root.real.clone(),
@@ -190,10 +190,10 @@ impl Walker<'_> {
                 (pos, rest)
             }
             None => {
-                let dir = at::root_dir().map_err(|e| io_error("/".into(), e))?;
+                let (dir, real) = at::root_dir(abs).map_err(|e| io_error(abs.into(), e))?;
                 let pos = Pos {
                     dir,
-                    real: PathBuf::from("/"),
+                    real,
                     root: None,
                 };
                 (pos, abs)
@@ -219,11 +219,11 @@ impl Walker<'_> {
         rest: &VecDeque<Step>,
     ) -> Result<PathBuf, WalkError> {
         self.links += 1;
-        let at = pos.real.join(&link.name);
+        let here = pos.real.join(&link.name);
         if self.links > MAX_LINKS {
-            return Err(io_error(at, io::Error::from_raw_os_error(libc::ELOOP)));
+            return Err(io_error(here, at::too_many_links()));
         }
-        let target = link.read_link().map_err(|e| io_error(at, e))?;
+        let target = link.read_link().map_err(|e| io_error(here, e))?;
         Ok(joined(pos.real.join(target), rest))
     }
 
@@ -255,7 +255,7 @@ impl Walker<'_> {
                                 root: pos.root,
                             };
                         }
-                        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
                             return Ok(Reached::Missing {
                                 pos,
                                 name,
