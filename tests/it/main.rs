@@ -1,4 +1,8 @@
-//! Integration tests: one binary, one module per area.
+//! Integration tests: one binary, one module per area. They drive the
+//! binary through `sh`, PTYs, Unix signals and the Linux sandbox, so they
+//! are Unix's; on Windows the unit tests of each crate run (and
+//! `.ci/run` runs the quick-start task under Wine).
+#![cfg(unix)]
 
 mod acp;
 mod acp_client;

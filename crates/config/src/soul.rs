@@ -220,9 +220,12 @@ mod tests {
             e.contains("SOUL.md is a directory, not a regular file"),
             "{e}"
         );
-        std::fs::remove_dir(&path).unwrap();
-        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
-        let e = load_project(cwd.path(), 1000).unwrap_err().to_string();
-        assert!(e.contains("SOUL.md is a character device"), "{e}");
+        #[cfg(unix)]
+        {
+            std::fs::remove_dir(&path).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+            let e = load_project(cwd.path(), 1000).unwrap_err().to_string();
+            assert!(e.contains("SOUL.md is a character device"), "{e}");
+        }
     }
 }

@@ -139,6 +139,7 @@ fn layers_apply_in_order_flags_env_project_home() {
 }
 
 #[test]
+#[cfg(unix)]
 fn api_key_resolves_env_then_key_file_then_plaintext() {
     let d = dirs();
     let key_file = d.home.join("mykey");

@@ -760,6 +760,47 @@ mod tests {
         assert!(out.stdout.is_empty());
     }
 
+    /// Not a test of its own: the child that the Windows tests start (the
+    /// test binary, running only this) and then kill.
+    #[cfg(windows)]
+    #[test]
+    #[ignore = "started by other tests"]
+    fn sleeper() {
+        std::thread::sleep(Duration::from_secs(30));
+    }
+
+    #[cfg(windows)]
+    #[tokio::test]
+    async fn windows_commands_run_and_a_timeout_ends_the_job() {
+        let out = run(request(
+            &["cmd", "/C", "echo out& echo err 1>&2& exit /b 4"],
+            Duration::from_secs(20),
+        ))
+        .await
+        .unwrap();
+        assert_eq!(out.termination, Termination::Exited(4));
+        assert_eq!(String::from_utf8_lossy(&out.stdout.head).trim_end(), "out");
+        assert_eq!(String::from_utf8_lossy(&out.stderr.head).trim_end(), "err");
+        let me = std::env::current_exe().unwrap();
+        let sleeper = [
+            me.to_str().unwrap(),
+            "--ignored",
+            "--exact",
+            "tests::sleeper",
+        ];
+        let out = run(request(&sleeper, Duration::from_millis(500)))
+            .await
+            .unwrap();
+        assert!(out.timed_out);
+        assert!(out.duration < Duration::from_secs(10), "{:?}", out.duration);
+        assert!(!out.termination.success());
+        let program = find_program("cmd", &std::env::var("PATH").unwrap()).unwrap();
+        assert!(program
+            .to_string_lossy()
+            .to_lowercase()
+            .ends_with("cmd.exe"));
+    }
+
     #[cfg(unix)]
     #[tokio::test]
     async fn env_is_exactly_the_given_one() {

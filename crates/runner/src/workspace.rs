@@ -360,6 +360,7 @@ mod tests {
     }
     use std::fs;
 
+    #[cfg(unix)]
     #[test]
     fn a_copy_leaves_out_git_ignored_and_excluded_paths() {
         let dir = tempfile::tempdir().unwrap();

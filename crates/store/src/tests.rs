@@ -1,6 +1,5 @@
 use super::*;
 use cogni_protocol::{Image, ToolCall, ToolCallKind};
-use std::os::unix::fs::PermissionsExt;
 
 fn header(id: &str) -> Header {
     Header::new(id, 1_700_000_000, Path::new("/repo"), "gpt-4.1", "openai")
@@ -57,8 +56,12 @@ fn a_session_round_trips_with_private_permissions_and_redaction() {
         output_tokens: 20,
         ..Usage::default()
     });
-    let mode = std::fs::metadata(file.path()).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(file.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
     let text = std::fs::read_to_string(file.path()).unwrap();
     assert_eq!(text.lines().count(), 6, "{text}");
     assert!(!text.contains("my-provider-key-123"), "{text}");

@@ -612,5 +612,6 @@ fn remove(workspace: &Path, relative: &Path) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
+// Unix: they make symlinks, FIFOs and modes.
+#[cfg(all(test, unix))]
 mod tests;

@@ -423,7 +423,7 @@ pub fn tail(text: &str, max: usize) -> String {
 
 /// git as anyone would run it (no neutral settings, a fixed identity), for
 /// the tests to make repositories and show what plain git would do.
-#[cfg(test)]
+#[cfg(all(test, unix))]
 pub(crate) fn plain(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new("git")
         .args(args)
@@ -437,7 +437,8 @@ pub(crate) fn plain(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-#[cfg(test)]
+// Unix: they make symlinks, FIFOs and modes.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -119,6 +119,7 @@ mod tests {
         assert!(!g.is_match(root, Path::new("/r/other/a.rs")));
     }
 
+    #[cfg(unix)]
     #[test]
     fn directories_with_unreadable_ignore_files_are_left_out() {
         let tmp = tempfile::tempdir().unwrap();

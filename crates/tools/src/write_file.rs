@@ -87,7 +87,8 @@ impl Tool for WriteFileTool {
     }
 }
 
-#[cfg(test)]
+// Unix: they make symlinks, FIFOs and modes.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::fs::tests::{entries, use_openat2};

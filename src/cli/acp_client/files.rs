@@ -148,6 +148,7 @@ mod tests {
         assert!(!work.join("e.txt").exists() && !root.join("out.txt").exists());
     }
 
+    #[cfg(unix)]
     #[test]
     fn reads_take_regular_files_by_lines() {
         let tmp = tempfile::tempdir().unwrap();

@@ -509,6 +509,7 @@ fn a_hostile_projects_names_and_values_stay_text() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn a_project_file_that_links_outside_the_project_is_not_opened() {
     let tmp = tempfile::tempdir().unwrap();

@@ -123,6 +123,7 @@ mod tests {
         assert!(document(&"x".repeat(MAX_BYTES + 1)).is_err());
     }
 
+    #[cfg(unix)]
     #[test]
     fn an_existing_file_or_link_is_kept_without_force() {
         let dir = tempfile::tempdir().unwrap();

@@ -187,6 +187,7 @@ mod tests {
         assert_eq!(plain_argv("true", None), None, "no PATH, no lookup");
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_script_without_a_shebang_is_left_to_the_shell() {
         use std::os::unix::fs::PermissionsExt;

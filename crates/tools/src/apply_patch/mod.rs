@@ -299,6 +299,7 @@ mod tests {
         assert!(!dir.path().join("a.txt").exists());
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn symlink_escape_is_refused_before_any_write() {
         let dir = tempfile::tempdir().unwrap();

@@ -413,6 +413,7 @@ mod tests {
         assert_eq!(fs::read_to_string(dir.path().join("m")).unwrap(), "a\n");
     }
 
+    #[cfg(unix)]
     #[test]
     fn two_names_for_one_file_are_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -431,6 +432,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn updates_write_through_symlinks_and_keep_permissions() {
         use std::os::unix::fs::PermissionsExt;

@@ -192,7 +192,6 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, ReadLimitErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
 
     #[test]
     fn only_regular_files_within_the_limit_are_read() {
@@ -228,6 +227,7 @@ mod tests {
     #[cfg(unix)]
     fn fifos_and_devices_are_refused_without_blocking() {
         use std::os::unix::ffi::OsStrExt;
+        use std::time::{Duration, Instant};
         let dir = tempfile::tempdir().unwrap();
         let started = Instant::now();
         let fifo = dir.path().join("fifo");

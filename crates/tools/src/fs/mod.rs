@@ -312,6 +312,7 @@ pub(crate) mod tests {
     use super::*;
     use std::fs;
 
+    #[cfg(target_os = "linux")]
     pub(crate) use super::at::use_openat2;
 
     /// The target of `path` (absolute), with no roots.
@@ -347,6 +348,7 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_symlink_at_the_path_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("real"), "old").unwrap();
@@ -389,6 +391,7 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn read_text_refuses_directories_and_binary() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("t"), "é\n").unwrap();

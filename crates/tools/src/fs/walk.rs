@@ -385,7 +385,8 @@ fn joined(mut base: PathBuf, rest: &VecDeque<Step>) -> PathBuf {
     base
 }
 
-#[cfg(test)]
+// Unix: they make symlinks, FIFOs and modes.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use cogni_sandbox::Workspace;

@@ -57,6 +57,7 @@ async fn sibling_with_common_prefix_is_outside() {
     ));
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn symlink_escape_is_refused() {
     let (_tmp, root) = setup();
@@ -155,6 +156,7 @@ fn read_only_refuses_without_io() {
     assert!(matches!(e, PathError::ReadOnly));
 }
 
+#[cfg(unix)]
 #[test]
 fn workspace_write_follows_symlinks_and_honours_roots() {
     let ws = tempfile::tempdir().unwrap();
@@ -230,6 +232,7 @@ fn dotdot_in_missing_part_is_refused_by_write_access() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn protected_paths_are_refused_in_workspace_write_only() {
     let (_tmp, root) = setup();
@@ -265,6 +268,7 @@ fn protected_paths_are_refused_in_workspace_write_only() {
         .is_ok());
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn outside_message_names_the_path_and_the_roots() {
     let (_tmp, root) = setup();
@@ -283,6 +287,7 @@ async fn outside_message_names_the_path_and_the_roots() {
     );
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn a_writable_root_made_a_symlink_after_the_start_is_not_followed() {
     let tmp = tempfile::tempdir().unwrap();

@@ -333,5 +333,6 @@ fn inside(root: &Path, cwd: &Path, path: &str) -> Result<String, String> {
     }
 }
 
-#[cfg(test)]
+// Unix: they make symlinks, FIFOs and modes.
+#[cfg(all(test, unix))]
 mod tests;
