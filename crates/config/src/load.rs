@@ -127,10 +127,21 @@ pub struct Checkpoints {
 /// Default cut of each payload in verbose logs, in bytes.
 pub const DEFAULT_VERBOSE_MAX_BYTES: usize = 2000;
 
-/// `$COGNI_HOME`, or `~/.cogni`.
+/// `$COGNI_HOME`, or `~/.cogni` (on Windows `%APPDATA%\cogni`, where a
+/// program keeps its settings there).
 pub fn cogni_home(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     if let Some(h) = env("COGNI_HOME").filter(|h| !h.is_empty()) {
         return PathBuf::from(h);
+    }
+    if cfg!(windows) {
+        if let Some(app_data) = env("APPDATA").filter(|a| !a.is_empty()) {
+            return Path::new(&app_data).join("cogni");
+        }
+        let profile = env("USERPROFILE").unwrap_or_else(|| "C:\\".into());
+        return Path::new(&profile)
+            .join("AppData")
+            .join("Roaming")
+            .join("cogni");
     }
     let home = env("HOME").unwrap_or_else(|| "/".into());
     Path::new(&home).join(".cogni")
@@ -424,8 +435,8 @@ pub fn resolve(
         writable_roots: workspace.writable_roots.unwrap_or_default(),
         shell: c
             .shell
-            .or_else(|| env("SHELL").filter(|s| s.starts_with('/')))
-            .unwrap_or_else(|| "/bin/bash".into()),
+            .or_else(|| env("SHELL").filter(|s| cfg!(unix) && s.starts_with('/')))
+            .unwrap_or_else(|| cogni_protocol::DEFAULT_SHELL.into()),
         pins: Default::default(),
     };
     let memory_config = c.memory.unwrap_or_default();
@@ -463,7 +474,13 @@ pub fn resolve(
     };
     let mut session = SessionConfig::new(provider, cwd.to_path_buf());
     session.model = c.model;
-    session.approval_policy = c.approval_policy.unwrap_or_default();
+    // Windows has no sandbox: every command is asked first unless the
+    // user chose otherwise.
+    session.approval_policy = c.approval_policy.unwrap_or(if cfg!(windows) {
+        cogni_protocol::ApprovalPolicy::Untrusted
+    } else {
+        cogni_protocol::ApprovalPolicy::default()
+    });
     session.sandbox_policy = sandbox_policy;
     session.developer_instructions = c.developer_instructions;
     session.user_instructions = found.user_instructions;

@@ -906,3 +906,23 @@ fn web_search_needs_an_api_that_searches() {
     let off = resolve_file(ConfigFile::default(), &d.home, &d.cwd, &env).unwrap();
     assert!(!off.session.features.web_search);
 }
+
+#[test]
+fn cogni_home_is_the_variable_then_the_platforms_place() {
+    let home = |vars: &[(&str, &str)]| {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::cogni_home(&|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    };
+    assert_eq!(home(&[("COGNI_HOME", "/x"), ("HOME", "/h")]), Path::new("/x"));
+    if cfg!(windows) {
+        assert_eq!(
+            home(&[("APPDATA", r"C:\Users\a\AppData\Roaming")]),
+            Path::new(r"C:\Users\a\AppData\Roaming\cogni")
+        );
+    } else {
+        assert_eq!(home(&[("HOME", "/h")]), Path::new("/h/.cogni"));
+    }
+}

@@ -121,7 +121,8 @@ pub struct SandboxPolicy {
     pub network_access: bool,
     /// Extra writable roots besides cwd (workspace-write only).
     pub writable_roots: Vec<PathBuf>,
-    /// The shell used for command strings, e.g. `/bin/bash`.
+    /// The shell used for command strings, e.g. `/bin/bash` (on Windows
+    /// `powershell.exe`, or `cmd.exe`); see [`shell_argv`].
     pub shell: String,
     /// Limits for commands run in the sandbox.
     #[serde(default)]
@@ -193,15 +194,104 @@ impl Default for ResourceLimits {
     }
 }
 
+/// The shell of command strings when none is configured: bash on Unix,
+/// Windows PowerShell on Windows.
+pub const DEFAULT_SHELL: &str = if cfg!(windows) {
+    "powershell.exe"
+} else {
+    "/bin/bash"
+};
+
+/// What kind of shell `shell` (a path or a name) is, by its file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellKind {
+    /// A POSIX shell (`sh -c LINE`).
+    Posix,
+    /// Windows' `cmd.exe` (`cmd /D /S /C LINE`).
+    Cmd,
+    /// PowerShell, Windows' or 7 (`powershell -NoProfile -Command LINE`).
+    PowerShell,
+}
+
+impl ShellKind {
+    /// The kind of `shell`.
+    pub fn of(shell: &str) -> ShellKind {
+        let name = shell
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(shell)
+            .to_ascii_lowercase();
+        let stem = name.strip_suffix(".exe").unwrap_or(&name);
+        match stem {
+            "cmd" => ShellKind::Cmd,
+            "powershell" | "pwsh" => ShellKind::PowerShell,
+            _ => ShellKind::Posix,
+        }
+    }
+}
+
+/// The argv that runs the command line `line` with `shell`.
+pub fn shell_argv(shell: &str, line: &str) -> Vec<String> {
+    let mut argv = vec![shell.to_string()];
+    match ShellKind::of(shell) {
+        ShellKind::Posix => argv.push("-c".into()),
+        // No AutoRun commands from the registry; the line as it is.
+        ShellKind::Cmd => argv.extend(["/D", "/S", "/C"].map(String::from)),
+        ShellKind::PowerShell => {
+            argv.extend(["-NoLogo", "-NoProfile", "-NonInteractive", "-Command"].map(String::from))
+        }
+    }
+    argv.push(line.to_string());
+    argv
+}
+
+/// The argv that runs `line` with `shell`, its stderr merged into stdout.
+pub fn shell_argv_merged(shell: &str, line: &str) -> Vec<String> {
+    let merged = match ShellKind::of(shell) {
+        ShellKind::Posix => format!("exec 2>&1\n{line}"),
+        ShellKind::Cmd => format!("({line}) 2>&1"),
+        ShellKind::PowerShell => format!("& {{ {line} }} 2>&1"),
+    };
+    shell_argv(shell, &merged)
+}
+
 impl Default for SandboxPolicy {
     fn default() -> Self {
         SandboxPolicy {
             mode: SandboxMode::default(),
             network_access: false,
             writable_roots: Vec::new(),
-            shell: "/bin/bash".to_string(),
+            shell: DEFAULT_SHELL.to_string(),
             limits: ResourceLimits::default(),
             pins: Arc::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_shell_gets_its_own_way_to_run_a_line() {
+        assert_eq!(shell_argv("/bin/bash", "ls"), ["/bin/bash", "-c", "ls"]);
+        assert_eq!(
+            shell_argv(r"C:\Windows\System32\cmd.exe", "dir"),
+            [r"C:\Windows\System32\cmd.exe", "/D", "/S", "/C", "dir"]
+        );
+        assert_eq!(
+            shell_argv("pwsh", "Get-ChildItem")[1..],
+            ["-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "Get-ChildItem"]
+        );
+        assert_eq!(ShellKind::of("POWERSHELL.EXE"), ShellKind::PowerShell);
+        assert_eq!(ShellKind::of("/usr/bin/zsh"), ShellKind::Posix);
+        assert_eq!(
+            shell_argv_merged("cmd.exe", "echo x").last().unwrap(),
+            "(echo x) 2>&1"
+        );
+        assert_eq!(
+            shell_argv_merged("sh", "echo x").last().unwrap(),
+            "exec 2>&1\necho x"
+        );
     }
 }

@@ -34,7 +34,7 @@ pub struct Finished {
 
 impl Shell {
     pub async fn run(&self, command: &str, cwd: &Path, timeout: Duration) -> Finished {
-        let argv = vec![self.program.clone(), "-c".into(), command.into()];
+        let argv = cogni_protocol::shell_argv(&self.program, command);
         run(argv, cwd, &self.env, timeout).await
     }
 }

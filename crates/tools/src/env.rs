@@ -142,7 +142,28 @@ impl ShellEnvPolicy {
     }
 }
 
+/// Variables a Windows program needs to start and find things, also kept
+/// by `inherit = "core"` there (names compared without case, as Windows
+/// does).
+pub const WINDOWS_CORE_VARS: &[&str] = &[
+    "APPDATA",
+    "COMSPEC",
+    "LOCALAPPDATA",
+    "PATHEXT",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "USERNAME",
+    "USERPROFILE",
+    "WINDIR",
+];
+
 fn is_core(name: &str) -> bool {
+    if cfg!(windows) {
+        let upper = name.to_ascii_uppercase();
+        return CORE_VARS.contains(&upper.as_str()) || WINDOWS_CORE_VARS.contains(&upper.as_str());
+    }
     CORE_VARS.contains(&name) || name.starts_with("LC_")
 }
 

@@ -259,7 +259,7 @@ impl ShellTool {
             CommandArg::Argv(argv) => argv.join(" "),
         };
         let argv = match args.command {
-            CommandArg::Line(line) => vec![ctx.sandbox.shell.clone(), "-c".to_string(), line],
+            CommandArg::Line(line) => cogni_protocol::shell_argv(&ctx.sandbox.shell, &line),
             CommandArg::Argv(argv) => argv,
         };
         match argv.first() {
@@ -410,11 +410,7 @@ impl ShellTool {
         timeout: Duration,
         capture_limit_bytes: usize,
     ) -> Result<(ExecOutput, Option<String>), String> {
-        let argv = vec![
-            ctx.sandbox.shell.clone(),
-            "-c".to_string(),
-            format!("exec 2>&1\n{command}"),
-        ];
+        let argv = cogni_protocol::shell_argv_merged(&ctx.sandbox.shell, command);
         let env = self.child_env()?;
         let (request, _sandbox, watch) = self
             .prepare(

@@ -115,8 +115,14 @@ pub async fn run(
     for (k, v) in extra_env {
         env.insert((*k).to_string(), v.clone());
     }
-    let argv = plain_argv(command, env.get("PATH").map(String::as_str))
-        .unwrap_or_else(|| vec!["/bin/sh".into(), "-c".into(), command.into()]);
+    let argv = plain_argv(command, env.get("PATH").map(String::as_str)).unwrap_or_else(|| {
+        let shell = if cfg!(windows) {
+            cogni_protocol::DEFAULT_SHELL
+        } else {
+            "/bin/sh"
+        };
+        cogni_protocol::shell_argv(shell, command)
+    });
     let request = ExecRequest {
         argv,
         cwd: cwd.to_path_buf(),
