@@ -189,6 +189,7 @@ mod tests {
     use std::path::PathBuf;
     use std::sync::Arc;
 
+    #[cfg(unix)]
     #[test]
     fn the_plan_note_follows_the_mode_once() {
         let mut info = ProviderInfo::new("scripted", "", WireApi::Scripted);

@@ -154,6 +154,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn calls_show_as_commands_and_diffs() {
         assert_eq!(

@@ -152,6 +152,7 @@ mod tests {
         })
     }
 
+    #[cfg(unix)]
     #[test]
     fn config_loads_both_souls_capped_and_the_aliases() {
         let home = tempfile::tempdir().unwrap();

@@ -480,6 +480,7 @@ fn an_untrusted_project_cannot_redirect_or_loosen() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn trusted_projects_apply_in_full() {
     let d = dirs();
@@ -544,6 +545,7 @@ fn an_untrusted_project_may_tighten() {
 mod hooks;
 mod mcp;
 
+#[cfg(unix)]
 #[test]
 fn skills_reach_the_session_only_when_enabled_and_project_skills_only_when_trusted() {
     let d = dirs();
@@ -916,7 +918,10 @@ fn cogni_home_is_the_variable_then_the_platforms_place() {
             .collect();
         crate::cogni_home(&|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
     };
-    assert_eq!(home(&[("COGNI_HOME", "/x"), ("HOME", "/h")]), Path::new("/x"));
+    assert_eq!(
+        home(&[("COGNI_HOME", "/x"), ("HOME", "/h")]),
+        Path::new("/x")
+    );
     if cfg!(windows) {
         assert_eq!(
             home(&[("APPDATA", r"C:\Users\a\AppData\Roaming")]),

@@ -62,3 +62,14 @@ pub use turn_context::{Features, Sampling, TurnContext};
 
 #[cfg(test)]
 mod tests;
+
+/// The working directory of the engine's tests: an absolute path that
+/// need not exist, in the platform's form.
+#[cfg(test)]
+pub(crate) fn tests_cwd() -> &'static str {
+    if cfg!(windows) {
+        r"C:\work\repo"
+    } else {
+        "/work/repo"
+    }
+}

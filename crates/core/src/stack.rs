@@ -224,7 +224,7 @@ mod tests {
     fn session(script: &str) -> Session {
         let mut info = ProviderInfo::new("fake", "", WireApi::Scripted);
         info.default_model = Some("scripted".into());
-        let mut c = SessionConfig::new(info, PathBuf::from("/work/repo"));
+        let mut c = SessionConfig::new(info, PathBuf::from(crate::tests_cwd()));
         c.developer_instructions = Some("dev".into());
         c.tool_config.enabled = vec![];
         c.tool_config.edit_tool = Some(EditTool::None);
@@ -462,7 +462,7 @@ text = "summary two"
 
         let mut config = SessionConfig::new(
             ProviderInfo::new("fake", "", WireApi::Scripted),
-            PathBuf::from("/work/repo"),
+            PathBuf::from(crate::tests_cwd()),
         );
         config.model_override = Some("no-such-model".into());
         config.developer_instructions = Some("new instructions".into());

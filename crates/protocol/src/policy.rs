@@ -281,7 +281,13 @@ mod tests {
         );
         assert_eq!(
             shell_argv("pwsh", "Get-ChildItem")[1..],
-            ["-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "Get-ChildItem"]
+            [
+                "-NoLogo",
+                "-NoProfile",
+                "-NonInteractive",
+                "-Command",
+                "Get-ChildItem"
+            ]
         );
         assert_eq!(ShellKind::of("POWERSHELL.EXE"), ShellKind::PowerShell);
         assert_eq!(ShellKind::of("/usr/bin/zsh"), ShellKind::Posix);

@@ -218,6 +218,7 @@ mod tests {
         assert_eq!(extract_answer("<answer>unclosed"), "<answer>unclosed");
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn each_kind_of_check_passes_and_fails_with_a_reason() {
         let dir = tempfile::tempdir().unwrap();

@@ -91,6 +91,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn commands_report_exit_code_and_output_tail() {
         let dir = tempfile::tempdir().unwrap();

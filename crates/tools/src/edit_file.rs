@@ -339,7 +339,10 @@ mod tests {
     fn creates_missing_file_with_empty_old_string() {
         let dir = tempfile::tempdir().unwrap();
         let s = edit(dir.path(), req("new/dir/f.txt", "", "hi\n", false)).unwrap();
-        assert_eq!(s, "Created new/dir/f.txt (1 lines)");
+        assert_eq!(
+            crate::paths::tests::slashed(&s),
+            "Created new/dir/f.txt (1 lines)"
+        );
         assert_eq!(
             fs::read_to_string(dir.path().join("new/dir/f.txt")).unwrap(),
             "hi\n"

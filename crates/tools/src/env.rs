@@ -162,7 +162,9 @@ pub const WINDOWS_CORE_VARS: &[&str] = &[
 fn is_core(name: &str) -> bool {
     if cfg!(windows) {
         let upper = name.to_ascii_uppercase();
-        return CORE_VARS.contains(&upper.as_str()) || WINDOWS_CORE_VARS.contains(&upper.as_str());
+        return CORE_VARS.contains(&upper.as_str())
+            || WINDOWS_CORE_VARS.contains(&upper.as_str())
+            || upper.starts_with("LC_");
     }
     CORE_VARS.contains(&name) || name.starts_with("LC_")
 }

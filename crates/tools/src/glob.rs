@@ -177,18 +177,24 @@ mod tests {
     async fn name_pattern_matches_at_any_depth() {
         let (_tmp, c) = tree();
         let r = glob(&c, serde_json::json!({"pattern": "*.rs"})).await;
-        assert_eq!(r.content, "b.rs\nsrc/a.rs\nsrc/deep/c.rs\n");
+        assert_eq!(
+            crate::paths::tests::slashed(&r.content),
+            "b.rs\nsrc/a.rs\nsrc/deep/c.rs\n"
+        );
     }
 
     #[tokio::test]
     async fn path_pattern_and_root() {
         let (_tmp, c) = tree();
         let r = glob(&c, serde_json::json!({"pattern": "src/*.rs"})).await;
-        assert_eq!(r.content, "src/a.rs\n");
+        assert_eq!(crate::paths::tests::slashed(&r.content), "src/a.rs\n");
         let r = glob(&c, serde_json::json!({"pattern": "**/*.rs", "path": "src"})).await;
-        assert_eq!(r.content, "src/a.rs\nsrc/deep/c.rs\n");
+        assert_eq!(
+            crate::paths::tests::slashed(&r.content),
+            "src/a.rs\nsrc/deep/c.rs\n"
+        );
         let r = glob(&c, serde_json::json!({"pattern": "*.md"})).await;
-        assert_eq!(r.content, "no files match\n");
+        assert_eq!(crate::paths::tests::slashed(&r.content), "no files match\n");
     }
 
     #[tokio::test]
@@ -204,7 +210,10 @@ mod tests {
                 .unwrap();
         }
         let r = glob(&c, serde_json::json!({"pattern": "*.rs", "sort": "mtime"})).await;
-        assert_eq!(r.content, "src/a.rs\nb.rs\nsrc/deep/c.rs\n");
+        assert_eq!(
+            crate::paths::tests::slashed(&r.content),
+            "src/a.rs\nb.rs\nsrc/deep/c.rs\n"
+        );
     }
 
     #[tokio::test]

@@ -422,7 +422,7 @@ mod tests {
         let r = grep(&c, serde_json::json!({"pattern": "^fn \\w+"})).await;
         assert!(!r.is_error);
         assert_eq!(
-            r.content,
+            crate::paths::tests::slashed(&r.content),
             ".hidden.rs:1:fn hidden() {}\na/z.rs:1:fn z() {}\nb.rs:1:fn b() {}\nb.rs:3:fn bb() {}\n"
         );
     }
@@ -435,25 +435,34 @@ mod tests {
             ("docs/b.rs", "HELLO\n"),
         ]);
         let r = grep(&c, serde_json::json!({"pattern": "hello", "glob": "*.rs"})).await;
-        assert_eq!(r.content, "no matches\n");
+        assert_eq!(crate::paths::tests::slashed(&r.content), "no matches\n");
         let r = grep(
             &c,
             serde_json::json!({"pattern": "hello", "glob": "*.rs", "case_insensitive": true}),
         )
         .await;
-        assert_eq!(r.content, "docs/b.rs:1:HELLO\nsrc/a.rs:1:Hello\n");
+        assert_eq!(
+            crate::paths::tests::slashed(&r.content),
+            "docs/b.rs:1:HELLO\nsrc/a.rs:1:Hello\n"
+        );
         let r = grep(
             &c,
             serde_json::json!({"pattern": "(?i)hello", "path": "src"}),
         )
         .await;
-        assert_eq!(r.content, "src/a.rs:1:Hello\nsrc/a.txt:1:hello\n");
+        assert_eq!(
+            crate::paths::tests::slashed(&r.content),
+            "src/a.rs:1:Hello\nsrc/a.txt:1:hello\n"
+        );
         let r = grep(
             &c,
             serde_json::json!({"pattern": "hello", "path": "src/a.txt"}),
         )
         .await;
-        assert_eq!(r.content, "src/a.txt:1:hello\n");
+        assert_eq!(
+            crate::paths::tests::slashed(&r.content),
+            "src/a.txt:1:hello\n"
+        );
     }
 
     #[tokio::test]
@@ -462,7 +471,7 @@ mod tests {
         let (_tmp, c) = tree(&[("f", text), ("g", "hit\n")]);
         let r = grep(&c, serde_json::json!({"pattern": "hit", "context": 1})).await;
         assert_eq!(
-            r.content,
+            crate::paths::tests::slashed(&r.content),
             "f-2-2\nf:3:hit\nf-4-4\n--\nf-7-7\nf:8:hit\nf-9-9\n--\ng:1:hit\n"
         );
     }

@@ -504,7 +504,8 @@ impl Tool for ShellKillTool {
     }
 }
 
-#[cfg(test)]
+// Unix: they run `sh` scripts (and the shell tool's need a sandbox).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use cogni_process::{DEFAULT_IO_DRAIN, DEFAULT_KILL_GRACE};

@@ -553,7 +553,8 @@ pub fn normalize_output(content: &str) -> String {
     out
 }
 
-#[cfg(test)]
+// Unix: they run `sh` scripts (and the shell tool's need a sandbox).
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::paths::tests::ctx;

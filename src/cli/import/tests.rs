@@ -47,6 +47,7 @@ fn codex_import() -> Import {
     )
 }
 
+#[cfg(unix)]
 #[test]
 fn a_typical_codex_config_maps_key_by_key() {
     let imp = codex_import();

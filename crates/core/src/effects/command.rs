@@ -158,6 +158,7 @@ mod tests {
 
     const PATH: Option<&str> = Some("/nonexistent:/usr/bin:/bin");
 
+    #[cfg(unix)]
     #[test]
     fn plain_words_naming_a_program_run_without_a_shell() {
         let argv = plain_argv("true", PATH).expect("plain");
@@ -208,6 +209,7 @@ mod tests {
         assert!(plain_argv("shebang", Some(&path)).is_some());
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_plain_command_and_a_shell_command_run_alike() {
         let dir = tempfile::tempdir().unwrap();

@@ -443,6 +443,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn sandbox_section_describes_each_mode() {
         let cwd = Path::new("/w");

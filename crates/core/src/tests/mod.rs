@@ -150,7 +150,7 @@ impl Tool for Echo {
 fn config() -> SessionConfig {
     let mut info = ProviderInfo::new("fake", "", WireApi::Scripted);
     info.default_model = Some("scripted".into());
-    let mut c = SessionConfig::new(info, PathBuf::from("/work/repo"));
+    let mut c = SessionConfig::new(info, PathBuf::from(crate::tests_cwd()));
     c.tool_config.enabled = vec![];
     c.tool_config.edit_tool = Some(EditTool::None);
     c
@@ -277,7 +277,7 @@ fn initial_context_skips_missing_instructions() {
 #[test]
 fn environment_change_appends_a_diff_of_changed_fields_only() {
     let mut s = start_session_with_provider(config(), Fake::new("")).unwrap();
-    assert!(!s.update_environment(Some(PathBuf::from("/work/repo")), None, None));
+    assert!(!s.update_environment(Some(PathBuf::from(crate::tests_cwd())), None, None));
     assert_eq!(s.history().len(), 1);
     assert!(s.update_environment(
         Some(PathBuf::from("/work/other")),

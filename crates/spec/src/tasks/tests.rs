@@ -57,6 +57,7 @@ fn without_agents_tasks_use_the_default_agent() {
     assert_eq!(file.tasks[0].tags, ["smoke"]);
 }
 
+#[cfg(unix)]
 #[test]
 fn every_problem_is_reported_with_its_path() {
     let got = problems(
@@ -122,6 +123,24 @@ repeat = 0
         );
     }
     assert_eq!(got.len(), expected.len(), "{}", got.join("\n"));
+}
+
+/// On Windows a path with a root but no drive, or a drive but no root,
+/// is not `is_absolute`, yet leaves the workspace when joined to it.
+#[cfg(windows)]
+#[test]
+fn windows_paths_with_a_root_or_a_drive_are_refused() {
+    let got = problems(
+        r#"
+[[tasks]]
+id = "t"
+prompt = "x"
+context_paths = ['\Windows\win.ini', 'C:secret.txt', 'src\ok.rs']
+"#,
+    );
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[0].starts_with("tasks[0].context_paths[0]"), "{got:?}");
+    assert!(got[1].starts_with("tasks[0].context_paths[1]"), "{got:?}");
 }
 
 #[test]

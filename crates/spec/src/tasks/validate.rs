@@ -449,10 +449,12 @@ impl Validator<'_> {
         for (key, path) in paths {
             let i = index.entry(key).or_insert(0usize);
             let p = Path::new(path);
-            if path.trim().is_empty()
-                || p.is_absolute()
-                || p.components().any(|c| c.as_os_str() == "..")
-            {
+            // Only plain names: no root (`/x`, and on Windows `\\x`, which
+            // `is_absolute` lets through), no drive (`C:x`), no `..`.
+            let plain = p
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            if path.trim().is_empty() || !plain {
                 self.problem(
                     format!("{at}.{key}[{i}]"),
                     format!("`{path}`: a path inside the workspace, relative to its root"),

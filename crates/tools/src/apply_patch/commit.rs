@@ -240,6 +240,7 @@ mod tests {
         out
     }
 
+    #[cfg(unix)]
     #[test]
     fn writes_replaces_and_removes() {
         let dir = tempfile::tempdir().unwrap();

@@ -834,7 +834,8 @@ mod tests {
         let started = std::time::Instant::now();
         let e = parse_patch(&patch).unwrap_err();
         assert!(
-            e.message.contains("`dir/f7.rs` appears in more than one"),
+            crate::paths::tests::slashed(&e.message)
+                .contains("`dir/f7.rs` appears in more than one"),
             "{e}"
         );
         let patch = patch.replace("*** Delete File: dir/f7.rs\n*** End", "*** End");

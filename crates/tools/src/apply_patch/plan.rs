@@ -369,6 +369,7 @@ mod tests {
         )
     }
 
+    #[cfg(unix)]
     #[test]
     fn an_editor_gets_updates_and_additions_and_the_disk_the_rest() {
         use crate::editor::tests::Buffers;

@@ -266,10 +266,22 @@ impl Walker<'_> {
                             let kind = entry
                                 .kind()
                                 .map_err(|e| io_error(pos.real.join(&name), e))?;
-                            if kind == Kind::Symlink {
-                                return Ok(Reached::Restart(self.follow(&pos, &entry, &steps)?));
+                            match kind {
+                                Kind::Symlink => {
+                                    let next = self.follow(&pos, &entry, &steps)?;
+                                    return Ok(Reached::Restart(next));
+                                }
+                                // Not there, whatever error the open gave
+                                // (Windows' differ from Unix's).
+                                Kind::Missing => {
+                                    return Ok(Reached::Missing {
+                                        pos,
+                                        name,
+                                        rest: steps,
+                                    })
+                                }
+                                _ => return Err(io_error(pos.real.join(&name), e)),
                             }
-                            return Err(io_error(pos.real.join(&name), e));
                         }
                     }
                 }

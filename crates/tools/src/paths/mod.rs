@@ -142,6 +142,13 @@ pub fn model_path(text: &str, allow_absolute: bool) -> Result<PathBuf, String> {
                     "`{text}` contains `..`; name the file without `..` components"
                 ))
             }
+            // A drive without a root (`C:notes.txt`, Windows) is relative
+            // to that drive's current directory: as absolute as `C:\`.
+            Component::Prefix(_) if !allow_absolute && !path.has_root() => {
+                return Err(format!(
+                    "`{text}` names a drive; use a path relative to the working directory"
+                ))
+            }
             other => clean.push(other),
         }
     }

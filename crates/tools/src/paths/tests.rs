@@ -23,6 +23,7 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
     (tmp, root)
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn write_inside_workspace_is_allowed() {
     let (_tmp, root) = setup();
@@ -92,6 +93,7 @@ async fn writable_roots_and_full_access_allow_outside() {
     assert!(writable_target(&c, "../p-evil/x").await.is_ok());
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn workspace_dir_must_exist_inside() {
     let (_tmp, root) = setup();
@@ -306,4 +308,14 @@ async fn a_writable_root_made_a_symlink_after_the_start_is_not_followed() {
     std::os::unix::fs::symlink(&home, ws.join("cache")).unwrap();
     let e = writable_target(&c, "cache/.bashrc").await;
     assert!(matches!(e, Err(PathError::Outside { .. })), "{e:?}");
+}
+
+/// `text` with Windows' path separators as `/`, for comparing the paths a
+/// tool shows with the ones a test expects (on Unix `text` as it is).
+pub(crate) fn slashed(text: &str) -> String {
+    if cfg!(windows) {
+        text.replace('\\', "/")
+    } else {
+        text.to_string()
+    }
 }

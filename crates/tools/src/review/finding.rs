@@ -266,8 +266,12 @@ fn find<'d>(
     prefix: &str,
     side: Side,
 ) -> Result<&'d FileDiff, String> {
-    let clean = crate::paths::model_path(path, false)?;
-    let clean = clean.to_string_lossy();
+    // In git's form: `/` between names on every platform.
+    let clean = crate::paths::model_path(path, false)?
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
     let in_cwd = (!prefix.is_empty()).then(|| format!("{prefix}/{clean}"));
     for candidate in std::iter::once(clean.to_string()).chain(in_cwd) {
         if let Some(file) = diff.file(&candidate) {

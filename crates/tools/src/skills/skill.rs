@@ -418,6 +418,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn loading_lists_files_but_does_not_read_them() {
         let dir = tempfile::tempdir().unwrap();

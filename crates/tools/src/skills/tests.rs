@@ -138,6 +138,7 @@ fn nearer_skills_win_over_farther_and_project_over_user() {
     assert!(s.warnings().is_empty(), "shadowing is no news");
 }
 
+#[cfg(unix)]
 #[test]
 fn untrusted_project_skills_are_ignored_and_said_so() {
     let t = tree();

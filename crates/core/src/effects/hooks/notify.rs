@@ -211,6 +211,7 @@ mod tests {
         assert_eq!(Notice::Idle.message(), "cogni is waiting for your input");
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn matching_hooks_get_the_notice_and_the_session_waits_for_them() {
         let dir = tempfile::tempdir().unwrap();
