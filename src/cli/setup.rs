@@ -25,7 +25,7 @@ pub fn dirs(args: &ConfigArgs) -> Result<(PathBuf, PathBuf), String> {
     let launch_dir =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     let cwd = match &args.cd {
-        Some(dir) => std::fs::canonicalize(launch_dir.join(dir))
+        Some(dir) => crate::sandbox::sys::canonicalize(&launch_dir.join(dir))
             .map_err(|e| format!("-C {}: {e}", dir.display()))?,
         None => launch_dir.clone(),
     };

@@ -85,7 +85,8 @@ fn trust(args: TrustArgs) -> Result<(), String> {
         None => std::env::current_dir()
             .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
-    let dir = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir =
+        crate::sandbox::sys::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if args.revoke {
         if !store.revoke(&dir) {
             return Err(format!("{} was not trusted", dir.display()));

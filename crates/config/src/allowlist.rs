@@ -193,7 +193,7 @@ pub(super) struct Filtered {
 /// accepts over `base` (the layers below). `repo` is the project's
 /// directory; relative paths in the file are relative to it.
 pub(super) fn filter(project: Table, base: &ConfigFile, repo: &Path) -> Filtered {
-    let repo = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
+    let repo = cogni_sandbox::sys::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
     let mut ignored = Vec::new();
     let table = walk(project, "", &Context { base, repo: &repo }, &mut ignored);
     Filtered { table, ignored }
@@ -441,7 +441,7 @@ fn apply(
 /// it exists; otherwise it may not contain `..`.
 pub fn inside(path: &str, repo: &Path) -> bool {
     let path = repo.join(path);
-    match std::fs::canonicalize(&path) {
+    match cogni_sandbox::sys::canonicalize(&path) {
         Ok(real) => real.starts_with(repo),
         Err(_) => path.starts_with(repo) && !path.components().any(|c| c == Component::ParentDir),
     }

@@ -87,7 +87,7 @@ impl Trusted {
         let listed = store.dirs().iter().chain(trusted_projects);
         Ok(Trusted(
             listed
-                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .filter_map(|d| cogni_sandbox::sys::canonicalize(d).ok())
                 .collect(),
         ))
     }
@@ -95,7 +95,8 @@ impl Trusted {
     /// Whether `dir` is one of them or inside one (false when it does not
     /// exist).
     pub(super) fn covers(&self, dir: &Path) -> bool {
-        std::fs::canonicalize(dir).is_ok_and(|dir| self.0.iter().any(|d| dir.starts_with(d)))
+        cogni_sandbox::sys::canonicalize(dir)
+            .is_ok_and(|dir| self.0.iter().any(|d| dir.starts_with(d)))
     }
 }
 

@@ -543,5 +543,6 @@ pub fn shadow_root(home: &std::path::Path) -> PathBuf {
     home.join("checkpoints")
 }
 
-#[cfg(test)]
+// Unix: they run git and sh.
+#[cfg(all(test, unix))]
 mod tests;

@@ -448,6 +448,7 @@ text = "summary two"
         assert_eq!(s.initial_len(), 2);
     }
 
+    #[cfg(unix)]
     #[test]
     fn restored_history_shows_a_changed_environment_and_reconfigure_keeps_the_conversation() {
         let mut saved = with_conversation();

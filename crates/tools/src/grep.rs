@@ -505,7 +505,7 @@ mod tests {
             assert_eq!(again.content, first.content);
         }
         assert_eq!(
-            first.content,
+            crate::paths::tests::slashed(&first.content),
             "d0/f00.txt:1:needle\nd0/f00.txt:2:needle\nd0/f07.txt:1:needle\nd0/f07.txt:2:needle\n\
              d0/f14.txt:1:needle\n\
              [showing 5 of 100 matches in 50 files (max_results=5); narrow with path, glob or pattern]"

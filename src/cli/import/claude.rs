@@ -141,7 +141,7 @@ pub fn run(args: ClaudeArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<u8,
     let home = env("HOME").map(PathBuf::from);
     match args.project {
         Some(dir) => {
-            let dir = std::fs::canonicalize(&dir)
+            let dir = crate::sandbox::sys::canonicalize(&dir)
                 .ok()
                 .filter(|d| d.is_dir())
                 .ok_or_else(|| format!("--project {}: no such directory", dir.display()))?;
@@ -161,7 +161,7 @@ pub fn run(args: ClaudeArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<u8,
         }
         None => {
             if let Some(dir) = &args.from {
-                let parent = std::fs::canonicalize(dir)
+                let parent = crate::sandbox::sys::canonicalize(dir)
                     .ok()
                     .and_then(|d| d.parent().map(|p| p.display().to_string()))
                     .unwrap_or_else(|| "DIR".into());
@@ -219,7 +219,7 @@ pub(super) fn import(
         if let Scope::Project(dir) = &claude.scope {
             // A repository's file may be a link to one of yours, or to a
             // device: not opened.
-            let inside = std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(dir));
+            let inside = crate::sandbox::sys::canonicalize(path).is_ok_and(|p| p.starts_with(dir));
             if !inside {
                 if exists {
                     claude.imp.skip(

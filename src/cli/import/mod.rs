@@ -403,13 +403,13 @@ fn report_trust(dir: &Path, env: &dyn Fn(&str) -> Option<String>) {
 /// `.claude` or `.codex` anywhere but in your home directory): its
 /// settings came with the project, and `--write` would make them yours.
 pub(super) fn not_a_project(dir: &Path, home: Option<&Path>, hint: &str) -> Result<(), String> {
-    let Ok(real) = std::fs::canonicalize(dir) else {
+    let Ok(real) = crate::sandbox::sys::canonicalize(dir) else {
         return Ok(());
     };
     let named = real
         .file_name()
         .is_some_and(|n| n == ".claude" || n == ".codex");
-    let home = home.and_then(|h| std::fs::canonicalize(h).ok());
+    let home = home.and_then(|h| crate::sandbox::sys::canonicalize(h).ok());
     if named && real.parent() != home.as_deref() {
         return Err(format!(
             "{}: a project's settings directory, not yours; {hint}",

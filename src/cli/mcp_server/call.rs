@@ -291,7 +291,7 @@ impl Server {
             return Ok(self.defaults.cwd.clone());
         };
         let path = self.defaults.cwd.join(cwd);
-        match std::fs::canonicalize(&path) {
+        match crate::sandbox::sys::canonicalize(&path) {
             Ok(dir) if dir.is_dir() => Ok(dir),
             Ok(_) => Err(format!("`cwd` {}: not a directory", path.display())),
             Err(e) => Err(format!("`cwd` {}: {e}", path.display())),

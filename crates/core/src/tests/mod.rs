@@ -243,6 +243,7 @@ impl Harness {
 // TurnContext::initial_context and environment diffs
 // ---------------------------------------------------------------------------
 
+#[cfg(unix)]
 #[test]
 fn initial_context_is_developer_then_agents_md_then_environment() {
     let mut c = config();
@@ -2534,6 +2535,8 @@ async fn an_interrupt_stops_the_turn_and_the_next_turn_works() {
 }
 
 mod effects;
+// Unix: the hooks are sh scripts.
+#[cfg(unix)]
 mod hooks;
 mod stream_tools;
 mod text_tools;
