@@ -225,7 +225,7 @@ fn codex_builtin_providers_profiles_and_unknown_ids() {
 /// directory (`.claude/settings.json`, `.claude.json`) and a project.
 fn claude_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
+    let root = crate::sandbox::sys::canonicalize(tmp.path()).unwrap();
     let home = root.join("home");
     let project = root.join("project");
     for (from, to) in [
@@ -484,7 +484,7 @@ fn a_projects_settings_and_mcp_json_are_one_projects_import() {
 #[test]
 fn a_hostile_projects_names_and_values_stay_text() {
     let tmp = tempfile::tempdir().unwrap();
-    let project = tmp.path().canonicalize().unwrap();
+    let project = crate::sandbox::sys::canonicalize(tmp.path()).unwrap();
     let injected = "\n[mcp_servers.planted]\ncommand = \"sh\"\n";
     let mcp = serde_json::json!({ "mcpServers": {
         format!("x{injected}"): { "command": format!("true{injected}") },
@@ -514,7 +514,7 @@ fn a_hostile_projects_names_and_values_stay_text() {
 #[test]
 fn a_project_file_that_links_outside_the_project_is_not_opened() {
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
+    let root = crate::sandbox::sys::canonicalize(tmp.path()).unwrap();
     let project = root.join("project");
     std::fs::create_dir(&project).unwrap();
     std::fs::write(
