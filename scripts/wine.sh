@@ -31,7 +31,8 @@ for dir in "$out" "$out/deps"; do
 done
 
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+# wineserver outlives the programs it ran: end it with the prefix.
+trap 'WINEPREFIX="$scratch/prefix" wineserver -k 2>/dev/null; sleep 1; rm -rf "$scratch"' EXIT
 export WINEPREFIX="$scratch/prefix" WINEDEBUG=-all WINEDLLOVERRIDES="bcryptprimitives=n,b"
 "$wine" wineboot --init >/dev/null 2>&1 || true
 
