@@ -19,8 +19,10 @@ if [ "${1:-}" = --check ]; then
 fi
 wine=$(command -v wine || command -v wine64)
 out=target/$target/debug
-cross build --quiet --bin cogni
-tests=$(cross test --quiet --no-run --workspace --lib --bins --message-format=json |
+# One build: the unit tests, and cogni.exe itself (built for the
+# integration suite, which is Unix's and empty here) with the same
+# features, so the dependencies are compiled once.
+tests=$(cross test --quiet --no-run --workspace --lib --bins --test it --message-format=json |
     sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
 
 # Wine 8 has no ProcessPrng, which Rust's std imports: a stand-in DLL,
