@@ -21,7 +21,7 @@ struct Tree {
 
 fn tree() -> Tree {
     let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
+    let base = cogni_sandbox::sys::canonicalize(tmp.path()).unwrap();
     let repo = base.join("repo");
     let cwd = repo.join("crates/app");
     std::fs::create_dir_all(repo.join(".git")).unwrap();
@@ -138,7 +138,6 @@ fn nearer_skills_win_over_farther_and_project_over_user() {
     assert!(s.warnings().is_empty(), "shadowing is no news");
 }
 
-#[cfg(unix)]
 #[test]
 fn untrusted_project_skills_are_ignored_and_said_so() {
     let t = tree();
@@ -150,7 +149,10 @@ fn untrusted_project_skills_are_ignored_and_said_so() {
     let warnings = s.warnings();
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].contains("not trusted"), "{warnings:?}");
-    assert!(warnings[0].contains(".cogni/skills/evil"), "{warnings:?}");
+    assert!(
+        crate::paths::tests::slashed(&warnings[0]).contains(".cogni/skills/evil"),
+        "{warnings:?}"
+    );
 }
 
 #[test]
