@@ -122,9 +122,20 @@ mod unix {
         let fd = dir.as_raw_fd();
         // SAFETY: both names are valid C strings and `fd` is an open
         // directory for the duration of the call.
+        // The system call itself: Debian's musl 1.2.3, which the static
+        // build links (scripts/build_musl.sh), has no renameat2() wrapper;
+        // glibc's makes this same call.
         #[cfg(target_os = "linux")]
-        let r =
-            unsafe { libc::renameat2(fd, from.as_ptr(), fd, to.as_ptr(), libc::RENAME_NOREPLACE) };
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                fd,
+                from.as_ptr(),
+                fd,
+                to.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
         // SAFETY: as above.
         #[cfg(target_os = "macos")]
         let r =

@@ -401,6 +401,10 @@ fn pinned_binds(
     Ok(binds)
 }
 
+/// statvfs(3)'s `ST_RELATIME`, 4096 in glibc's and musl's headers alike
+/// (the kernel's flag); the libc crate does not define it for musl.
+const ST_RELATIME: libc::c_ulong = 4096;
+
 /// The bind of `path` onto itself (read-only or not), keeping the flags a
 /// user namespace may not drop from the mount it lives on.
 fn bind_of(path: &Path, read_only: bool) -> Result<child::Bind, SandboxError> {
@@ -423,7 +427,7 @@ fn bind_of(path: &Path, read_only: bool) -> Result<child::Bind, SandboxError> {
         (libc::ST_NOEXEC, libc::MS_NOEXEC),
         (libc::ST_NOATIME, libc::MS_NOATIME),
         (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
+        (ST_RELATIME, libc::MS_RELATIME),
     ];
     let flags = keep
         .iter()
