@@ -120,11 +120,11 @@ mod unix {
     /// `renameatx_np(RENAME_EXCL)` on macOS.
     pub fn rename_noreplace(dir: BorrowedFd<'_>, from: &CStr, to: &CStr) -> io::Result<()> {
         let fd = dir.as_raw_fd();
-        // SAFETY: both names are valid C strings and `fd` is an open
-        // directory for the duration of the call.
         // The system call itself: Debian's musl 1.2.3, which the static
         // build links (scripts/build_musl.sh), has no renameat2() wrapper;
         // glibc's makes this same call.
+        // SAFETY: both names are valid C strings and `fd` is an open
+        // directory for the duration of the call.
         #[cfg(target_os = "linux")]
         let r = unsafe {
             libc::syscall(
