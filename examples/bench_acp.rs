@@ -4,7 +4,7 @@
 //! the process must exit 0. `cogni --version` is timed in the same run,
 //! for the cost of starting any process.
 //!
-//! cargo build --release && cargo run --release --example bench_acp -- [--runs N] [--cogni PATH]
+//! cargo build --profile dist && cargo run --profile dist --example bench_acp -- [--runs N] [--cogni PATH]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -66,7 +66,7 @@ fn ms(d: Duration) -> String {
 
 fn main() {
     let mut runs = 50;
-    let mut cogni = PathBuf::from("target/release/cogni");
+    let mut cogni = PathBuf::from("target/dist/cogni");
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -77,7 +77,7 @@ fn main() {
     }
     let cogni = std::fs::canonicalize(&cogni).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; build it with cargo build --release",
+            "{}: {e}; build it with cargo build --profile dist",
             cogni.display()
         )
     });

@@ -13,7 +13,7 @@
 //! (a read from a network mount or an MCP server). Every pair of runs
 //! checks that the request after the calls is byte for byte the same.
 //!
-//! cargo run --release --example bench_early_tools -- [--runs N] [--gap MS] [--slow MS]
+//! cargo run --profile dist --example bench_early_tools -- [--runs N] [--gap MS] [--slow MS]
 
 #[path = "../tests/it/common/images.rs"]
 #[allow(dead_code)]

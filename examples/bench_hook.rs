@@ -8,7 +8,7 @@
 //! command must then be a program's name), interleaved; and the first
 //! command of all, which starts the fork server.
 //!
-//! `cargo run --release --example bench_hook -- [--pairs N] [--command CMD]`
+//! `cargo run --profile dist --example bench_hook -- [--pairs N] [--command CMD]`
 
 #[path = "../benches/support/turn.rs"]
 mod turn;

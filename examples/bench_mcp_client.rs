@@ -12,7 +12,7 @@
 //!    client on a second server process, `--calls` times, interleaved;
 //!    the difference of the medians is cogni's overhead per call.
 //!
-//! cargo run --release --example bench_mcp_client -- [--calls N] [--starts N]
+//! cargo run --profile dist --example bench_mcp_client -- [--calls N] [--starts N]
 
 use cogni::mcp::{self, Launch, McpConfig, ServerConfig, Transport};
 use cogni::protocol::SandboxPolicy;

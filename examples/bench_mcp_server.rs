@@ -12,7 +12,7 @@
 //! 3. the protocol alone: a call the server refuses at once (a bad
 //!    argument), so no session starts.
 //!
-//! cargo build --release && cargo run --release --example bench_mcp_server -- \
+//! cargo build --profile dist && cargo run --profile dist --example bench_mcp_server -- \
 //!     [--calls N] [--starts N] [--cogni PATH] [--sandbox MODE]
 
 use rmcp::model::{CallToolRequestParams, JsonObject};
@@ -34,7 +34,7 @@ fn options() -> Options {
     let mut options = Options {
         calls: 200,
         starts: 20,
-        cogni: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/cogni"),
+        cogni: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/dist/cogni"),
         sandbox: None,
     };
     let mut args = std::env::args().skip(1);
@@ -149,7 +149,7 @@ async fn main() {
     let options = options();
     assert!(
         options.cogni.exists(),
-        "{} not found: cargo build --release first",
+        "{} not found: cargo build --profile dist first",
         options.cogni.display()
     );
     let dirs = dirs();

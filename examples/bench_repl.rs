@@ -10,7 +10,7 @@
 //!   (the mock's wake-up, loopback, SSE parsing, the engine, the renderer
 //!   and the terminal included).
 //!
-//! cargo build --release && cargo run --release --example bench_repl -- [--runs N] [--cogni PATH]
+//! cargo build --profile dist && cargo run --profile dist --example bench_repl -- [--runs N] [--cogni PATH]
 
 #[path = "../tests/it/common/images.rs"]
 #[allow(dead_code)]
@@ -175,7 +175,7 @@ fn ms(d: Duration) -> String {
 
 fn main() {
     let mut runs = 20;
-    let mut cogni = PathBuf::from("target/release/cogni");
+    let mut cogni = PathBuf::from("target/dist/cogni");
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -184,7 +184,8 @@ fn main() {
             other => panic!("unknown argument {other}"),
         }
     }
-    let cogni = std::fs::canonicalize(&cogni).expect("the cogni binary (cargo build --release)");
+    let cogni =
+        std::fs::canonicalize(&cogni).expect("the cogni binary (cargo build --profile dist)");
     let samples: Vec<Sample> = (0..runs).map(|_| one_run(&cogni)).collect();
     let resumes: Vec<Duration> = (0..runs).map(|_| resume_run(&cogni)).collect();
     let report = |name: &str, v: Vec<Duration>| {

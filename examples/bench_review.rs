@@ -15,7 +15,7 @@
 //! provider on the Responses API: the time from spawn to its first model
 //! request and that request's size (it is stopped then).
 //!
-//! cargo build --release && cargo run --release --example bench_review -- [--runs N] [--cogni PATH] [--codex PATH]
+//! cargo build --profile dist && cargo run --profile dist --example bench_review -- [--runs N] [--cogni PATH] [--codex PATH]
 
 #[path = "../tests/it/common/images.rs"]
 #[allow(dead_code)]
@@ -204,7 +204,7 @@ fn ms(d: Duration) -> String {
 
 fn main() {
     let mut runs = 10;
-    let mut cogni = PathBuf::from("target/release/cogni");
+    let mut cogni = PathBuf::from("target/dist/cogni");
     let mut codex: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -217,7 +217,7 @@ fn main() {
     }
     assert!(
         cogni.exists(),
-        "{} not found: run `cargo build --release`",
+        "{} not found: run `cargo build --profile dist`",
         cogni.display()
     );
     let dir = tempfile::tempdir().expect("temp dir");

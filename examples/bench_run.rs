@@ -10,7 +10,7 @@
 //! response to the process's end, and the size of the first request.
 //! It also times `cogni --version`.
 //!
-//! cargo build --release && cargo run --release --example bench_run -- [--runs N] [--cogni PATH]
+//! cargo build --profile dist && cargo run --profile dist --example bench_run -- [--runs N] [--cogni PATH]
 
 #[path = "../tests/it/common/images.rs"]
 #[allow(dead_code)]
@@ -132,7 +132,7 @@ fn ms(d: Duration) -> String {
 fn main() {
     let mut runs = 20;
     let mut extra = Vec::new();
-    let mut cogni = PathBuf::from("target/release/cogni");
+    let mut cogni = PathBuf::from("target/dist/cogni");
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -145,7 +145,7 @@ fn main() {
     }
     assert!(
         cogni.exists(),
-        "{} not found: run `cargo build --release`",
+        "{} not found: run `cargo build --profile dist`",
         cogni.display()
     );
 

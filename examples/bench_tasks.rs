@@ -13,7 +13,7 @@
 //!    shards of 1,000 attempts each (16,000 attempts with transcripts,
 //!    written with the library as a run would write them).
 //!
-//! cargo build --release && cargo run --release --example bench_tasks -- \
+//! cargo build --profile dist && cargo run --profile dist --example bench_tasks -- \
 //!     [--attempts N] [--jobs J] [--delay-ms D] [--only run|shard|merge] [--cogni PATH]
 //!     [--sandbox MODE] [--tools shell|files]
 //!
@@ -426,7 +426,7 @@ fn main() {
         jobs: 32,
         delay: Duration::from_millis(200),
         only: None,
-        cogni: PathBuf::from("target/release/cogni"),
+        cogni: PathBuf::from("target/dist/cogni"),
         sandbox: None,
         tools: "shell".into(),
     };
@@ -446,7 +446,7 @@ fn main() {
     }
     assert!(
         o.cogni.exists(),
-        "{} not found: run `cargo build --release`",
+        "{} not found: run `cargo build --profile dist`",
         o.cogni.display()
     );
     // BENCH_DIR=DIR keeps the runs' files there (it must be empty).

@@ -12,8 +12,8 @@ FILES="${1:-50000}"
 RUNS="${RUNS:-5}"
 
 cd "$(dirname "$0")/.."
-cargo build --quiet --release --example grep_bench
-BIN=target/release/examples/grep_bench
+cargo build --quiet --profile dist --example grep_bench
+BIN=target/dist/examples/grep_bench
 PATTERN="$("$BIN" pattern)"
 
 DIR="$(mktemp -d)"
