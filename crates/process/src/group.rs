@@ -47,10 +47,22 @@ pub struct Tree {
 impl Tree {
     /// Kill every process in the tree now.
     pub fn kill(&self) {
+        self.signal(Signal::Kill);
+    }
+
+    /// Signal every process in the tree (on Windows: end them).
+    fn signal(&self, signal: Signal) {
         #[cfg(unix)]
-        signal_group(self.pgid, Signal::Kill);
+        // SAFETY: kill has no memory-safety preconditions. ESRCH (group
+        // already gone) is expected and ignored.
+        unsafe {
+            libc::kill(-self.pgid, signal.number());
+        }
         #[cfg(windows)]
-        self.job.terminate();
+        {
+            let _ = signal;
+            self.job.terminate();
+        }
     }
 }
 
@@ -87,13 +99,7 @@ impl Group {
 
     /// Signal every process in the tree.
     pub(crate) fn signal(&self, signal: Signal) {
-        #[cfg(unix)]
-        signal_group(self.tree.pgid, signal);
-        #[cfg(windows)]
-        {
-            let _ = signal;
-            self.tree.job.terminate();
-        }
+        self.tree.signal(signal);
     }
 
     /// The run ended normally: nothing to kill when it is dropped (on
@@ -108,15 +114,6 @@ impl Drop for Group {
         if self.armed {
             self.signal(Signal::Kill);
         }
-    }
-}
-
-#[cfg(unix)]
-fn signal_group(pgid: i32, signal: Signal) {
-    // SAFETY: kill has no memory-safety preconditions. ESRCH (group
-    // already gone) is expected and ignored.
-    unsafe {
-        libc::kill(-pgid, signal.number());
     }
 }
 

@@ -24,7 +24,7 @@
 //! it sources) is not pinned: a command for a hook should name a program
 //! that does not read code from the workspace.
 
-use cogni_protocol::{FileStamp, Pin, Pins};
+use cogni_protocol::{Pin, Pins};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -71,17 +71,6 @@ fn words(command: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The stamp of `path`, whose `symlink_metadata` is `meta`; none when it
-/// cannot be read (then the file is treated as missing).
-fn stamp(path: &Path, meta: &std::fs::Metadata) -> Option<FileStamp> {
-    let id = crate::sys::identity(path, meta).ok()?;
-    Some(FileStamp {
-        dev: id.dev,
-        ino: id.ino,
-        ctime: id.ctime,
-    })
-}
-
 /// The workspace files `named` names, each with its stamp now: the path
 /// as named (a symlink's own path), then the file a symlink leads to, when
 /// that is in the workspace too. Missing files and directories are left
@@ -105,7 +94,8 @@ fn files(named: &Named, roots: &[PathBuf]) -> Vec<Pin> {
             continue;
         }
         if inside(&path) {
-            if let Some(stamp) = stamp(&path, &meta) {
+            // A stamp that cannot be read: treated as missing.
+            if let Ok(stamp) = crate::sys::identity(&path, &meta) {
                 out.push(Pin {
                     path: path.clone(),
                     stamp,
@@ -116,7 +106,7 @@ fn files(named: &Named, roots: &[PathBuf]) -> Vec<Pin> {
             if let Ok(real) = std::fs::canonicalize(&path) {
                 if let Ok(meta) = std::fs::symlink_metadata(&real) {
                     if inside(&real) && meta.is_file() {
-                        if let Some(stamp) = stamp(&real, &meta) {
+                        if let Ok(stamp) = crate::sys::identity(&real, &meta) {
                             out.push(Pin { path: real, stamp });
                         }
                     }

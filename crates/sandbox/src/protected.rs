@@ -26,6 +26,7 @@
 //! change). The ctime, not the modification time: a command can set a
 //! directory's modification time back (`touch -d`), never its ctime.
 
+use cogni_protocol::FileStamp;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -79,7 +80,7 @@ pub struct FileId {
 }
 
 impl FileId {
-    fn of(id: &crate::sys::Identity) -> Self {
+    fn of(id: &FileStamp) -> Self {
         FileId {
             dev: id.dev,
             ino: id.ino,
@@ -120,7 +121,7 @@ struct Listing {
 
 impl Listing {
     /// `dir` (with identity `id`) read now.
-    fn read(dir: &Path, id: &crate::sys::Identity) -> io::Result<Self> {
+    fn read(dir: &Path, id: &FileStamp) -> io::Result<Self> {
         let read_at = now();
         let mut listing = Listing {
             id: FileId::of(id),
@@ -148,7 +149,7 @@ impl Listing {
     }
 
     /// Still what the directory holds, judging by its identity now.
-    fn current(&self, id: &crate::sys::Identity) -> bool {
+    fn current(&self, id: &FileStamp) -> bool {
         let settled = self.ctime.0 + (RACY.as_secs() as i64) < self.read_at.0
             || (self.ctime.0 + (RACY.as_secs() as i64) == self.read_at.0
                 && self.ctime.1 < self.read_at.1);

@@ -3,45 +3,32 @@
 //! `cogni_tools::fs`) on Unix, and a file's identity and change time
 //! everywhere.
 
+use cogni_protocol::FileStamp;
 use std::io;
 use std::path::Path;
 
 #[cfg(unix)]
 pub use unix::*;
 
-/// A file's identity (device and inode, or volume and file index on
-/// Windows) and the time its inode last changed (Unix's ctime, Windows'
-/// ChangeTime), read without following a symlink: what tells a file
-/// replaced or written behind cogni's back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Identity {
-    /// The device (the volume's serial number on Windows).
-    pub dev: u64,
-    /// The inode (the file index on Windows).
-    pub ino: u64,
-    /// When the file's metadata or content last changed: seconds and
-    /// nanoseconds since the Unix epoch.
-    pub ctime: (i64, i64),
-}
-
-/// The identity of `path`, whose `symlink_metadata` is `meta`. On Unix
-/// it comes from `meta`; on Windows the file is opened (as a reparse
-/// point, not followed) and asked.
+/// The stamp of `path`, whose `symlink_metadata` is `meta`: its device
+/// and inode (a volume's serial number and a file index on Windows) and
+/// the time its inode last changed (Unix's ctime, Windows' ChangeTime),
+/// read without following a symlink: what tells a file replaced or
+/// written behind cogni's back. On Unix it comes from `meta`; on Windows
+/// the file is opened (as a reparse point, not followed) and asked.
 #[cfg(unix)]
-pub fn identity(_path: &Path, meta: &std::fs::Metadata) -> io::Result<Identity> {
+pub fn identity(_path: &Path, meta: &std::fs::Metadata) -> io::Result<FileStamp> {
     use std::os::unix::fs::MetadataExt;
-    Ok(Identity {
+    Ok(FileStamp {
         dev: meta.dev(),
         ino: meta.ino(),
         ctime: (meta.ctime(), meta.ctime_nsec()),
     })
 }
 
-/// The identity of `path`, whose `symlink_metadata` is `meta`. On Unix
-/// it comes from `meta`; on Windows the file is opened (as a reparse
-/// point, not followed) and asked.
+/// See the Unix [`identity`].
 #[cfg(windows)]
-pub fn identity(path: &Path, _meta: &std::fs::Metadata) -> io::Result<Identity> {
+pub fn identity(path: &Path, _meta: &std::fs::Metadata) -> io::Result<FileStamp> {
     windows::identity(path)
 }
 
@@ -157,7 +144,7 @@ mod unix {
 
 #[cfg(windows)]
 mod windows {
-    use super::Identity;
+    use cogni_protocol::FileStamp;
     use std::ffi::OsStr;
     use std::io;
     use std::os::windows::ffi::OsStrExt;
@@ -170,7 +157,7 @@ mod windows {
     /// 1970-01-01.
     const EPOCH_DIFFERENCE: i64 = 116_444_736_000_000_000;
 
-    pub fn identity(path: &Path) -> io::Result<Identity> {
+    pub fn identity(path: &Path) -> io::Result<FileStamp> {
         let file = std::fs::OpenOptions::new()
             .access_mode(0)
             .custom_flags(fs::FILE_FLAG_BACKUP_SEMANTICS | fs::FILE_FLAG_OPEN_REPARSE_POINT)
@@ -196,7 +183,7 @@ mod windows {
             (by_handle, basic)
         };
         let since_epoch = basic.ChangeTime - EPOCH_DIFFERENCE;
-        Ok(Identity {
+        Ok(FileStamp {
             dev: u64::from(by_handle.dwVolumeSerialNumber),
             ino: (u64::from(by_handle.nFileIndexHigh) << 32) | u64::from(by_handle.nFileIndexLow),
             ctime: (

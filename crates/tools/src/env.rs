@@ -160,13 +160,15 @@ pub const WINDOWS_CORE_VARS: &[&str] = &[
 ];
 
 fn is_core(name: &str) -> bool {
-    if cfg!(windows) {
-        let upper = name.to_ascii_uppercase();
-        return CORE_VARS.contains(&upper.as_str())
-            || WINDOWS_CORE_VARS.contains(&upper.as_str())
-            || upper.starts_with("LC_");
-    }
-    CORE_VARS.contains(&name) || name.starts_with("LC_")
+    // Windows' names are the same whatever their case.
+    let name: std::borrow::Cow<str> = if cfg!(windows) {
+        name.to_ascii_uppercase().into()
+    } else {
+        name.into()
+    };
+    CORE_VARS.contains(&&*name)
+        || name.starts_with("LC_")
+        || (cfg!(windows) && WINDOWS_CORE_VARS.contains(&&*name))
 }
 
 /// Whether a variable looks secret by its name or its value (see the

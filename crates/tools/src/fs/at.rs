@@ -4,6 +4,7 @@
 //! one directory, so what a call changes is exactly that entry. (Unix;
 //! `at_windows.rs` is the same interface on Windows.)
 
+use super::entry::{Entry, Kind};
 use cogni_sandbox::Root;
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::{File, Permissions};
@@ -130,18 +131,6 @@ pub(crate) fn open_beneath(dir: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
     }
 }
 
-/// What an entry is, not following a symlink.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Missing,
-    Directory,
-    Symlink,
-    /// A regular file, with its permissions.
-    File(Permissions),
-    /// Anything else, in words (a FIFO, a device, a socket).
-    Other(&'static str),
-}
-
 /// What the mode bits `mode` say a file is, in words (for errors).
 fn kind_name(mode: libc::mode_t) -> &'static str {
     match mode & libc::S_IFMT {
@@ -199,26 +188,7 @@ pub(crate) fn open_path(path: &Path) -> io::Result<File> {
     owned(unsafe { libc::open(c_path.as_ptr(), READ_FLAGS) }).map(File::from)
 }
 
-/// A name in a directory held open.
-#[derive(Debug, Clone)]
-pub(crate) struct Entry {
-    pub(crate) dir: Dir,
-    pub(crate) name: OsString,
-}
-
 impl Entry {
-    pub(crate) fn new(dir: Dir, name: impl Into<OsString>) -> Self {
-        Entry {
-            dir,
-            name: name.into(),
-        }
-    }
-
-    /// Another name in the same directory.
-    pub(crate) fn sibling(&self, name: impl Into<OsString>) -> Entry {
-        Entry::new(self.dir.clone(), name)
-    }
-
     fn c_name(&self) -> io::Result<CString> {
         c_name(&self.name)
     }

@@ -8,9 +8,9 @@
 //! on Windows only an unconfined command (there is no sandbox there) could
 //! do.
 
+use super::entry::{Entry, Kind};
 use cogni_sandbox::Root;
-use std::ffi::OsString;
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::windows::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -29,16 +29,9 @@ pub(crate) type Dir = Arc<Held>;
 
 /// Why an entry was refused: a reparse point (symlink, junction) where
 /// none is followed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("it is a symlink")]
 struct MetSymlink;
-
-impl std::fmt::Display for MetSymlink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("it is a symlink")
-    }
-}
-
-impl std::error::Error for MetSymlink {}
 
 fn met_symlink_error() -> io::Error {
     io::Error::new(io::ErrorKind::NotADirectory, MetSymlink)
@@ -101,18 +94,6 @@ pub(crate) fn open_beneath(_dir: &Held, _rel: &Path) -> Option<Held> {
     None
 }
 
-/// What an entry is, not following a symlink.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Missing,
-    Directory,
-    Symlink,
-    /// A regular file, with its permissions.
-    File(Permissions),
-    /// Anything else, in words.
-    Other(&'static str),
-}
-
 /// What `file_type` is, in words (for errors).
 pub(crate) fn type_name(file_type: std::fs::FileType) -> &'static str {
     if file_type.is_dir() {
@@ -153,26 +134,7 @@ pub(crate) fn open_path(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// A name in a directory held open.
-#[derive(Debug, Clone)]
-pub(crate) struct Entry {
-    pub(crate) dir: Dir,
-    pub(crate) name: OsString,
-}
-
 impl Entry {
-    pub(crate) fn new(dir: Dir, name: impl Into<OsString>) -> Self {
-        Entry {
-            dir,
-            name: name.into(),
-        }
-    }
-
-    /// Another name in the same directory.
-    pub(crate) fn sibling(&self, name: impl Into<OsString>) -> Entry {
-        Entry::new(self.dir.clone(), name)
-    }
-
     fn path(&self) -> PathBuf {
         self.dir.path.join(&self.name)
     }

@@ -14,10 +14,11 @@
 
 #[cfg_attr(windows, path = "at_windows.rs")]
 mod at;
+mod entry;
 mod limited;
 mod walk;
 
-pub(crate) use at::{Entry, Kind};
+pub(crate) use entry::{Entry, Kind};
 pub use limited::{
     open_regular, read_head, read_limited, read_text_limited, Head, ReadLimitError,
     SCRIPT_MAX_BYTES, SPEC_FILE_MAX_BYTES,

@@ -11,7 +11,8 @@
 //! the directory it ends in is the one written to: nothing is looked up by
 //! path again between the check and the write.
 
-use super::at::{self, Dir, Entry, Kind};
+use super::at::{self, Dir};
+use super::entry::{Entry, Kind};
 use cogni_sandbox::Root;
 use std::collections::VecDeque;
 use std::ffi::OsString;
