@@ -68,11 +68,12 @@ enum ShellCommand {
 
 impl ShellCommand {
     /// Known safe when run the way the shell tool runs it: a line goes to
-    /// the configured `shell` with `-c`, so the shell itself is checked too.
+    /// the configured `shell` ([`cogni_protocol::shell_argv`]), so the shell
+    /// itself is checked too (only POSIX shells' lines can be known safe).
     fn is_known_safe(&self, shell: &str) -> bool {
         match self {
             ShellCommand::Line(line) => {
-                let argv = [shell.to_string(), "-c".to_string(), line.clone()];
+                let argv = cogni_protocol::shell_argv(shell, line);
                 safety::is_known_safe(&safety::Command::Argv(&argv))
             }
             ShellCommand::Argv(argv) => safety::is_known_safe(&safety::Command::Argv(argv)),

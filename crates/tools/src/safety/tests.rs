@@ -349,3 +349,15 @@ fn glob_flags() {
         ]
     );
 }
+
+#[test]
+fn only_a_posix_shells_line_can_be_known_safe() {
+    // Windows' shells are not parsed: every line they run is asked first.
+    let safe = |shell: &str, line: &str| {
+        is_known_safe(&Command::Argv(&cogni_protocol::shell_argv(shell, line)))
+    };
+    assert!(safe("/bin/bash", "ls"));
+    assert!(!safe("cmd.exe", "dir"));
+    assert!(!safe("powershell.exe", "Get-ChildItem"));
+    assert!(!safe(r"C:\Windows\System32\cmd.exe", "ls"));
+}
